@@ -1,0 +1,54 @@
+# framefs build, test and benchmark entry points. See README.md.
+
+GO       ?= go
+BIN      := bin/framefs
+FUZZTIME ?= 1m
+GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
+
+.PHONY: all deps build run test vet fmt-check unit e2e bench fuzz fixtures golden clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/framefs
+
+# Demonstrates the furthest working path on the project's own demo videos.
+run: build
+	@scripts/demo.sh $(BIN)
+
+test: deps vet fmt-check unit e2e
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@unformatted=$$(gofmt -l $(GOFILES)); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+e2e: build
+	scripts/e2e-probe.sh $(BIN)
+
+# Side-by-side benchmarks: prints NAME VALUE UNIT lines and writes
+# bench-results.json.
+bench: build
+	scripts/bench.sh $(BIN)
+
+# Coverage-guided fuzzing of every parser of untrusted bytes, FUZZTIME each.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzReadMP4$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
+
+# Regenerates the committed test videos and FFmpeg's golden reports on them.
+fixtures:
+	scripts/make-fixtures.sh
+golden:
+	scripts/make-golden.sh
+
+clean:
+	rm -rf bin bench-results.json
