@@ -1,0 +1,49 @@
+// Command framefs mounts versioned video-frame tables as a filesystem and
+// manages them. Each subcommand maps its flags onto the options of a library
+// package; no table or video logic lives here.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/framefs/framefs/decoder"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCommand().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "framefs: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	var debug bool
+	root := &cobra.Command{
+		Use:           "framefs",
+		Short:         "Mount versioned video-frame tables as a filesystem",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+			level := slog.LevelWarn
+			if debug {
+				level = slog.LevelDebug
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			slog.SetDefault(logger)
+			decoder.RouteLogs(logger)
+		},
+	}
+	root.PersistentFlags().BoolVar(&debug, "debug", false, "log debugging detail, FFmpeg's messages included, to stderr")
+	root.AddCommand(newProbeCommand())
+	return root
+}
