@@ -44,6 +44,8 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().BoolVar(&debug, "debug", false, "log debugging detail, FFmpeg's messages included, to stderr")
-	root.AddCommand(newProbeCommand())
+	root.AddCommand(newProbeCommand(), newCreateCommand(), newIngestCommand(), newUpdateCommand(),
+		newReplaceCommand(), newDeleteCommand(), newLogCommand(), newTagCommand(), newLsCommand(),
+		newExpireCommand(), newGCCommand(), newVerifyCommand())
 	return root
 }

@@ -1,0 +1,399 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// VideoFile is a video to store for one video column of an episode.
+type VideoFile struct {
+	// Path is the file to read; it is streamed, never loaded whole.
+	Path string
+	// FirstFrame is the video frame ordinal of the episode's first row.
+	FirstFrame int64
+}
+
+// EpisodeInput is one episode to add: its videos and its rows.
+type EpisodeInput struct {
+	// Episode is the episode id. Empty: the sidecar's episode column, else
+	// the base name of the (first) video file.
+	Episode string
+	// Videos maps each video column to its file. A table with a single
+	// video column also accepts the key "".
+	Videos map[string]VideoFile
+	// Sidecar holds the frame rows. Nil: one row per frame from
+	// FirstFrame, with null user columns (which must then be nullable).
+	Sidecar *Sidecar
+}
+
+// AddOptions tune AddEpisodes.
+type AddOptions struct {
+	// NoSizes skips computing per-frame image sizes at ingest (faster;
+	// mounts then compute sizes when first needed).
+	NoSizes bool
+}
+
+// AddEpisodes stores new episodes in one commit ("add videos"). Every
+// input is validated before anything is written; nothing is committed if
+// any episode is bad, and an episode that already exists is an error.
+func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts AddOptions) (*Snapshot, error) {
+	if len(inputs) == 0 {
+		return nil, fmt.Errorf("%w: no episodes to add", ErrInvalidInput)
+	}
+	schema, err := t.LatestSchema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type staged struct {
+		id     string
+		rows   []Row
+		part   map[string]string
+		videos map[string]*preparedVideo
+		first  map[string]int64
+		source map[string]string
+	}
+	var all []staged
+	seen := map[string]bool{}
+	for _, in := range inputs {
+		st := staged{videos: map[string]*preparedVideo{}, first: map[string]int64{}, source: map[string]string{}}
+		videos, err := normalizeVideos(schema, in.Videos)
+		if err != nil {
+			return nil, err
+		}
+		st.id, err = episodeID(schema, in)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckName("episode", st.id); err != nil {
+			return nil, err
+		}
+		if seen[st.id] {
+			return nil, fmt.Errorf("%w: episode %q appears twice in one commit", ErrInvalidInput, st.id)
+		}
+		seen[st.id] = true
+		minFrames := int64(-1)
+		for _, col := range schema.VideoColumns {
+			vf := videos[col]
+			if vf.FirstFrame < 0 {
+				return nil, fmt.Errorf("%w: episode %q: first frame %d is negative", ErrInvalidInput, st.id, vf.FirstFrame)
+			}
+			pv, err := t.prepareVideo(ctx, vf.Path, schema.Image, !opts.NoSizes)
+			if err != nil {
+				return nil, fmt.Errorf("episode %q: %w", st.id, err)
+			}
+			st.videos[col], st.first[col], st.source[col] = pv, vf.FirstFrame, filepath.Base(vf.Path)
+			avail := int64(pv.index.Frames()) - vf.FirstFrame
+			if avail <= 0 {
+				return nil, fmt.Errorf("%w: episode %q: %s has %d frames, first frame %d is past its end",
+					ErrInvalidInput, st.id, filepath.Base(vf.Path), pv.index.Frames(), vf.FirstFrame)
+			}
+			if minFrames < 0 || avail < minFrames {
+				minFrames = avail
+			}
+		}
+		if in.Sidecar != nil {
+			st.rows, err = in.Sidecar.Rows(schema)
+			if err != nil {
+				return nil, err
+			}
+			if int64(len(st.rows)) > minFrames {
+				return nil, fmt.Errorf("%w: %s has %d rows but the video has only %d frames from frame %d",
+					ErrInvalidInput, in.Sidecar.Name, len(st.rows), minFrames+videos[schema.VideoColumns[0]].FirstFrame, videos[schema.VideoColumns[0]].FirstFrame)
+			}
+			if len(st.rows) == 0 {
+				return nil, fmt.Errorf("%w: %s has no rows", ErrInvalidInput, in.Sidecar.Name)
+			}
+		} else {
+			st.rows, err = nullRows(schema, minFrames)
+			if err != nil {
+				return nil, fmt.Errorf("episode %q: %w", st.id, err)
+			}
+		}
+		if st.part, err = partitionValues(schema, st.id, st.rows); err != nil {
+			return nil, err
+		}
+		all = append(all, st)
+	}
+
+	// Pack every video of the commit, in episode order.
+	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
+	var prepared []*preparedVideo
+	for _, st := range all {
+		for _, col := range schema.VideoColumns {
+			prepared = append(prepared, st.videos[col])
+		}
+	}
+	packed, written, err := t.writePacks(ctx, prepared, schema.PackTargetBytes)
+	if err != nil {
+		return nil, err
+	}
+	dataKey := newObjectKey(prefixData, ".parquet")
+	now := t.opts.Now().UTC()
+	var entries []EpisodeEntry
+	var epRows []episodeRows
+	ch := change{kind: KindAppend, schemaID: schema.ID}
+	for i, st := range all {
+		refs := map[string]VideoRef{}
+		for c, col := range schema.VideoColumns {
+			pv := packed[i*len(schema.VideoColumns)+c]
+			ref := pv.ref
+			v := st.videos[col]
+			ref.FirstFrame, ref.Frames = st.first[col], int64(v.index.Frames())
+			ref.Codec, ref.Width, ref.Height = v.index.Codec, v.index.Width, v.index.Height
+			ref.SourceName = st.source[col]
+			refs[col] = ref
+		}
+		entries = append(entries, EpisodeEntry{
+			Episode: st.id, Partition: st.part, Rows: int64(len(st.rows)), FirstRowID: -1,
+			DataFile: dataKey, RowGroup: i, SchemaID: schema.ID, Videos: refs, Time: now,
+		})
+		epRows = append(epRows, episodeRows{episode: st.id, rows: st.rows, videos: refs})
+		ch.mustBeNew = append(ch.mustBeNew, st.id)
+		ch.summary.EpisodesAdded++
+		ch.summary.FramesAdded += int64(len(st.rows))
+	}
+	if err := t.putData(ctx, dataKey, schema, epRows); err != nil {
+		return nil, err
+	}
+	ch.added = entries
+	ch.summary.BytesAdded = written
+	return t.commit(ctx, ch)
+}
+
+func (t *Table) putData(ctx context.Context, key string, schema *Schema, eps []episodeRows) error {
+	return writeDataFile(ctx, func(r io.Reader) error {
+		_, err := t.store.Put(ctx, key, r)
+		return err
+	}, schema, eps)
+}
+
+func normalizeVideos(s *Schema, in map[string]VideoFile) (map[string]VideoFile, error) {
+	out := map[string]VideoFile{}
+	for col, vf := range in {
+		if col == "" {
+			if len(s.VideoColumns) != 1 {
+				return nil, fmt.Errorf("%w: the table has video columns %s; name the column of each video",
+					ErrInvalidInput, strings.Join(s.VideoColumns, ", "))
+			}
+			col = s.VideoColumns[0]
+		}
+		if !s.IsVideoColumn(col) {
+			return nil, fmt.Errorf("%w: %q is not a video column (the table has %s)", ErrInvalidInput, col, strings.Join(s.VideoColumns, ", "))
+		}
+		out[col] = vf
+	}
+	for _, col := range s.VideoColumns {
+		if _, ok := out[col]; !ok {
+			return nil, fmt.Errorf("%w: no video for column %q", ErrInvalidInput, col)
+		}
+	}
+	return out, nil
+}
+
+// episodeID picks an episode's id: given, from the sidecar, or from the
+// first video's base name without extension.
+func episodeID(s *Schema, in EpisodeInput) (string, error) {
+	if in.Episode != "" {
+		return in.Episode, nil
+	}
+	if in.Sidecar != nil {
+		id, err := in.Sidecar.EpisodeID(s)
+		if err != nil || id != "" {
+			return id, err
+		}
+	}
+	for _, col := range s.VideoColumns {
+		for k, vf := range in.Videos {
+			if k == col || k == "" {
+				base := filepath.Base(vf.Path)
+				return strings.TrimSuffix(base, filepath.Ext(base)), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: cannot tell the episode id", ErrInvalidInput)
+}
+
+// nullRows makes n rows with every user column null.
+func nullRows(s *Schema, n int64) ([]Row, error) {
+	for _, c := range s.Columns {
+		if !c.Nullable {
+			return nil, fmt.Errorf("%w: no sidecar, and column %q is not nullable: give the frame rows in a sidecar", ErrInvalidInput, c.Name)
+		}
+	}
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = Row{}
+		for _, c := range s.Columns {
+			rows[i][c.Name] = nil
+		}
+	}
+	return rows, nil
+}
+
+// partitionValues checks that partition columns hold one value per
+// episode and returns them as strings.
+func partitionValues(s *Schema, episode string, rows []Row) (map[string]string, error) {
+	if len(s.PartitionColumns) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, p := range s.PartitionColumns {
+		var first any
+		for i, r := range rows {
+			v := r[p]
+			if v == nil {
+				return nil, fmt.Errorf("%w: episode %q row %d: partition column %q is null", ErrInvalidInput, episode, i+1, p)
+			}
+			if i == 0 {
+				first = v
+			} else if v != first {
+				return nil, fmt.Errorf("%w: episode %q row %d: partition column %q is %v, earlier rows %v; one episode has one partition",
+					ErrInvalidInput, episode, i+1, p, v, first)
+			}
+		}
+		str := fmt.Sprint(first)
+		if err := CheckName("partition value", str); err != nil {
+			return nil, fmt.Errorf("episode %q: %w", episode, err)
+		}
+		out[p] = str
+	}
+	return out, nil
+}
+
+// UpdateRows replaces the non-video columns of an episode's rows with the
+// sidecar's (same number of rows or fewer; the video stays as it is).
+func (t *Table) UpdateRows(ctx context.Context, episode string, sc *Sidecar) (*Snapshot, error) {
+	head, schema, cur, err := t.current(ctx, episode)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := sc.Rows(schema)
+	if err != nil {
+		return nil, err
+	}
+	if id, err := sc.EpisodeID(schema); err != nil {
+		return nil, err
+	} else if id != "" && id != episode {
+		return nil, fmt.Errorf("%w: %s names episode %q, not %q", ErrInvalidInput, sc.Name, id, episode)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%w: %s has no rows", ErrInvalidInput, sc.Name)
+	}
+	for col, ref := range cur.Videos {
+		if avail := ref.Frames - ref.FirstFrame; int64(len(rows)) > avail {
+			return nil, fmt.Errorf("%w: %s has %d rows but video %q has only %d frames from frame %d",
+				ErrInvalidInput, sc.Name, len(rows), col, ref.Frames, ref.FirstFrame)
+		}
+	}
+	return t.rewriteEpisode(ctx, head, schema, cur, rows, cur.Videos, KindUpdate, 0)
+}
+
+// ReplaceVideo stores a new video for one video column of an existing
+// episode; rows keep their order and values and take consecutive frames
+// from firstFrame of the new video, which must have enough frames.
+func (t *Table) ReplaceVideo(ctx context.Context, episode, column string, vf VideoFile, opts AddOptions) (*Snapshot, error) {
+	head, schema, cur, err := t.current(ctx, episode)
+	if err != nil {
+		return nil, err
+	}
+	column = singleColumn(schema, column)
+	if !schema.IsVideoColumn(column) {
+		return nil, fmt.Errorf("%w: %q is not a video column (the table has %s)", ErrInvalidInput, column, strings.Join(schema.VideoColumns, ", "))
+	}
+	pv, err := t.prepareVideo(ctx, vf.Path, schema.Image, !opts.NoSizes)
+	if err != nil {
+		return nil, err
+	}
+	if avail := int64(pv.index.Frames()) - vf.FirstFrame; avail < cur.Rows {
+		return nil, fmt.Errorf("%w: %s has %d frames from frame %d, the episode has %d rows",
+			ErrInvalidInput, filepath.Base(vf.Path), max(avail, 0), vf.FirstFrame, cur.Rows)
+	}
+	rows, err := t.readRows(ctx, cur, schema)
+	if err != nil {
+		return nil, err
+	}
+	packed, written, err := t.writePacks(ctx, []*preparedVideo{pv}, schema.PackTargetBytes)
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]VideoRef{}
+	for k, v := range cur.Videos {
+		refs[k] = v
+	}
+	ref := packed[0].ref
+	ref.FirstFrame, ref.Frames = vf.FirstFrame, int64(pv.index.Frames())
+	ref.Codec, ref.Width, ref.Height = pv.index.Codec, pv.index.Width, pv.index.Height
+	ref.SourceName = filepath.Base(vf.Path)
+	refs[column] = ref
+	return t.rewriteEpisode(ctx, head, schema, cur, rows, refs, KindReplace, written)
+}
+
+func singleColumn(s *Schema, column string) string {
+	if column == "" && len(s.VideoColumns) == 1 {
+		return s.VideoColumns[0]
+	}
+	return column
+}
+
+// DeleteEpisode removes an episode from the table's next snapshot (older
+// snapshots keep it until they expire).
+func (t *Table) DeleteEpisode(ctx context.Context, episode string) (*Snapshot, error) {
+	head, schema, cur, err := t.current(ctx, episode)
+	if err != nil {
+		return nil, err
+	}
+	return t.commit(ctx, change{
+		kind: KindDelete, schemaID: schema.ID, removed: []string{episode},
+		base: head.ID, touched: []string{episode},
+		summary: Summary{EpisodesRemoved: 1, FramesRemoved: cur.Rows},
+	})
+}
+
+// current returns the head, its schema and an episode's entry in it.
+func (t *Table) current(ctx context.Context, episode string) (*Snapshot, *Schema, EpisodeEntry, error) {
+	if err := CheckName("episode", episode); err != nil {
+		return nil, nil, EpisodeEntry{}, err
+	}
+	head, err := t.Resolve(ctx, 0, "")
+	if err != nil {
+		return nil, nil, EpisodeEntry{}, err
+	}
+	schema, err := t.LatestSchema(ctx)
+	if err != nil {
+		return nil, nil, EpisodeEntry{}, err
+	}
+	cur, err := t.Episode(ctx, head, episode)
+	if err != nil {
+		return nil, nil, EpisodeEntry{}, err
+	}
+	return head, schema, cur, nil
+}
+
+// rewriteEpisode commits a new version of an episode: new rows and video
+// references, the same row ids.
+func (t *Table) rewriteEpisode(ctx context.Context, head *Snapshot, schema *Schema, cur EpisodeEntry, rows []Row,
+	videos map[string]VideoRef, kind CommitKind, bytesAdded int64) (*Snapshot, error) {
+	part, err := partitionValues(schema, cur.Episode, rows)
+	if err != nil {
+		return nil, err
+	}
+	dataKey := newObjectKey(prefixData, ".parquet")
+	if err := t.putData(ctx, dataKey, schema, []episodeRows{{episode: cur.Episode, rows: rows, videos: videos}}); err != nil {
+		return nil, err
+	}
+	entry := cur
+	entry.Partition, entry.Rows, entry.DataFile, entry.RowGroup = part, int64(len(rows)), dataKey, 0
+	entry.SchemaID, entry.Videos, entry.Time = schema.ID, videos, t.opts.Now().UTC()
+	if int64(len(rows)) > cur.Rows {
+		entry.FirstRowID = -1 // more rows than ids reserved: take new ones
+	}
+	sum := Summary{EpisodesUpdated: 1, BytesAdded: bytesAdded}
+	return t.commit(ctx, change{
+		kind: kind, schemaID: schema.ID, added: []EpisodeEntry{entry}, removed: []string{cur.Episode},
+		base: head.ID, touched: []string{cur.Episode}, summary: sum,
+	})
+}

@@ -1,0 +1,332 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// Row is one frame row: column name to value. Values are bool, int64,
+// float64, string, time.Time (UTC), []any for lists, FrameRef for video
+// columns, or nil for null.
+type Row map[string]any
+
+// FrameRef is the value of a video column in a row: which frame of which
+// stored video (Paimon's video frame descriptor).
+type FrameRef struct {
+	Pack   string `json:"pack"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
+	Frame  int64  `json:"frame"`
+}
+
+// Field names of the frame reference struct in Parquet.
+var frameRefType = arrow.StructOf(
+	arrow.Field{Name: "pack", Type: arrow.BinaryTypes.String},
+	arrow.Field{Name: "offset", Type: arrow.PrimitiveTypes.Int64},
+	arrow.Field{Name: "length", Type: arrow.PrimitiveTypes.Int64},
+	arrow.Field{Name: "frame", Type: arrow.PrimitiveTypes.Int64},
+)
+
+// arrowSchema is the Parquet schema of data files written with s: the
+// episode column, the row's index within its episode, the user columns,
+// then one frame reference per video column.
+func arrowSchema(s *Schema) (*arrow.Schema, error) {
+	fields := []arrow.Field{
+		{Name: s.EpisodeColumn, Type: arrow.BinaryTypes.String},
+		{Name: colIndex, Type: arrow.PrimitiveTypes.Int64},
+	}
+	for _, c := range s.Columns {
+		dt, err := c.Type.Arrow()
+		if err != nil {
+			return nil, err
+		}
+		fields = append(fields, arrow.Field{Name: c.Name, Type: dt, Nullable: c.Nullable})
+	}
+	for _, v := range s.VideoColumns {
+		fields = append(fields, arrow.Field{Name: v, Type: frameRefType})
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// episodeRows is one episode's rows ready to write: row i is frame
+// FirstFrame+i of each video.
+type episodeRows struct {
+	episode string
+	rows    []Row
+	videos  map[string]VideoRef
+}
+
+// writeDataFile streams one Parquet file with a row group per episode.
+func writeDataFile(ctx context.Context, put func(io.Reader) error, s *Schema, episodes []episodeRows) error {
+	sc, err := arrowSchema(s)
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := put(pr)
+		pr.CloseWithError(err) // unblock the writer if put gave up early
+		done <- err
+	}()
+	werr := func() error {
+		props := parquet.NewWriterProperties(
+			parquet.WithCompression(compress.Codecs.Zstd),
+			parquet.WithMaxRowGroupLength(math.MaxInt32), // one row group per episode
+			parquet.WithCreatedBy("framefs"),
+		)
+		fw, err := pqarrow.NewFileWriter(sc, pw, props, pqarrow.DefaultWriterProps())
+		if err != nil {
+			return err
+		}
+		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+		defer b.Release()
+		for _, ep := range episodes {
+			if err := ctx.Err(); err != nil {
+				fw.Close()
+				return err
+			}
+			if err := appendEpisode(b, s, ep); err != nil {
+				fw.Close()
+				return err
+			}
+			rec := b.NewRecordBatch()
+			err := fw.Write(rec)
+			rec.Release()
+			if err != nil {
+				fw.Close()
+				return err
+			}
+		}
+		return fw.Close()
+	}()
+	pw.CloseWithError(werr)
+	perr := <-done
+	if werr != nil {
+		return fmt.Errorf("write rows: %w", werr)
+	}
+	return perr
+}
+
+func appendEpisode(b *array.RecordBuilder, s *Schema, ep episodeRows) error {
+	for i, row := range ep.rows {
+		b.Field(0).(*array.StringBuilder).Append(ep.episode)
+		b.Field(1).(*array.Int64Builder).Append(int64(i))
+		for c, col := range s.Columns {
+			if err := appendValue(b.Field(2+c), col.Type, row[col.Name]); err != nil {
+				return fmt.Errorf("episode %q row %d column %q: %w", ep.episode, i, col.Name, err)
+			}
+		}
+		for v, name := range s.VideoColumns {
+			ref := ep.videos[name]
+			sb := b.Field(2 + len(s.Columns) + v).(*array.StructBuilder)
+			sb.Append(true)
+			sb.FieldBuilder(0).(*array.StringBuilder).Append(ref.Pack)
+			sb.FieldBuilder(1).(*array.Int64Builder).Append(ref.Offset)
+			sb.FieldBuilder(2).(*array.Int64Builder).Append(ref.Length)
+			sb.FieldBuilder(3).(*array.Int64Builder).Append(ref.FirstFrame + int64(i))
+		}
+	}
+	return nil
+}
+
+func appendValue(b array.Builder, t Type, v any) error {
+	if v == nil {
+		b.AppendNull()
+		return nil
+	}
+	if elem, ok := t.Elem(); ok {
+		list, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("want a list, have %T", v)
+		}
+		lb := b.(*array.ListBuilder)
+		lb.Append(true)
+		for _, e := range list {
+			if err := appendValue(lb.ValueBuilder(), elem, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var ok bool
+	switch bb := b.(type) {
+	case *array.BooleanBuilder:
+		var x bool
+		if x, ok = v.(bool); ok {
+			bb.Append(x)
+		}
+	case *array.Int32Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			bb.Append(int32(x))
+		}
+	case *array.Int64Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			bb.Append(x)
+		}
+	case *array.Float32Builder:
+		var x float64
+		if x, ok = v.(float64); ok {
+			bb.Append(float32(x))
+		}
+	case *array.Float64Builder:
+		var x float64
+		if x, ok = v.(float64); ok {
+			bb.Append(x)
+		}
+	case *array.StringBuilder:
+		var x string
+		if x, ok = v.(string); ok {
+			bb.Append(x)
+		}
+	case *array.TimestampBuilder:
+		var x time.Time
+		if x, ok = v.(time.Time); ok {
+			bb.Append(arrow.Timestamp(x.UnixMicro()))
+		}
+	default:
+		return fmt.Errorf("unsupported column builder %T", b)
+	}
+	if !ok {
+		return fmt.Errorf("value %v (%T) does not fit type %s", v, v, t)
+	}
+	return nil
+}
+
+// readRows reads one episode's rows: a single row group of its data file.
+// Columns the file lacks (added by a later schema) read as null.
+func (t *Table) readRows(ctx context.Context, e EpisodeEntry, s *Schema) ([]Row, error) {
+	obj, err := t.store.Open(ctx, e.DataFile)
+	if err != nil {
+		return nil, fmt.Errorf("episode %q: %w", e.Episode, err)
+	}
+	defer obj.Close()
+	pf, err := file.NewParquetReader(io.NewSectionReader(obj, 0, obj.Size()))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, e.DataFile, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, e.DataFile, err)
+	}
+	if e.RowGroup < 0 || e.RowGroup >= pf.NumRowGroups() {
+		return nil, fmt.Errorf("%w: %s has no row group %d", ErrCorrupt, e.DataFile, e.RowGroup)
+	}
+	leaves := make([]int, pf.MetaData().Schema.NumColumns())
+	for i := range leaves {
+		leaves[i] = i
+	}
+	tbl, err := fr.ReadRowGroups(ctx, leaves, []int{e.RowGroup})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, e.DataFile, err)
+	}
+	defer tbl.Release()
+	n := int(tbl.NumRows())
+	if int64(n) != e.Rows {
+		return nil, fmt.Errorf("%w: %s row group %d has %d rows, the manifest says %d", ErrCorrupt, e.DataFile, e.RowGroup, n, e.Rows)
+	}
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = Row{}
+	}
+	for c := 0; c < int(tbl.NumCols()); c++ {
+		name := tbl.Schema().Field(c).Name
+		if name == colIndex {
+			continue
+		}
+		i := 0
+		for _, chunk := range tbl.Column(c).Data().Chunks() {
+			for k := 0; k < chunk.Len(); k++ {
+				rows[i][name] = arrowValue(chunk, k)
+				i++
+			}
+		}
+	}
+	for _, col := range s.Columns {
+		for _, r := range rows {
+			if _, ok := r[col.Name]; !ok {
+				r[col.Name] = nil
+			}
+		}
+	}
+	return rows, nil
+}
+
+// arrowValue converts element k of an Arrow array to a Row value.
+func arrowValue(a arrow.Array, k int) any {
+	if a.IsNull(k) {
+		return nil
+	}
+	switch arr := a.(type) {
+	case *array.Boolean:
+		return arr.Value(k)
+	case *array.Int32:
+		return int64(arr.Value(k))
+	case *array.Int64:
+		return arr.Value(k)
+	case *array.Float32:
+		return float64(arr.Value(k))
+	case *array.Float64:
+		return arr.Value(k)
+	case *array.String:
+		return arr.Value(k)
+	case *array.Timestamp:
+		unit := arr.DataType().(*arrow.TimestampType).Unit
+		return arr.Value(k).ToTime(unit).UTC()
+	case *array.List:
+		start, end := arr.ValueOffsets(k)
+		values := arr.ListValues()
+		out := make([]any, 0, end-start)
+		for j := start; j < end; j++ {
+			out = append(out, arrowValue(values, int(j)))
+		}
+		return out
+	case *array.Struct:
+		if arr.NumField() == 4 {
+			return FrameRef{
+				Pack:   arr.Field(0).(*array.String).Value(k),
+				Offset: arr.Field(1).(*array.Int64).Value(k),
+				Length: arr.Field(2).(*array.Int64).Value(k),
+				Frame:  arr.Field(3).(*array.Int64).Value(k),
+			}
+		}
+	}
+	return fmt.Sprintf("<unsupported %s>", a.DataType())
+}
+
+// Rows returns an episode's frame rows, each with its row id and ordinal.
+func (t *Table) Rows(ctx context.Context, snap *Snapshot, e EpisodeEntry) ([]Row, error) {
+	s, err := t.Schema(ctx, snap.SchemaID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.readRows(ctx, e, s)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range rows {
+		r[RowIDColumn] = e.FirstRowID + int64(i)
+		r[OrdinalColumn] = int64(i)
+	}
+	return rows, nil
+}
+
+// Names under which Rows reports a row's id and its index in the episode.
+const (
+	RowIDColumn   = "_row_id"
+	OrdinalColumn = "ordinal"
+)

@@ -1,0 +1,224 @@
+package table
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Type is a column type, written as in schema files: bool, int32, int64,
+// float32, float64, string, timestamp (microseconds, UTC) or list<T> of one
+// of those scalars.
+type Type string
+
+var scalarTypes = map[Type]arrow.DataType{
+	"bool":      arrow.FixedWidthTypes.Boolean,
+	"int32":     arrow.PrimitiveTypes.Int32,
+	"int64":     arrow.PrimitiveTypes.Int64,
+	"float32":   arrow.PrimitiveTypes.Float32,
+	"float64":   arrow.PrimitiveTypes.Float64,
+	"string":    arrow.BinaryTypes.String,
+	"timestamp": &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"},
+}
+
+// Elem returns the element type of a list type and true, or "" and false.
+func (t Type) Elem() (Type, bool) {
+	s := string(t)
+	if strings.HasPrefix(s, "list<") && strings.HasSuffix(s, ">") {
+		return Type(s[5 : len(s)-1]), true
+	}
+	return "", false
+}
+
+// Arrow returns the Arrow type of t, or an error for an unknown type.
+func (t Type) Arrow() (arrow.DataType, error) {
+	if elem, ok := t.Elem(); ok {
+		et, ok := scalarTypes[elem]
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown list element type %q in %q", ErrInvalidInput, elem, t)
+		}
+		return arrow.ListOf(et), nil
+	}
+	if dt, ok := scalarTypes[t]; ok {
+		return dt, nil
+	}
+	return nil, fmt.Errorf("%w: unknown type %q (use bool, int32, int64, float32, float64, string, timestamp or list<T>)", ErrInvalidInput, t)
+}
+
+// Column is a user column of frame rows.
+type Column struct {
+	Name string `json:"name"`
+	Type Type   `json:"type"`
+	// Nullable columns may be missing from sidecars; rows read them as null.
+	Nullable bool `json:"nullable"`
+}
+
+// ImageOptions say how mounts serve frames by default and which image
+// setting ingest stores per-frame sizes for.
+type ImageOptions struct {
+	// Format is jpg, png, bmp or ppm.
+	Format string `json:"format"`
+	// JPEGQuality is 1-100 for jpg.
+	JPEGQuality int `json:"jpeg_quality,omitempty"`
+}
+
+// Schema describes the frame rows of a table. Schemas are immutable and
+// numbered; evolving a table writes a new schema with the next id.
+type Schema struct {
+	FormatVersion int `json:"format_version"`
+	ID            int `json:"schema_id"`
+	// EpisodeColumn holds the episode id (a string) of every row.
+	EpisodeColumn string `json:"episode_column"`
+	// VideoColumns name the videos of an episode (one per camera); each
+	// row holds a frame reference per video column.
+	VideoColumns []string `json:"video_columns"`
+	// PartitionColumns are user columns whose value is the same for all
+	// rows of an episode; mounts show them as COL=VALUE directories.
+	PartitionColumns []string `json:"partition_columns,omitempty"`
+	// Columns are the user columns, in order.
+	Columns []Column `json:"columns"`
+	// Image is the default image setting for mounts and stored sizes.
+	Image ImageOptions `json:"image"`
+	// PackTargetBytes is the size at which a commit starts a new pack.
+	PackTargetBytes int64 `json:"pack_target_bytes"`
+}
+
+// Defaults for new schemas.
+const (
+	DefaultEpisodeColumn   = "episode_id"
+	DefaultVideoColumn     = "video"
+	DefaultPackTargetBytes = 256 << 20
+	DefaultImageFormat     = "jpg"
+	DefaultJPEGQuality     = 90
+)
+
+// Reserved column names used by the Parquet files.
+const (
+	colIndex = "_index"
+)
+
+// withDefaults fills in unset fields of a schema about to be created.
+func (s Schema) withDefaults() Schema {
+	s.FormatVersion = FormatVersion
+	if s.ID == 0 {
+		s.ID = 1
+	}
+	if s.EpisodeColumn == "" {
+		s.EpisodeColumn = DefaultEpisodeColumn
+	}
+	if len(s.VideoColumns) == 0 {
+		s.VideoColumns = []string{DefaultVideoColumn}
+	}
+	if s.Image.Format == "" {
+		s.Image.Format = DefaultImageFormat
+	}
+	if s.Image.Format == "jpg" && s.Image.JPEGQuality == 0 {
+		s.Image.JPEGQuality = DefaultJPEGQuality
+	}
+	if s.PackTargetBytes == 0 {
+		s.PackTargetBytes = DefaultPackTargetBytes
+	}
+	return s
+}
+
+// Validate checks names, types and the roles of columns.
+func (s *Schema) Validate() error {
+	seen := map[string]bool{}
+	add := func(kind, name string) error {
+		if err := CheckName(kind, name); err != nil {
+			return err
+		}
+		if strings.HasPrefix(name, "_") {
+			return fmt.Errorf("%w: %s %q: names starting with '_' are reserved", ErrInvalidName, kind, name)
+		}
+		if seen[name] {
+			return fmt.Errorf("%w: column %q is defined twice", ErrInvalidInput, name)
+		}
+		seen[name] = true
+		return nil
+	}
+	if err := add("episode column", s.EpisodeColumn); err != nil {
+		return err
+	}
+	for _, v := range s.VideoColumns {
+		if err := add("video column", v); err != nil {
+			return err
+		}
+	}
+	if len(s.VideoColumns) == 0 {
+		return fmt.Errorf("%w: a table needs at least one video column", ErrInvalidInput)
+	}
+	for _, c := range s.Columns {
+		if err := add("column", c.Name); err != nil {
+			return err
+		}
+		if _, err := c.Type.Arrow(); err != nil {
+			return fmt.Errorf("column %q: %w", c.Name, err)
+		}
+	}
+	for _, p := range s.PartitionColumns {
+		c, ok := s.Column(p)
+		if !ok {
+			return fmt.Errorf("%w: partition column %q is not a column of the schema", ErrInvalidInput, p)
+		}
+		if c.Type != "string" && c.Type != "int32" && c.Type != "int64" && c.Type != "bool" {
+			return fmt.Errorf("%w: partition column %q has type %s; use string, int32, int64 or bool", ErrInvalidInput, p, c.Type)
+		}
+	}
+	switch s.Image.Format {
+	case "jpg", "png", "bmp", "ppm":
+	default:
+		return fmt.Errorf("%w: image format %q (use jpg, png, bmp or ppm)", ErrInvalidInput, s.Image.Format)
+	}
+	if s.Image.Format == "jpg" && (s.Image.JPEGQuality < 1 || s.Image.JPEGQuality > 100) {
+		return fmt.Errorf("%w: JPEG quality %d is not within 1-100", ErrInvalidInput, s.Image.JPEGQuality)
+	}
+	if s.PackTargetBytes < 1<<20 {
+		return fmt.Errorf("%w: pack target %d bytes is below 1 MiB", ErrInvalidInput, s.PackTargetBytes)
+	}
+	return nil
+}
+
+// Column returns the user column called name.
+func (s *Schema) Column(name string) (Column, bool) {
+	i := slices.IndexFunc(s.Columns, func(c Column) bool { return c.Name == name })
+	if i < 0 {
+		return Column{}, false
+	}
+	return s.Columns[i], true
+}
+
+// IsVideoColumn reports whether name is a video column.
+func (s *Schema) IsVideoColumn(name string) bool { return slices.Contains(s.VideoColumns, name) }
+
+// ParseColumn parses NAME:TYPE[?] as given on the command line; a
+// trailing '?' makes the column nullable.
+func ParseColumn(spec string) (Column, error) {
+	name, typ, ok := strings.Cut(spec, ":")
+	if !ok {
+		return Column{}, fmt.Errorf("%w: column %q: want NAME:TYPE, e.g. state:list<float32>", ErrInvalidInput, spec)
+	}
+	c := Column{Name: name, Type: Type(typ)}
+	if strings.HasSuffix(typ, "?") {
+		c.Type, c.Nullable = Type(strings.TrimSuffix(typ, "?")), true
+	}
+	if _, err := c.Type.Arrow(); err != nil {
+		return Column{}, fmt.Errorf("column %q: %w", name, err)
+	}
+	return c, nil
+}
+
+// ParseSchema reads a schema file (the JSON form of Schema; ids and
+// format version may be left out).
+func ParseSchema(data []byte) (Schema, error) {
+	var s Schema
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Schema{}, fmt.Errorf("%w: schema: %v", ErrInvalidInput, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,332 @@
+package table
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/videoidx"
+)
+
+// Indexer builds the frame index of a video read from r (size bytes).
+type Indexer func(ctx context.Context, r io.ReaderAt, size int64) (*videoidx.Index, error)
+
+// FrameSizer computes the encoded size of every frame of a video for the
+// table's default image setting (decoding each frame once).
+type FrameSizer interface {
+	// Identity names the image setting and library versions the sizes
+	// are valid for.
+	Identity(img ImageOptions) string
+	// FrameSizes returns one size per presented frame, in ordinal order.
+	FrameSizes(ctx context.Context, r io.ReaderAt, size int64, ix *videoidx.Index, img ImageOptions) ([]int64, error)
+}
+
+// Options configure how a table is opened. The zero value works: MP4/MOV
+// videos only, no stored frame sizes, wall-clock time.
+type Options struct {
+	// Indexer builds frame indexes of ingested videos. The default reads
+	// MP4 sample tables (videoidx.ReadMP4); the command line passes
+	// decoder.IndexVideo, which also indexes other containers.
+	Indexer Indexer
+	// Sizer, when set, stores per-frame image sizes at ingest for the
+	// table's default image setting (and proves every frame decodes).
+	Sizer FrameSizer
+	// Now returns the commit time; tests pin it.
+	Now func() time.Time
+	// MaxCommitRetries bounds how often a commit is rebuilt on top of a
+	// concurrent one before giving up (default 50).
+	MaxCommitRetries int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Indexer == nil {
+		o.Indexer = func(ctx context.Context, r io.ReaderAt, size int64) (*videoidx.Index, error) {
+			return videoidx.ReadMP4(ctx, r, size, videoidx.BestStream)
+		}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxCommitRetries == 0 {
+		o.MaxCommitRetries = 50
+	}
+	return o
+}
+
+// Table is an open table. It is safe for concurrent use; it caches
+// immutable metadata (schemas, snapshots, manifests) by key.
+type Table struct {
+	store storage.Store
+	opts  Options
+	meta  tableMeta
+
+	mu        sync.Mutex // guards the caches below
+	schemas   map[int]*Schema
+	snapshots map[int64]*Snapshot
+	manifests map[string]*Manifest
+}
+
+// Create makes a new table in store (which must be empty of tables) with
+// the given schema, and returns it open.
+func Create(ctx context.Context, store storage.Store, schema Schema, opts Options) (*Table, error) {
+	schema = schema.withDefaults()
+	if err := schema.Validate(); err != nil {
+		return nil, err
+	}
+	meta := tableMeta{FormatVersion: FormatVersion, Features: []string{}, UUID: uuid.NewString(), Created: opts.withDefaults().Now().UTC()}
+	// The schema goes first: a table.json without schema must not exist.
+	if err := store.PutIfAbsent(ctx, schemaKey(schema.ID), marshal(schema)); err != nil && !errors.Is(err, storage.ErrExists) {
+		return nil, err
+	}
+	if err := store.PutIfAbsent(ctx, keyTableMeta, marshal(meta)); err != nil {
+		if errors.Is(err, storage.ErrExists) {
+			return nil, fmt.Errorf("%w: a table exists at %s", ErrExists, store)
+		}
+		return nil, err
+	}
+	return Open(ctx, store, opts)
+}
+
+// Open opens an existing table.
+func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error) {
+	data, err := store.ReadAll(ctx, keyTableMeta)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, fmt.Errorf("%w: no table at %s", ErrNotFound, store)
+		}
+		return nil, err
+	}
+	var meta tableMeta
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return nil, fmt.Errorf("%w: %s/%s: %v", ErrCorrupt, store, keyTableMeta, err)
+	}
+	if err := checkFormat("table "+store.String(), meta.FormatVersion, meta.Features); err != nil {
+		return nil, err
+	}
+	return &Table{
+		store:     store,
+		opts:      opts.withDefaults(),
+		meta:      meta,
+		schemas:   map[int]*Schema{},
+		snapshots: map[int64]*Snapshot{},
+		manifests: map[string]*Manifest{},
+	}, nil
+}
+
+// Store returns the table's object store.
+func (t *Table) Store() storage.Store { return t.store }
+
+// String names the table for messages.
+func (t *Table) String() string { return t.store.String() }
+
+// readJSON reads and decodes an immutable metadata object.
+func (t *Table) readJSON(ctx context.Context, key string, v any) error {
+	data, err := t.store.ReadAll(ctx, key)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("%w: %s", ErrNotFound, key)
+		}
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+	}
+	return nil
+}
+
+// Schema returns schema id.
+func (t *Table) Schema(ctx context.Context, id int) (*Schema, error) {
+	t.mu.Lock()
+	s := t.schemas[id]
+	t.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	s = new(Schema)
+	if err := t.readJSON(ctx, schemaKey(id), s); err != nil {
+		return nil, err
+	}
+	if err := checkFormat(fmt.Sprintf("schema %d", id), s.FormatVersion, nil); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.schemas[id] = s
+	t.mu.Unlock()
+	return s, nil
+}
+
+// LatestSchema returns the schema with the highest id.
+func (t *Table) LatestSchema(ctx context.Context) (*Schema, error) {
+	objs, err := t.store.List(ctx, prefixSchema)
+	if err != nil {
+		return nil, err
+	}
+	best := 0
+	for _, o := range objs {
+		var id int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(o.Key, prefixSchema), "schema-%d.json", &id); err == nil && id > best {
+			best = id
+		}
+	}
+	if best == 0 {
+		return nil, fmt.Errorf("%w: table %s has no schema", ErrCorrupt, t)
+	}
+	return t.Schema(ctx, best)
+}
+
+// SnapshotIDs lists the ids of all snapshots, ascending.
+func (t *Table) SnapshotIDs(ctx context.Context) ([]int64, error) {
+	objs, err := t.store.List(ctx, prefixSnapshot)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	for _, o := range objs {
+		if id, ok := parseSnapshotKey(o.Key); ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Head returns the latest snapshot, or nil for a table without commits.
+func (t *Table) Head(ctx context.Context) (*Snapshot, error) {
+	ids, err := t.SnapshotIDs(ctx)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	return t.Snapshot(ctx, ids[len(ids)-1])
+}
+
+// Snapshot returns snapshot id.
+func (t *Table) Snapshot(ctx context.Context, id int64) (*Snapshot, error) {
+	t.mu.Lock()
+	s := t.snapshots[id]
+	t.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	s = new(Snapshot)
+	if err := t.readJSON(ctx, snapshotKey(id), s); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("%w: snapshot %d of table %s", ErrNotFound, id, t)
+		}
+		return nil, err
+	}
+	if err := checkFormat(fmt.Sprintf("snapshot %d", id), s.FormatVersion, s.Features); err != nil {
+		return nil, err
+	}
+	if s.ID != id {
+		return nil, fmt.Errorf("%w: %s holds snapshot id %d", ErrCorrupt, snapshotKey(id), s.ID)
+	}
+	t.mu.Lock()
+	t.snapshots[id] = s
+	t.mu.Unlock()
+	return s, nil
+}
+
+// Manifest returns a manifest by key.
+func (t *Table) Manifest(ctx context.Context, key string) (*Manifest, error) {
+	t.mu.Lock()
+	m := t.manifests[key]
+	t.mu.Unlock()
+	if m != nil {
+		return m, nil
+	}
+	m = new(Manifest)
+	if err := t.readJSON(ctx, key, m); err != nil {
+		return nil, err
+	}
+	if err := checkFormat("manifest "+key, m.FormatVersion, nil); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.manifests[key] = m
+	t.mu.Unlock()
+	return m, nil
+}
+
+// Episodes returns the episodes of a snapshot, sorted by partition values
+// and episode id. It reads the snapshot's manifests only, never rows.
+func (t *Table) Episodes(ctx context.Context, snap *Snapshot) ([]EpisodeEntry, error) {
+	var out []EpisodeEntry
+	for _, key := range snap.Manifests {
+		m, err := t.Manifest(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
+		}
+		out = append(out, m.Episodes...)
+	}
+	schema, err := t.Schema(ctx, snap.SchemaID)
+	if err != nil {
+		return nil, err
+	}
+	sortEpisodes(out, schema.PartitionColumns)
+	return out, nil
+}
+
+func sortEpisodes(eps []EpisodeEntry, partitions []string) {
+	sort.Slice(eps, func(i, j int) bool {
+		for _, p := range partitions {
+			if a, b := eps[i].Partition[p], eps[j].Partition[p]; a != b {
+				return a < b
+			}
+		}
+		return eps[i].Episode < eps[j].Episode
+	})
+}
+
+// Episode returns one episode of a snapshot.
+func (t *Table) Episode(ctx context.Context, snap *Snapshot, id string) (EpisodeEntry, error) {
+	for _, key := range snap.Manifests {
+		m, err := t.Manifest(ctx, key)
+		if err != nil {
+			return EpisodeEntry{}, err
+		}
+		for _, e := range m.Episodes {
+			if e.Episode == id {
+				return e, nil
+			}
+		}
+	}
+	return EpisodeEntry{}, fmt.Errorf("%w: episode %q in snapshot %d", ErrNotFound, id, snap.ID)
+}
+
+// Resolve finds the snapshot for a time-travel request: a snapshot id, a
+// tag name, or (both empty) the head.
+func (t *Table) Resolve(ctx context.Context, snapshotID int64, tag string) (*Snapshot, error) {
+	switch {
+	case tag != "":
+		tg, err := t.Tag(ctx, tag)
+		if err != nil {
+			return nil, err
+		}
+		return t.Snapshot(ctx, tg.Snapshot)
+	case snapshotID > 0:
+		return t.Snapshot(ctx, snapshotID)
+	}
+	head, err := t.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if head == nil {
+		return nil, fmt.Errorf("%w: table %s has no snapshots yet", ErrNotFound, t)
+	}
+	return head, nil
+}
+
+// newObjectKey returns a unique key for a new data, pack or manifest file.
+func newObjectKey(prefix, ext string) string {
+	return prefix + uuid.NewString() + ext
+}
