@@ -33,6 +33,7 @@ unit:
 
 e2e: build
 	scripts/e2e-probe.sh $(BIN)
+	scripts/e2e-table.sh $(BIN)
 
 # Side-by-side benchmarks: prints NAME VALUE UNIT lines and writes
 # bench-results.json.

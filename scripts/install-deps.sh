@@ -7,6 +7,7 @@
 #   ffmpeg                 fixture generation and side-by-side comparisons
 #   fuse3                  fusermount3 for mounts
 #   python3, jq            end-to-end test scripts
+#   nodejs, npm            DuckDB (from npm) reads table files in end-to-end tests
 set -euo pipefail
 
 packages=(
@@ -15,6 +16,11 @@ packages=(
 	libswresample-dev libavfilter-dev libavdevice-dev
 	ffmpeg fuse3 python3 jq
 )
+# Node.js may come from elsewhere (a newer one first on PATH); Debian's is
+# needed only when there is none.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,294 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/framefs/framefs/table/storage"
+)
+
+// The test binary doubles as a writer process: with FRAMEFS_TEST_WRITER set
+// it ingests episodes into a table and exits, so tests can run several
+// writers as separate processes and kill them.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv("FRAMEFS_TEST_WRITER"); spec != "" {
+		os.Exit(runWriter(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// runWriter ingests COUNT one-episode commits named PREFIX-N into DIR;
+// spec is "DIR|PREFIX|COUNT".
+func runWriter(spec string) int {
+	parts := strings.Split(spec, "|")
+	count, _ := strconv.Atoi(parts[2])
+	ctx := context.Background()
+	store, err := storage.NewLocal(parts[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	tbl, err := Open(ctx, store, Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for i := 0; i < count; i++ {
+		ep := fmt.Sprintf("%s-%03d", parts[1], i)
+		in := EpisodeInput{Episode: ep, Videos: map[string]VideoFile{"": {Path: fixture(mp4Fixtures[i%len(mp4Fixtures)])}}}
+		if _, err := tbl.AddEpisodes(ctx, []EpisodeInput{in}, AddOptions{}); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", ep, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+func nullableTable(t *testing.T, dir string) *Table {
+	t.Helper()
+	store, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := Create(context.Background(), store, Schema{Columns: []Column{{Name: "note", Type: "string", Nullable: true}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+func startWriter(t *testing.T, dir, prefix string, count int) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("FRAMEFS_TEST_WRITER=%s|%s|%d", dir, prefix, count))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// TestConcurrentWriters runs four writer processes of 25 commits each
+// against one table: every episode lands once and snapshot ids are
+// contiguous.
+func TestConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tbl := nullableTable(t, dir)
+	var cmds []*exec.Cmd
+	for w := 0; w < 4; w++ {
+		cmds = append(cmds, startWriter(t, dir, fmt.Sprintf("w%d", w), 25))
+	}
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("writer: %v", err)
+		}
+	}
+	ids, err := tbl.SnapshotIDs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 100 || ids[0] != 1 || ids[99] != 100 {
+		t.Fatalf("snapshot ids %v", ids)
+	}
+	head, _ := tbl.Head(ctx)
+	eps, err := tbl.Episodes(ctx, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range eps {
+		if seen[e.Episode] {
+			t.Fatalf("episode %s twice", e.Episode)
+		}
+		seen[e.Episode] = true
+	}
+	if len(eps) != 100 || head.Episodes != 100 {
+		t.Fatalf("%d episodes (snapshot says %d)", len(eps), head.Episodes)
+	}
+	if problems, err := tbl.Verify(ctx); err != nil || len(problems) > 0 {
+		t.Fatalf("verify: %v %v", problems, err)
+	}
+}
+
+// faultyStore fails every storage operation after a budget is used up,
+// standing in for a writer that dies at that point.
+type faultyStore struct {
+	storage.Store
+	budget atomic.Int64
+}
+
+var errInjected = errors.New("injected fault")
+
+func (f *faultyStore) spend() error {
+	if f.budget.Add(-1) < 0 {
+		return errInjected
+	}
+	return nil
+}
+
+func (f *faultyStore) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
+	if err := f.spend(); err != nil {
+		return 0, err
+	}
+	return f.Store.Put(ctx, key, r)
+}
+
+func (f *faultyStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if err := f.spend(); err != nil {
+		return err
+	}
+	return f.Store.PutIfAbsent(ctx, key, data)
+}
+
+func (f *faultyStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
+	if err := f.spend(); err != nil {
+		return nil, err
+	}
+	return f.Store.ReadAll(ctx, key)
+}
+
+func (f *faultyStore) List(ctx context.Context, prefix string) ([]storage.ObjectInfo, error) {
+	if err := f.spend(); err != nil {
+		return nil, err
+	}
+	return f.Store.List(ctx, prefix)
+}
+
+// checkHealthy opens the table fresh and checks that it is at a valid
+// head, verifies, and that gc leaves only live files.
+func checkHealthy(t *testing.T, dir string, wantEpisodes map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	store, _ := storage.NewLocal(dir)
+	tbl, err := Open(ctx, store, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := tbl.Verify(ctx); err != nil || len(problems) > 0 {
+		t.Fatalf("verify: %v %v", problems, err)
+	}
+	head, err := tbl.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head != nil {
+		eps, err := tbl.Episodes(ctx, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range eps {
+			if _, err := tbl.Rows(ctx, head, e); err != nil {
+				t.Fatal(err)
+			}
+			delete(wantEpisodes, e.Episode)
+		}
+	}
+	for ep := range wantEpisodes {
+		t.Fatalf("committed episode %s is missing", ep)
+	}
+	if _, err := tbl.GC(ctx, GCOptions{Grace: -time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := tbl.liveObjects(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{prefixData, prefixVideo, prefixManifest} {
+		objs, _ := store.List(ctx, prefix)
+		for _, o := range objs {
+			if !live[o.Key] {
+				t.Fatalf("gc left %s behind", o.Key)
+			}
+		}
+	}
+	if temps, _ := store.ListTemporaries(); len(temps) > 0 {
+		t.Fatalf("gc left temporaries %v", temps)
+	}
+	if problems, err := tbl.Verify(ctx); err != nil || len(problems) > 0 {
+		t.Fatalf("verify after gc: %v %v", problems, err)
+	}
+}
+
+// TestCrashInjected aborts commits after K storage operations, for every
+// K up to the cost of a whole commit: the table always opens at a valid
+// head and gc removes the leftovers.
+func TestCrashInjected(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	nullableTable(t, dir)
+	committed := map[string]bool{}
+	for k := 0; k < 40; k++ {
+		local, _ := storage.NewLocal(dir)
+		fs := &faultyStore{Store: local}
+		fs.budget.Store(1 << 40)
+		tbl, err := Open(ctx, fs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.budget.Store(int64(k))
+		ep := fmt.Sprintf("k%02d", k)
+		in := []EpisodeInput{
+			{Episode: ep + "a", Videos: map[string]VideoFile{"": {Path: fixture("h264_faststart.mp4")}}},
+			{Episode: ep + "b", Videos: map[string]VideoFile{"": {Path: fixture("hevc.mp4")}}},
+		}
+		_, err = tbl.AddEpisodes(ctx, in, AddOptions{})
+		if err == nil {
+			committed[ep+"a"], committed[ep+"b"] = true, true
+		} else if !errors.Is(err, errInjected) {
+			t.Fatalf("k=%d: %v", k, err)
+		}
+		checkHealthy(t, dir, clone(committed))
+	}
+	if len(committed) == 0 {
+		t.Fatal("no commit ever completed: the budget is too small to test anything")
+	}
+}
+
+func clone(m map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// TestCrashKill kills writer processes with SIGKILL at random moments.
+func TestCrashKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills processes")
+	}
+	dir := t.TempDir()
+	tbl := nullableTable(t, dir)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 20; trial++ {
+		cmd := startWriter(t, dir, fmt.Sprintf("t%02d", trial), 1000)
+		time.Sleep(time.Duration(20+rng.IntN(200)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		head, err := tbl.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{}
+		if head != nil {
+			eps, _ := tbl.Episodes(ctx, head)
+			for _, e := range eps {
+				want[e.Episode] = true
+			}
+		}
+		checkHealthy(t, dir, want)
+	}
+}
