@@ -49,6 +49,13 @@ emit probe_10min_18000_frames "$probe_ms" ms
 emit ffprobe_packets_10min_18000_frames "$ffprobe_ms" ms
 emit ratio:probe_vs_ffprobe_packets "$(awk -v a="$ffprobe_ms" -v b="$probe_ms" 'BEGIN {printf "%.2f", a/b}')" x
 
+# Benchmarks of the other parts, each printing NAME VALUE UNIT lines.
+for part in bench-table.sh bench-decode.sh; do
+	if [ -x "$root/scripts/$part" ]; then
+		"$root/scripts/$part" "$bin" | while read -r name value unit; do emit "$name" "$value" "$unit"; done
+	fi
+done
+
 /usr/bin/python3 - "$results" "$root/bench-results.json" <<'PY'
 import json, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]

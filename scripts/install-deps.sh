@@ -7,6 +7,10 @@
 #   ffmpeg                 fixture generation and side-by-side comparisons
 #   fuse3                  fusermount3 for mounts
 #   python3, jq            end-to-end test scripts
+#   python3-torchvision, python3-pil, python3-numpy, python3-av
+#                          real image-folder loaders over a mount; PyAV as a
+#                          benchmark peer
+#   attr, rsync            getfattr and rsync for the mount's client tests
 #   nodejs, npm            DuckDB (from npm) reads table files in end-to-end tests
 set -euo pipefail
 
@@ -14,7 +18,8 @@ packages=(
 	gcc libc6-dev pkg-config
 	libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
 	libswresample-dev libavfilter-dev libavdevice-dev
-	ffmpeg fuse3 python3 jq
+	ffmpeg fuse3 python3 jq attr rsync
+	python3-torchvision python3-pil python3-numpy python3-av
 )
 # Node.js may come from elsewhere (a newer one first on PATH); Debian's is
 # needed only when there is none.

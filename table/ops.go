@@ -35,6 +35,9 @@ type AddOptions struct {
 	// NoSizes skips computing per-frame image sizes at ingest (faster;
 	// mounts then compute sizes when first needed).
 	NoSizes bool
+	// AllowNewColumns adds sidecar columns the schema does not have, as
+	// nullable columns of a new schema version, instead of failing.
+	AllowNewColumns bool
 }
 
 // AddEpisodes stores new episodes in one commit ("add videos"). Every
@@ -47,6 +50,15 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 	schema, err := t.LatestSchema(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if opts.AllowNewColumns {
+		var sidecars []*Sidecar
+		for _, in := range inputs {
+			sidecars = append(sidecars, in.Sidecar)
+		}
+		if schema, err = t.evolveFor(ctx, schema, sidecars); err != nil {
+			return nil, err
+		}
 	}
 	type staged struct {
 		id     string

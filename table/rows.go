@@ -1,10 +1,12 @@
 package table
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -279,7 +281,10 @@ func arrowValue(a arrow.Array, k int) any {
 	case *array.Int64:
 		return arr.Value(k)
 	case *array.Float32:
-		return float64(arr.Value(k))
+		// The shortest decimal that round-trips the float32 (0.1, not
+		// 0.10000000149011612), as a user who wrote 0.1 expects back.
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(arr.Value(k)), 'g', -1, 32), 64)
+		return f
 	case *array.Float64:
 		return arr.Value(k)
 	case *array.String:
@@ -330,3 +335,23 @@ const (
 	RowIDColumn   = "_row_id"
 	OrdinalColumn = "ordinal"
 )
+
+// EpisodeParquet returns an episode's rows as a standalone Parquet file
+// (the data file layout, one row group), for tools that want one file per
+// episode.
+func (t *Table) EpisodeParquet(ctx context.Context, snap *Snapshot, e EpisodeEntry) ([]byte, error) {
+	s, err := t.Schema(ctx, snap.SchemaID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.readRows(ctx, e, s)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	err = writeDataFile(ctx, func(r io.Reader) error {
+		_, err := buf.ReadFrom(r)
+		return err
+	}, s, []episodeRows{{episode: e.Episode, rows: rows, videos: e.Videos}})
+	return buf.Bytes(), err
+}

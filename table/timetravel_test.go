@@ -173,3 +173,44 @@ func TestUnknownFormatVersion(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestAllowNewColumns(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTable(t)
+	first, err := tbl.AddEpisodes(ctx, []EpisodeInput{{Videos: map[string]VideoFile{"": {Path: fixture("h264_faststart.mp4")}}, Sidecar: sidecarFor(t, "a", 5)}}, AddOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := ParseSidecar("b.jsonl", []byte(strings.Repeat(`{"timestamp": 1, "camera": "x", "gripper": 0.5, "grasp": [1, 2.5], "ok": true}`+"\n", 5)))
+	in := []EpisodeInput{{Episode: "b", Videos: map[string]VideoFile{"": {Path: fixture("hevc.mp4")}}, Sidecar: sc}}
+	if _, err := tbl.AddEpisodes(ctx, in, AddOptions{}); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "--allow-new-columns") {
+		t.Fatalf("unknown columns without the option: %v", err)
+	}
+	snap, err := tbl.AddEpisodes(ctx, in, AddOptions{AllowNewColumns: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.SchemaID != 2 {
+		t.Fatalf("schema %d after evolution", snap.SchemaID)
+	}
+	s, _ := tbl.Schema(ctx, 2)
+	want := map[string]Type{"gripper": "float64", "grasp": "list<float32>", "ok": "bool"}
+	for name, typ := range want {
+		if c, ok := s.Column(name); !ok || c.Type != typ || !c.Nullable {
+			t.Errorf("column %s: %+v", name, c)
+		}
+	}
+	b, _ := tbl.Episode(ctx, snap, "b")
+	rows, err := tbl.Rows(ctx, snap, b)
+	if err != nil || len(rows) != 5 || rows[0]["gripper"] != 0.5 || rows[0]["ok"] != true {
+		t.Fatalf("new episode rows %v %v", rows, err)
+	}
+	a, _ := tbl.Episode(ctx, snap, "a")
+	rows, err = tbl.Rows(ctx, snap, a)
+	if err != nil || rows[0]["gripper"] != nil {
+		t.Fatalf("old rows must read new columns as null: %v %v", rows[0], err)
+	}
+	if rows, err := tbl.Rows(ctx, first, a); err != nil || len(rows) != 5 {
+		t.Fatalf("old snapshot: %v", err)
+	}
+}

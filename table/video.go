@@ -24,8 +24,15 @@ type Video struct {
 // Close releases the pack object.
 func (v *Video) Close() error { return v.obj.Close() }
 
-// OpenVideo opens a stored video for reading.
+// OpenVideo opens a stored video for reading, with its frame index.
 func (t *Table) OpenVideo(ctx context.Context, ref VideoRef) (*Video, error) {
+	return t.OpenVideoIndexed(ctx, ref, nil)
+}
+
+// OpenVideoIndexed opens a stored video whose frame index the caller
+// already has (decoded earlier from the same reference); a nil index is
+// read from the pack.
+func (t *Table) OpenVideoIndexed(ctx context.Context, ref VideoRef, ix *videoidx.Index) (*Video, error) {
 	obj, err := t.store.Open(ctx, ref.Pack)
 	if err != nil {
 		return nil, err
@@ -35,15 +42,16 @@ func (t *Table) OpenVideo(ctx context.Context, ref VideoRef) (*Video, error) {
 		obj.Close()
 		return nil, fmt.Errorf("%w: video reference %s@%d+%d lies outside the pack (%d bytes)", ErrCorrupt, ref.Pack, ref.Offset, ref.Length, obj.Size())
 	}
-	buf := make([]byte, ref.IndexLength)
-	if _, err := obj.ReadAt(buf, ref.IndexOffset); err != nil {
-		obj.Close()
-		return nil, fmt.Errorf("read index of %s@%d: %w", ref.Pack, ref.Offset, err)
-	}
-	ix, err := videoidx.Decode(buf)
-	if err != nil {
-		obj.Close()
-		return nil, fmt.Errorf("%w: index of %s@%d: %v", ErrCorrupt, ref.Pack, ref.Offset, err)
+	if ix == nil {
+		buf := make([]byte, ref.IndexLength)
+		if _, err := obj.ReadAt(buf, ref.IndexOffset); err != nil {
+			obj.Close()
+			return nil, fmt.Errorf("read index of %s@%d: %w", ref.Pack, ref.Offset, err)
+		}
+		if ix, err = videoidx.Decode(buf); err != nil {
+			obj.Close()
+			return nil, fmt.Errorf("%w: index of %s@%d: %v", ErrCorrupt, ref.Pack, ref.Offset, err)
+		}
 	}
 	return &Video{Ref: ref, Payload: io.NewSectionReader(obj, ref.Offset, ref.Length), Index: ix, obj: obj}, nil
 }

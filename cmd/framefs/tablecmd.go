@@ -162,6 +162,7 @@ func newIngestCommand() *cobra.Command {
 		rows, episode string
 		firstFrame    int64
 		noSizes       bool
+		allowNew      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "ingest TABLE VIDEO...",
@@ -221,7 +222,7 @@ episode's videos as COLUMN=FILE.`,
 					inputs = append(inputs, in)
 				}
 			}
-			snap, err := tbl.AddEpisodes(ctx, inputs, table.AddOptions{NoSizes: noSizes})
+			snap, err := tbl.AddEpisodes(ctx, inputs, table.AddOptions{NoSizes: noSizes, AllowNewColumns: allowNew})
 			if err != nil {
 				return err
 			}
@@ -234,6 +235,7 @@ episode's videos as COLUMN=FILE.`,
 	f.StringVar(&episode, "episode", "", "episode id (single episode)")
 	f.Int64Var(&firstFrame, "first-frame", 0, "video frame of the first row")
 	f.BoolVar(&noSizes, "no-sizes", false, "do not compute per-frame image sizes now (faster ingest; mounts compute them when needed)")
+	f.BoolVar(&allowNew, "allow-new-columns", false, "add sidecar columns the table lacks (nullable, new schema version) instead of failing")
 	return cmd
 }
 

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Table benchmarks, side by side with the peer tool in the same run. Prints
+# NAME VALUE UNIT lines (see scripts/bench.sh).
+#   ingest --no-sizes of a ~1 GB MP4 vs cp of the same file on the same disk
+#   framefs ls of a 10,000-episode table; peak memory as the table grows
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(realpath "${1:-$root/bin/framefs}")
+cache="$root/.cache/bench"
+mkdir -p "$cache"
+work=$(mktemp -d -p "$cache")
+trap 'rm -rf "$work"' EXIT
+py=/usr/bin/python3
+
+# seconds CMD...: wall time of one run.
+seconds() {
+	local start end
+	start=$(date +%s%N)
+	"$@" >/dev/null
+	end=$(date +%s%N)
+	awk -v ns=$((end - start)) 'BEGIN {printf "%.3f", ns/1e9}'
+}
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# peak_rss_mb CMD...: peak resident memory of the command, in MB.
+peak_rss_mb() {
+	"$py" -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+print("%.1f" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024))' "$@"
+}
+
+big="$cache/big_1GB.mp4"
+if [ ! -f "$big" ]; then
+	ffmpeg -v error -y -f lavfi -i testsrc2=size=1280x720:rate=30 -t 24 -vf noise=alls=30:allf=t \
+		-c:v libx264 -preset ultrafast -qp 0 -pix_fmt yuv420p "$big.tmp.mp4"
+	mv "$big.tmp.mp4" "$big"
+fi
+bytes=$(stat -c %s "$big")
+cat "$big" >/dev/null # both sides start with the source in the page cache
+cp_times=() ingest_times=()
+for i in 1 2 3; do
+	cp_times+=("$(seconds sh -c "cp '$big' '$work/copy.mp4' && sync '$work/copy.mp4'")")
+	rm -f "$work/copy.mp4"
+	rm -rf "$work/t"
+	"$bin" create "$work/t" --column 'note:string?' >/dev/null
+	ingest_times+=("$(seconds sh -c "'$bin' ingest '$work/t' '$big' --no-sizes && sync -f '$work/t/table.json'")")
+done
+cp_s=$(median "${cp_times[@]}")
+ingest_s=$(median "${ingest_times[@]}")
+echo "table_ingest_1GB_no_sizes $(awk -v b="$bytes" -v s="$ingest_s" 'BEGIN {printf "%.1f", b/s/1e6}') MB/s"
+echo "cp_1GB $(awk -v b="$bytes" -v s="$cp_s" 'BEGIN {printf "%.1f", b/s/1e6}') MB/s"
+echo "ratio:ingest_vs_cp_throughput $(awk -v a="$cp_s" -v b="$ingest_s" 'BEGIN {printf "%.2f", a/b}') x"
+echo "table_ingest_1GB_peak_rss $(peak_rss_mb "$bin" ingest "$work/t" "$big" --episode again --no-sizes) MB"
+
+# A table of 10,000 episodes (one commit; identical payloads are stored once).
+mkdir -p "$work/eps"
+small="$root/testdata/video/h264_vfr.mp4"
+for i in $(seq -w 0 9999); do ln "$small" "$work/eps/ep$i.mp4"; done
+"$bin" create "$work/t10k" --column 'note:string?' >/dev/null
+"$bin" ingest "$work/t10k" "$work"/eps/ep0*.mp4 >/dev/null
+rss_small=$(peak_rss_mb "$bin" ls --json "$work/t10k")
+"$bin" ingest "$work/t10k" "$work"/eps/ep[1-9]*.mp4 >/dev/null
+ls_times=()
+for i in 1 2 3; do ls_times+=("$(seconds "$bin" ls --json "$work/t10k")"); done
+echo "table_ls_10000_episodes $(median "${ls_times[@]}") s"
+echo "table_ls_1000_episodes_peak_rss $rss_small MB"
+echo "table_ls_10000_episodes_peak_rss $(peak_rss_mb "$bin" ls --json "$work/t10k") MB"
