@@ -156,6 +156,17 @@ func (s *readerSource) detach() {
 	s.mu.Unlock()
 }
 
+// bind points the source at another reader and context: a decoder session
+// outlives the request that opened it and reads, for each later request,
+// through that request's reader (the same bytes, possibly another handle)
+// under that request's context. bind(nil, nil) detaches the source between
+// requests so an idle session pins neither; reads then fail with EIO.
+func (s *readerSource) bind(ctx context.Context, r io.ReaderAt) {
+	s.mu.Lock()
+	s.r, s.ctx = r, ctx
+	s.mu.Unlock()
+}
+
 // demuxer is an opened FFmpeg input reading from an io.ReaderAt through a
 // custom AVIOContext. It is not safe for concurrent use; Close releases
 // every FFmpeg resource it holds.

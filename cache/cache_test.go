@@ -1,0 +1,255 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func val(n int, b byte) []byte {
+	v := make([]byte, n)
+	for i := range v {
+		v[i] = b
+	}
+	return v
+}
+
+func TestCacheBoundedInBytes(t *testing.T) {
+	c := New[int](3*(100+EntryOverhead) + 10)
+	for i := range 3 {
+		c.Add(i, val(100, byte(i)))
+	}
+	if st := c.Stats(); st.Entries != 3 || st.Bytes != 3*(100+EntryOverhead) {
+		t.Fatalf("stats %+v after three adds", st)
+	}
+	c.Get(0) // 0 becomes the most recently used
+	c.Add(3, val(100, 3))
+	if _, ok := c.Get(1); ok {
+		t.Error("the least recently used entry (1) survived")
+	}
+	for _, k := range []int{0, 2, 3} {
+		if v, ok := c.Get(k); !ok || v[0] != byte(k) {
+			t.Errorf("entry %d: %v %v", k, ok, v)
+		}
+	}
+	// Replacing a value charges the difference.
+	c.Add(3, val(10, 3))
+	if st := c.Stats(); st.Bytes != 2*(100+EntryOverhead)+10+EntryOverhead {
+		t.Errorf("bytes %d after replacing a value", st.Bytes)
+	}
+	// A value larger than the cache is not kept, and evicts nothing.
+	c.Add(9, val(1000, 9))
+	if _, ok := c.Get(9); ok || c.Stats().Entries != 3 {
+		t.Errorf("oversized value kept or evicted others: %+v", c.Stats())
+	}
+	c.Remove(0)
+	if st := c.Stats(); st.Entries != 2 || st.Bytes != 100+EntryOverhead+10+EntryOverhead {
+		t.Errorf("stats %+v after Remove", st)
+	}
+}
+
+func TestCacheManyTinyValues(t *testing.T) {
+	// EntryOverhead bounds the entry count too.
+	c := New[int](10 * EntryOverhead)
+	for i := range 1000 {
+		c.Add(i, nil)
+	}
+	if st := c.Stats(); st.Entries != 10 || st.Bytes > 10*EntryOverhead {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestLoadDeduplicates(t *testing.T) {
+	c := New[string](1 << 20)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	load := func(context.Context) ([]byte, error) {
+		calls.Add(1)
+		<-release
+		return []byte("v"), nil
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := c.Load(context.Background(), "k", load)
+			if err != nil || string(v) != "v" {
+				t.Errorf("Load: %q %v", v, err)
+			}
+		}()
+	}
+	// Let the goroutines pile up on the flight, then finish it.
+	for c.Stats().Shared+c.Stats().Misses < 20 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if calls.Load() != 1 {
+		t.Errorf("loader ran %d times, want 1", calls.Load())
+	}
+	if v, err := c.Load(context.Background(), "k", load); err != nil || string(v) != "v" || calls.Load() != 1 {
+		t.Errorf("cached Load: %q %v, %d calls", v, err, calls.Load())
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	c := New[string](1 << 20)
+	boom := errors.New("boom")
+	if _, err := c.Load(context.Background(), "k", func(context.Context) ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
+		t.Fatalf("Load: %v", err)
+	}
+	// Errors are not cached.
+	v, err := c.Load(context.Background(), "k", func(context.Context) ([]byte, error) { return []byte("ok"), nil })
+	if err != nil || string(v) != "ok" {
+		t.Errorf("Load after an error: %q %v", v, err)
+	}
+
+	// A panicking loader releases its waiters, who load themselves.
+	started := make(chan struct{})
+	go func() {
+		defer func() { recover() }()
+		c.Load(context.Background(), "p", func(context.Context) ([]byte, error) {
+			close(started)
+			time.Sleep(10 * time.Millisecond)
+			panic("loader bug")
+		})
+	}()
+	<-started
+	v, err = c.Load(context.Background(), "p", func(context.Context) ([]byte, error) { return []byte("mine"), nil })
+	if err != nil || string(v) != "mine" {
+		t.Errorf("Load after a panicking loader: %q %v", v, err)
+	}
+}
+
+func TestLoadProviderCancelled(t *testing.T) {
+	c := New[string](1 << 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Load(ctx, "k", func(ctx context.Context) ([]byte, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, fmt.Errorf("decoding: %w", ctx.Err())
+		})
+	}()
+	<-started
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		cancel()
+	}()
+	// This caller's context is fine: the provider's cancellation must not
+	// fail it.
+	v, err := c.Load(context.Background(), "k", func(context.Context) ([]byte, error) { return []byte("v"), nil })
+	if err != nil || string(v) != "v" {
+		t.Errorf("Load: %q %v", v, err)
+	}
+	<-done
+
+	// A waiter whose own context ends stops waiting.
+	p, ok := c.Promise("slow")
+	if !ok {
+		t.Fatal("Promise failed")
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer wcancel()
+	if _, err := c.Load(wctx, "slow", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("waiting Load: %v", err)
+	}
+	p.Fulfil([]byte("late"), nil)
+}
+
+func TestPromise(t *testing.T) {
+	c := New[int](1 << 20)
+	p, ok := c.Promise(1)
+	if !ok {
+		t.Fatal("Promise on a new key failed")
+	}
+	if _, ok := c.Promise(1); ok {
+		t.Error("second Promise on a key in flight succeeded")
+	}
+	if !c.Contains(1) {
+		t.Error("Contains is false for a promised key")
+	}
+	got := make(chan []byte)
+	go func() {
+		v, err := c.Load(context.Background(), 1, func(context.Context) ([]byte, error) {
+			t.Error("loader ran although the key was promised")
+			return nil, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- v
+	}()
+	time.Sleep(5 * time.Millisecond)
+	p.Fulfil([]byte("promised"), nil)
+	p.Fulfil([]byte("again"), nil) // no effect
+	if v := <-got; string(v) != "promised" {
+		t.Errorf("Load got %q", v)
+	}
+	if _, ok := c.Promise(1); ok {
+		t.Error("Promise on a cached key succeeded")
+	}
+
+	// Abandoned promises make waiters load themselves.
+	p2, _ := c.Promise(2)
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		p2.Abandon()
+	}()
+	v, err := c.Load(context.Background(), 2, func(context.Context) ([]byte, error) { return []byte("own"), nil })
+	if err != nil || string(v) != "own" {
+		t.Errorf("Load after Abandon: %q %v", v, err)
+	}
+
+	// A promise fulfilled with an error passes it on, uncached.
+	p3, _ := c.Promise(3)
+	bad := errors.New("bad frame")
+	go p3.Fulfil(nil, bad)
+	if _, err := c.Load(context.Background(), 3, func(context.Context) ([]byte, error) { return nil, errors.New("not this") }); !errors.Is(err, bad) && err.Error() != "not this" {
+		t.Errorf("Load after a failed promise: %v", err)
+	}
+}
+
+func TestCacheZeroBytes(t *testing.T) {
+	c := New[int](0)
+	var calls int
+	for range 3 {
+		if _, err := c.Load(context.Background(), 1, func(context.Context) ([]byte, error) { calls++; return []byte("x"), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 3 || c.Stats().Entries != 0 {
+		t.Errorf("%d loads, %d entries: a zero-byte cache must keep nothing", calls, c.Stats().Entries)
+	}
+}
+
+func TestCacheConcurrentBounded(t *testing.T) {
+	const limit = 50 * (64 + EntryOverhead)
+	c := New[int](limit)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				k := (g*7919 + i*31) % 300
+				if _, err := c.Load(context.Background(), k, func(context.Context) ([]byte, error) { return val(64, byte(k)), nil }); err != nil {
+					t.Error(err)
+				}
+				if st := c.Stats(); st.Bytes > limit {
+					t.Errorf("cache holds %d bytes, limit %d", st.Bytes, limit)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

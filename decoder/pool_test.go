@@ -1,0 +1,177 @@
+package decoder
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestSessionContinues: a request for the next frame, or a later frame of
+// the same GOP, decodes on; an earlier frame or another GOP seeks.
+func TestSessionContinues(t *testing.T) {
+	t.Parallel()
+	v := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
+	pool := NewPool(Options{MaxSessionsPerVideo: 1})
+	defer pool.Close()
+	ctx := context.Background()
+	steps := []struct {
+		frame     int
+		wantSeeks int // total so far
+	}{
+		{0, 0},  // a new session starts at the first packet
+		{1, 0},  // next frame
+		{2, 0},  // next frame
+		{10, 0}, // later in the same GOP
+		{29, 0}, // last of the GOP
+		{30, 0}, // the next keyframe is the next packet
+		{31, 0},
+		{12, 1}, // back: seek
+		{13, 1},
+		{75, 2}, // two GOPs ahead: seek rather than decode them
+		{76, 2},
+	}
+	for _, st := range steps {
+		if _, err := pool.Frame(ctx, v, st.frame, ImageSetting{Format: FormatBMP}); err != nil {
+			t.Fatalf("frame %d: %v", st.frame, err)
+		}
+		if got := pool.Stats().Seeks; got != st.wantSeeks {
+			t.Errorf("after frame %d: %d seeks, want %d", st.frame, got, st.wantSeeks)
+		}
+	}
+	if st := pool.Stats(); st.Opened != 1 || st.Open != 1 || st.Idle != 1 {
+		t.Errorf("stats %+v: want one open idle session", st)
+	}
+}
+
+// TestPoolLimits runs concurrent readers and checks that no more sessions
+// than allowed are ever open, per video and in total, and that idle
+// sessions of other videos are evicted to make room.
+func TestPoolLimits(t *testing.T) {
+	t.Parallel()
+	a := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
+	b := openVideo(t, "../testdata/video/hevc.mp4", 0)
+	c := openVideo(t, "../testdata/video/mpeg4_part2.mp4", 0)
+	pool := NewPool(Options{MaxOpenSessions: 3, MaxSessionsPerVideo: 2})
+	defer pool.Close()
+	ctx := context.Background()
+	want := map[string][]byte{}
+	for _, v := range []Video{a, b, c} {
+		img, err := pool.Frame(ctx, v, 20, ImageSetting{Format: FormatPPM})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[v.Key.Object] = img
+	}
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			peak.Store(max(peak.Load(), int64(pool.Stats().Open)))
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := []Video{a, b, c}[g%3]
+			for k := range 8 {
+				i := (g*7 + k*13) % 50
+				img, err := pool.Frame(ctx, v, i, ImageSetting{Format: FormatPPM})
+				if err != nil {
+					t.Errorf("%s frame %d: %v", v.Key.Object, i, err)
+					return
+				}
+				if i == 20 && !bytes.Equal(img, want[v.Key.Object]) {
+					t.Errorf("%s frame 20 differs under concurrency", v.Key.Object)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	sampler.Wait()
+	st := pool.Stats()
+	if peak.Load() > 3 || st.Open > 3 {
+		t.Errorf("peak %d open sessions, now %d; limit 3", peak.Load(), st.Open)
+	}
+	if st.Evicted == 0 {
+		t.Errorf("no evictions with 3 videos and 3 sessions: %+v", st)
+	}
+	pool.Close()
+	if st := pool.Stats(); st.Open != 0 {
+		t.Errorf("%d sessions open after Close", st.Open)
+	}
+	if _, err := pool.Frame(ctx, a, 1, ImageSetting{}); !errors.Is(err, ErrPoolClosed) {
+		t.Errorf("Frame after Close: %v, want ErrPoolClosed", err)
+	}
+}
+
+// TestPoolPerVideoLimit: readers of one video beyond the per-video limit
+// wait for a session instead of opening more.
+func TestPoolPerVideoLimit(t *testing.T) {
+	t.Parallel()
+	v := openVideo(t, "../testdata/video/h264_gop250.mp4", 0)
+	pool := NewPool(Options{MaxSessionsPerVideo: 2, MaxOpenSessions: 8})
+	defer pool.Close()
+	var wg sync.WaitGroup
+	for g := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 4 {
+				if _, err := pool.Frame(context.Background(), v, 240-g*11-k*29, ImageSetting{Format: FormatBMP}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if st := pool.Stats(); st.Opened > 2 {
+		t.Errorf("opened %d sessions of one video, limit 2", st.Opened)
+	}
+}
+
+// TestPoolContextCancel: a request waiting for a session gives up when its
+// context ends; the session it waited for stays usable.
+func TestPoolContextCancel(t *testing.T) {
+	t.Parallel()
+	v := openVideo(t, "../testdata/video/hevc.mp4", 0)
+	pool := NewPool(Options{MaxOpenSessions: 1})
+	defer pool.Close()
+	s, err := pool.acquire(context.Background(), v, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := pool.Frame(ctx, v, 3, ImageSetting{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("waiting request: %v, want DeadlineExceeded", err)
+	}
+	pool.release(s)
+	if _, err := pool.Frame(context.Background(), v, 3, ImageSetting{}); err != nil {
+		t.Errorf("after release: %v", err)
+	}
+	// A context cancelled during decoding breaks only that session.
+	cctx, ccancel := context.WithCancel(context.Background())
+	ccancel()
+	if _, err := pool.Frame(cctx, v, 50, ImageSetting{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled request: %v, want Canceled", err)
+	}
+	if _, err := pool.Frame(context.Background(), v, 50, ImageSetting{}); err != nil {
+		t.Errorf("after a cancelled request: %v", err)
+	}
+}

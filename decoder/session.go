@@ -1,0 +1,750 @@
+package decoder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"sort"
+
+	"github.com/asticode/go-astiav"
+
+	"github.com/framefs/framefs/videoidx"
+)
+
+// Errors of frame decoding. Callers tell them apart with errors.Is.
+var (
+	// ErrFrameDecode means a frame could not be decoded: a packet on its
+	// decode path is corrupt, the decoder rejected it or concealed damage
+	// in the frame, or the decoder never produced the frame. The video may
+	// still have other good frames.
+	ErrFrameDecode = errors.New("decoder: frame cannot be decoded")
+	// ErrFrameRange means the ordinal is not a frame of the video.
+	ErrFrameRange = errors.New("decoder: no such frame")
+	// ErrIndexMismatch means the packets FFmpeg demuxes are not the ones
+	// the frame index lists: the index was built for other bytes or another
+	// stream. Rebuild the index from the video.
+	ErrIndexMismatch = errors.New("decoder: the frame index does not match the video")
+)
+
+// Video is one stored video as the decoder reads it.
+type Video struct {
+	// Key identifies the video's bytes; sessions and cached images are
+	// shared between requests with equal keys, so two different videos
+	// must never share a key.
+	Key VideoKey
+	// R reads the video; only its first Size bytes are used. Sessions keep
+	// no reference to R after the call that passed it returns, so R may be
+	// closed then.
+	R io.ReaderAt
+	// Size is the video's length in bytes.
+	Size int64
+	// Index is the frame index of the stream to decode, from
+	// videoidx.ReadMP4 or ScanIndex (IndexVideo picks). It must not be
+	// modified while the decoder uses it.
+	Index *videoidx.Index
+}
+
+// VideoKey names the physical bytes of a video: an object of the caller's
+// storage and a byte range in it. The decoder only compares keys.
+type VideoKey struct {
+	Object         string
+	Offset, Length int64
+}
+
+func (k VideoKey) String() string {
+	return fmt.Sprintf("%s[%d:+%d]", k.Object, k.Offset, k.Length)
+}
+
+// VideoInfo describes a video stream as the decoder serves it.
+type VideoInfo struct {
+	// Width and Height are the display size: the decoded picture size,
+	// swapped for quarter-turn rotations. Images at native size have it.
+	Width, Height int
+	// Rotation is the display transform applied to every frame, as an
+	// FFmpeg filter chain ("transpose=clock", ...), or "" for none.
+	Rotation string
+	// Frames is the number of frames.
+	Frames int
+}
+
+// session is one open decoder for one stream of one video: demuxer, codec,
+// filter graphs and image encoders, plus where the decoder stands, so that
+// the next frame of the same GOP is reached by decoding on instead of
+// seeking. A session is used by one goroutine at a time (the pool hands it
+// out exclusively).
+type session struct {
+	key    sessionKey
+	ix     *videoidx.Index
+	d      *demuxer
+	stream int
+	tb     astiav.Rational
+	cc     *astiav.CodecContext
+	ccAddr uintptr // the AVCodecContext behind cc, verified
+	// skipping says whether the decoder is set to skip non-reference
+	// pictures (see send).
+	skipping bool
+	pkt      *astiav.Packet
+	frame    *astiav.Frame
+	rot      rotation
+	info     VideoInfo
+
+	// Index timestamps are stream ticks times mul/div (see toIndexUnits).
+	mul, div int64
+	// dtsShift is FFmpeg's DTS minus the index's DTS of the same packet,
+	// in index units: the mov demuxer shifts decode timestamps by the edit
+	// list and the composition offsets, the index keeps the stts values.
+	// Seeking asks for FFmpeg's DTS of a keyframe.
+	dtsShift  int64
+	haveShift bool
+	// keyAt finds a sync sample by file offset, to tell where a seek
+	// landed.
+	keyAt map[int64]int
+
+	// Decoder position. running means the decoder has been fed every
+	// packet from sample start up to (excluding) sample next, without a
+	// gap, after a flush; held means pkt holds sample next-1, read but not
+	// yet sent. lastPTS is the PTS (index units) of the last frame the
+	// decoder output, lastOrdinal its ordinal. inputEOF means the demuxer
+	// ended and the decoder was sent the end-of-stream flush.
+	running     bool
+	held        bool
+	start, next int
+	haveLast    bool
+	lastPTS     int64
+	lastOrdinal int
+	inputEOF    bool
+
+	// broken is set after any error: the demuxer and decoder are in an
+	// unknown state and the session must be closed, not reused.
+	broken bool
+
+	convs map[convKey]*converter
+	encs  map[encKey]imageEncoder
+
+	// Counters for tests and statistics.
+	seeks, decoded int
+}
+
+type sessionKey struct {
+	video  VideoKey
+	stream int
+}
+
+// maxConverters bounds the filter graphs (and encoders) a session keeps;
+// more distinct settings than this in use at once on one video is unusual,
+// and the cost of rebuilding a graph is small.
+const maxConverters = 4
+
+// openSession opens the video and prepares a decoder for the stream of its
+// index. ctx and v.R are used only during the call.
+func openSession(ctx context.Context, v Video, threads int) (s *session, err error) {
+	ix := v.Index
+	if ix == nil || ix.Frames() == 0 {
+		return nil, fmt.Errorf("decoder: open %s: no frame index", v.Key)
+	}
+	d, err := openInput(ctx, v.R, v.Size)
+	if err != nil {
+		return nil, err
+	}
+	s = &session{
+		key:   sessionKey{v.Key, ix.Stream},
+		ix:    ix,
+		d:     d,
+		convs: map[convKey]*converter{},
+		encs:  map[encKey]imageEncoder{},
+	}
+	defer func() {
+		if err != nil {
+			s.close()
+			s = nil
+		} else {
+			d.src.bind(nil, nil)
+		}
+	}()
+
+	streams := d.fc.Streams()
+	if ix.Stream < 0 || ix.Stream >= len(streams) {
+		return nil, fmt.Errorf("%w: the index is of stream %d, the file has %d streams", ErrIndexMismatch, ix.Stream, len(streams))
+	}
+	st := streams[ix.Stream]
+	par := st.CodecParameters()
+	if par.MediaType() != astiav.MediaTypeVideo {
+		return nil, fmt.Errorf("%w: stream %d is not video", ErrIndexMismatch, ix.Stream)
+	}
+	s.stream = ix.Stream
+	s.tb = st.TimeBase()
+	if err := s.setUnits(); err != nil {
+		return nil, err
+	}
+	if err := discardOtherStreams(d.fc, s.stream); err != nil {
+		return nil, err
+	}
+
+	codec := astiav.FindDecoder(par.CodecID())
+	if codec == nil {
+		return nil, fmt.Errorf("decoder: FFmpeg has no decoder for %s (stream %d): %w", par.CodecID().Name(), s.stream, ErrUnsupported)
+	}
+	s.cc = astiav.AllocCodecContext(codec)
+	if s.cc == nil {
+		return nil, errors.New("decoder: allocate decoder: out of memory")
+	}
+	if err := s.cc.FromCodecParameters(par); err != nil {
+		return nil, fmt.Errorf("decoder: stream %d codec parameters: %w", s.stream, err)
+	}
+	if err := setPacketTimeBase(s.cc, s.tb); err != nil {
+		return nil, err
+	}
+	s.cc.SetThreadCount(threads)
+	if threads > 1 {
+		s.cc.SetThreadType(astiav.ThreadTypeFrame)
+	}
+	if err := s.cc.Open(codec, nil); err != nil {
+		return nil, fmt.Errorf("decoder: open %s decoder: %w", codec.Name(), err)
+	}
+	if s.ccAddr, err = decoderAddr(s.cc); err != nil {
+		return nil, err
+	}
+	s.pkt = astiav.AllocPacket()
+	s.frame = astiav.AllocFrame()
+
+	if s.rot, err = rotationFromDisplayMatrix(st.SideData(astiav.PacketSideDataTypeDisplaymatrix)); err != nil {
+		return nil, err
+	}
+	w, h := par.Width(), par.Height()
+	if w <= 0 || h <= 0 {
+		return nil, fmt.Errorf("decoder: stream %d has no picture size (%dx%d): %w", s.stream, w, h, videoidx.ErrCorrupt)
+	}
+	if s.rot.swap {
+		w, h = h, w
+	}
+	s.info = VideoInfo{Width: w, Height: h, Rotation: s.rot.filters, Frames: ix.Frames()}
+
+	s.keyAt = make(map[int64]int)
+	for i := range ix.Samples {
+		if ix.Samples[i].Key && ix.Samples[i].Offset >= 0 {
+			s.keyAt[ix.Samples[i].Offset] = i
+		}
+	}
+
+	// The demuxer stands at the start of the file: the first packet of the
+	// stream is sample 0. Keep it for a request that starts decoding there
+	// and learn FFmpeg's DTS shift from it.
+	eof, err := s.readPacket()
+	if err != nil {
+		return nil, err
+	}
+	if !eof && s.packetIs(0) {
+		if ts := s.packetDTS(); ts != astiav.NoPtsValue {
+			if u, ok := s.toIndexUnits(ts); ok {
+				s.dtsShift, s.haveShift = u-ix.Samples[0].DTS, true
+			}
+		}
+		s.running, s.held, s.start, s.next = true, true, 0, 1
+	}
+	return s, nil
+}
+
+// setUnits derives mul and div from the stream time base and the index
+// timescale: index units = ticks * (num * Timescale / den). MP4 indexes
+// count in the media timescale, which is the stream time base (1/den);
+// scanned ones count 1/den seconds with ticks multiplied by num.
+func (s *session) setUnits() error {
+	num, den, ts := int64(s.tb.Num()), int64(s.tb.Den()), int64(s.ix.Timescale)
+	if num <= 0 || den <= 0 || ts <= 0 {
+		return fmt.Errorf("decoder: stream %d has an invalid time base %d/%d: %w", s.stream, num, den, videoidx.ErrCorrupt)
+	}
+	if num > math.MaxInt32 || ts > math.MaxUint32 {
+		return fmt.Errorf("decoder: stream %d time base %d/%d is out of range: %w", s.stream, num, den, videoidx.ErrCorrupt)
+	}
+	m, d := num*ts, den
+	g := gcd(m, d)
+	s.mul, s.div = m/g, d/g
+	return nil
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// toIndexUnits converts stream ticks to index units; ok is false when the
+// result is not an integer or does not fit.
+func (s *session) toIndexUnits(ticks int64) (int64, bool) {
+	neg := ticks < 0
+	a := uint64(ticks)
+	if neg {
+		a = uint64(-ticks)
+	}
+	hi, lo := bits.Mul64(a, uint64(s.mul))
+	if hi >= uint64(s.div) {
+		return 0, false
+	}
+	q, r := bits.Div64(hi, lo, uint64(s.div))
+	if r != 0 || q > math.MaxInt64 {
+		return 0, false
+	}
+	if neg {
+		return -int64(q), true
+	}
+	return int64(q), true
+}
+
+// fromIndexUnits converts index units to stream ticks, rounding down.
+func (s *session) fromIndexUnits(u int64) int64 {
+	if s.mul == 1 {
+		return u * s.div
+	}
+	v := math.Floor(float64(u) * float64(s.div) / float64(s.mul))
+	if v > math.MaxInt64/2 {
+		return math.MaxInt64 / 2
+	}
+	if v < math.MinInt64/2 {
+		return math.MinInt64 / 2
+	}
+	return int64(v)
+}
+
+// bind attaches the caller's reader and context to the demuxer for one
+// request; unbind detaches them so an idle session pins neither.
+func (s *session) bind(ctx context.Context, r io.ReaderAt) { s.d.src.bind(ctx, r) }
+func (s *session) unbind()                                 { s.d.src.bind(nil, nil) }
+
+// readPacket reads the next packet of the stream into s.pkt.
+func (s *session) readPacket() (eof bool, err error) {
+	for {
+		s.pkt.Unref()
+		if err := s.d.fc.ReadFrame(s.pkt); err != nil {
+			if serr := s.d.src.sourceErr(); serr != nil {
+				return false, fmt.Errorf("decoder: read %s: %w", s.key.video, serr)
+			}
+			if errors.Is(err, astiav.ErrEof) {
+				return true, nil
+			}
+			return false, fmt.Errorf("%w: demuxing %s: %v", ErrFrameDecode, s.key.video, err)
+		}
+		if s.pkt.StreamIndex() == s.stream {
+			return false, nil
+		}
+	}
+}
+
+func (s *session) packetDTS() int64 {
+	if ts := s.pkt.Dts(); ts != astiav.NoPtsValue {
+		return ts
+	}
+	return s.pkt.Pts()
+}
+
+// packetIs reports whether s.pkt is sample i of the index. Offsets and
+// sizes identify samples exactly (the index records FFmpeg's packet
+// positions); packets without a position are matched by PTS.
+func (s *session) packetIs(i int) bool {
+	if i < 0 || i >= len(s.ix.Samples) {
+		return false
+	}
+	sm := &s.ix.Samples[i]
+	if int64(s.pkt.Size()) != int64(sm.Size) {
+		return false
+	}
+	if pos := s.pkt.Pos(); pos >= 0 && sm.Offset >= 0 {
+		return pos == sm.Offset
+	}
+	pts, ok := s.toIndexUnits(s.pkt.Pts())
+	return ok && pts == sm.PTS
+}
+
+// unexpectedPacket explains why s.pkt is not sample i, on the way to frame
+// ordinal: the packet is cut short by the end of the input (the video is
+// truncated, so the frame cannot be decoded) or it is another packet (the
+// index describes other bytes).
+func (s *session) unexpectedPacket(i, ordinal int) error {
+	sm := s.ix.Samples[min(max(i, 0), len(s.ix.Samples)-1)]
+	pos, size := s.pkt.Pos(), int64(s.pkt.Size())
+	if pos == sm.Offset && size < int64(sm.Size) && (s.pkt.Flags().Has(astiav.PacketFlagCorrupt) || pos+size >= s.d.src.size) {
+		return fmt.Errorf("%w: frame %d of %s: sample %d (%d bytes at offset %d) is cut off by the end of the input (%d bytes): %w",
+			ErrFrameDecode, ordinal, s.key.video, i, sm.Size, sm.Offset, s.d.src.size, videoidx.ErrTruncated)
+	}
+	return fmt.Errorf("%w: %s stream %d: on the way to frame %d, a packet of %d bytes at offset %d comes where sample %d (%d bytes at offset %d) should",
+		ErrIndexMismatch, s.key.video, s.stream, ordinal, size, pos, i, sm.Size, sm.Offset)
+}
+
+// endOfInput is the error for the demuxer ending before sample i, on the
+// way to frame ordinal.
+func (s *session) endOfInput(i, ordinal int) error {
+	return fmt.Errorf("%w: frame %d of %s: the input ends (%d bytes) before sample %d at offset %d: %w",
+		ErrFrameDecode, ordinal, s.key.video, s.d.src.size, i, s.ix.Samples[min(i, len(s.ix.Samples)-1)].Offset, videoidx.ErrTruncated)
+}
+
+// resetPosition forgets where the decoder stands and flushes it.
+func (s *session) resetPosition() error {
+	s.running, s.held, s.haveLast, s.inputEOF = false, false, false, false
+	s.pkt.Unref()
+	s.frame.Unref()
+	return flushDecoder(s.cc)
+}
+
+// canContinue reports whether frame ordinal, whose decoding must start at
+// sample start, will come out of the decoder by decoding on from where it
+// stands: decoding ran without a gap from a sync sample at or before start,
+// has not gone past start by more than the GOP it is in, and the frame has
+// not been output yet.
+func (s *session) canContinue(target int64, start int) bool {
+	return s.running && start >= s.start && start <= s.next && (!s.haveLast || target > s.lastPTS)
+}
+
+// seekTo positions the demuxer so that the next packet is sync sample k,
+// with a flushed decoder.
+func (s *session) seekTo(k, ordinal int) error {
+	s.seeks++
+	if err := s.resetPosition(); err != nil {
+		return err
+	}
+	sm := &s.ix.Samples[k]
+	ts := sm.PTS
+	if s.haveShift {
+		ts = sm.DTS + s.dtsShift
+	}
+	err := s.d.fc.SeekFrame(s.stream, s.fromIndexUnits(ts), astiav.NewSeekFlags(astiav.SeekFlagBackward))
+	if err == nil {
+		var landed bool
+		landed, err = s.land(k, false, ordinal)
+		if err != nil || landed {
+			return err
+		}
+	} else if serr := s.d.src.sourceErr(); serr != nil {
+		return fmt.Errorf("decoder: seek in %s: %w", s.key.video, serr)
+	}
+	// The demuxer went past the keyframe or could not seek there: read
+	// from the first packet instead.
+	if err := s.resetPosition(); err != nil {
+		return err
+	}
+	first := s.ix.Samples[0].PTS
+	if s.haveShift {
+		first = min(first, s.ix.Samples[0].DTS+s.dtsShift)
+	}
+	if err := s.d.fc.SeekFrame(s.stream, s.fromIndexUnits(first)-1, astiav.NewSeekFlags(astiav.SeekFlagBackward)); err != nil {
+		if serr := s.d.src.sourceErr(); serr != nil {
+			return fmt.Errorf("decoder: seek in %s: %w", s.key.video, serr)
+		}
+		return fmt.Errorf("%w: %s: cannot seek to the start of stream %d: %v", ErrFrameDecode, s.key.video, s.stream, err)
+	}
+	landed, err := s.land(k, true, ordinal)
+	if err != nil {
+		return err
+	}
+	if !landed {
+		return s.unexpectedPacket(0, ordinal)
+	}
+	return nil
+}
+
+// land reads the first packet after a seek and, if the demuxer stopped at
+// a sync sample at or before k (fromStart: at sample 0), skips packets up
+// to k, leaving k held. landed is false when the demuxer went past k.
+func (s *session) land(k int, fromStart bool, ordinal int) (landed bool, err error) {
+	eof, err := s.readPacket()
+	if err != nil {
+		return false, err
+	}
+	if eof {
+		if fromStart {
+			return false, s.endOfInput(0, ordinal)
+		}
+		return false, nil
+	}
+	j := -1
+	switch {
+	case s.packetIs(k):
+		j = k
+	case fromStart:
+		if !s.packetIs(0) {
+			return false, nil
+		}
+		j = 0
+	default:
+		if i, ok := s.keyAt[s.pkt.Pos()]; ok && s.packetIs(i) && i < k {
+			j = i
+		}
+	}
+	if j < 0 {
+		return false, nil
+	}
+	for i := j + 1; i <= k; i++ {
+		eof, err := s.readPacket()
+		if err != nil {
+			return false, err
+		}
+		if eof {
+			return false, s.endOfInput(i, ordinal)
+		}
+		if !s.packetIs(i) {
+			return false, s.unexpectedPacket(i, ordinal)
+		}
+	}
+	s.running, s.held, s.start, s.next = true, true, k, k+1
+	return true, nil
+}
+
+// ordinalOf returns the ordinal of the presented frame with PTS pts (index
+// units). Frames with equal PTS come out in decode order and take
+// consecutive ordinals.
+func (s *session) ordinalOf(pts int64) (int, bool) {
+	n := s.ix.Frames()
+	i := sort.Search(n, func(i int) bool { return s.ix.Frame(i).PTS >= pts })
+	if i >= n || s.ix.Frame(i).PTS != pts {
+		return 0, false
+	}
+	if s.haveLast && s.lastOrdinal >= i && s.lastPTS == pts && s.lastOrdinal+1 < n && s.ix.Frame(s.lastOrdinal+1).PTS == pts {
+		i = s.lastOrdinal + 1
+	}
+	return i, true
+}
+
+// decodeTo decodes frame ordinal into s.frame, continuing from the
+// decoder's position when that reaches it, else seeking to its decode
+// start. The frames decoded on the way are dropped: keeping them would
+// mean converting and encoding a GOP prefix per random request, most of
+// it never read; sequential readers get theirs from read-ahead instead.
+// Any error breaks the session.
+func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, err error) {
+	defer func() {
+		if err != nil {
+			s.broken = true
+		}
+	}()
+	if ordinal < 0 || ordinal >= s.ix.Frames() {
+		return nil, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", ErrFrameRange, ordinal, s.key.video, s.ix.Frames())
+	}
+	target := s.ix.Frame(ordinal).PTS
+	start := s.ix.DecodeStart(ordinal)
+	if !s.canContinue(target, start) {
+		if err := s.seekTo(start, ordinal); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		s.frame.Unref()
+		err := s.cc.ReceiveFrame(s.frame)
+		switch {
+		case err == nil:
+			s.decoded++
+			fi := getFrameInfo(s.frame)
+			ts, ok := fi.timestamp()
+			if !ok {
+				continue
+			}
+			pts, ok := s.toIndexUnits(ts)
+			if !ok {
+				continue
+			}
+			ord, ok := s.ordinalOf(pts)
+			if !ok {
+				// Not a presented frame (a frame of an edit-list-hidden
+				// sample that the decoder did not drop).
+				continue
+			}
+			s.haveLast, s.lastPTS, s.lastOrdinal = true, pts, ord
+			if ord == ordinal {
+				if fi.corrupt || fi.decodeErrors != 0 {
+					return nil, fmt.Errorf("%w: frame %d of %s: the decoder reports damage in it (corrupt flag %v, error flags %#x)",
+						ErrFrameDecode, ordinal, s.key.video, fi.corrupt, fi.decodeErrors)
+				}
+				return s.frame, nil
+			}
+			if pts > target {
+				return nil, fmt.Errorf("%w: frame %d of %s: the decoder skipped it (went on to frame %d); the data around it is damaged",
+					ErrFrameDecode, ordinal, s.key.video, ord)
+			}
+			continue
+		case errors.Is(err, astiav.ErrEof):
+			s.running = false
+			if s.next < len(s.ix.Samples) {
+				return nil, s.endOfInput(s.next, ordinal)
+			}
+			return nil, fmt.Errorf("%w: frame %d of %s: the decoder reached the end of the stream without producing it; the video is damaged or truncated",
+				ErrFrameDecode, ordinal, s.key.video)
+		case !errors.Is(err, astiav.ErrEagain):
+			return nil, fmt.Errorf("%w: frame %d of %s: %v", ErrFrameDecode, ordinal, s.key.video, err)
+		}
+
+		// The decoder wants input.
+		if s.held {
+			s.held = false
+			if err := s.send(ordinal, target); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if s.inputEOF {
+			return nil, fmt.Errorf("%w: frame %d of %s: the decoder wants input after the end of the stream", ErrFrameDecode, ordinal, s.key.video)
+		}
+		eof, err := s.readPacket()
+		if err != nil {
+			return nil, err
+		}
+		if eof {
+			s.inputEOF = true
+			if err := s.cc.SendPacket(nil); err != nil && !errors.Is(err, astiav.ErrEof) {
+				return nil, fmt.Errorf("%w: frame %d of %s: flush decoder: %v", ErrFrameDecode, ordinal, s.key.video, err)
+			}
+			continue
+		}
+		if !s.packetIs(s.next) {
+			return nil, s.unexpectedPacket(s.next, ordinal)
+		}
+		s.next++
+		if err := s.send(ordinal, target); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// send sends s.pkt, sample s.next-1, to the decoder. A sample presented
+// before the target frame (or not at all) is decoded only if other
+// pictures reference it: its own picture would be dropped anyway, and no
+// later request can want it from this position (canContinue requires a
+// frame after the last one output). Skipping those pictures saves about a
+// third of the work of reaching a frame in the middle of a GOP with
+// B-frames. Pictures after the target are all decoded, so that the
+// session can continue to them.
+func (s *session) send(ordinal int, target int64) error {
+	sm := &s.ix.Samples[s.next-1]
+	if skip := sm.Hidden || sm.PTS < target; skip != s.skipping {
+		setSkipNonRef(s.ccAddr, skip)
+		s.skipping = skip
+	}
+	err := s.cc.SendPacket(s.pkt)
+	s.pkt.Unref()
+	if err != nil {
+		return fmt.Errorf("%w: frame %d of %s: the packet of sample %d is corrupt: %v", ErrFrameDecode, ordinal, s.key.video, s.next-1, err)
+	}
+	return nil
+}
+
+// convert converts a decoded frame for an image of setting (normalized).
+// The result belongs to the session's converter and is valid until its
+// next use; Clone it to keep it.
+func (s *session) convert(f *astiav.Frame, setting ImageSetting) (*astiav.Frame, error) {
+	ow, oh := setting.OutputSize(s.info.Width, s.info.Height)
+	fi := getFrameInfo(f)
+	ck := convKey{
+		width: fi.width, height: fi.height, format: fi.format,
+		sarNum: fi.sarNum, sarDen: fi.sarDen,
+		outWidth: ow, outHeight: oh,
+	}
+	// BMP stores BGR. swscale's unscaled 8-bit 4:2:0 converter writes
+	// bgr24 as exactly its rgb24 with the channels swapped, which saves
+	// BMP a pass over the pixels; its scaled and 10-bit paths do not (the
+	// tests compare BMP and PPM pixels on every fixture), so those stay
+	// rgb24 and get swapped in C.
+	ck.bgr = setting.Format == FormatBMP && s.rot.filters == "" && ow == fi.width && oh == fi.height &&
+		(fi.format == astiav.PixelFormatYuv420P || fi.format == astiav.PixelFormatYuvj420P)
+	conv := s.convs[ck]
+	if conv == nil {
+		if len(s.convs) >= maxConverters {
+			s.freeConverters()
+		}
+		var err error
+		if conv, err = newConverter(ck, s.rot, s.tb); err != nil {
+			return nil, err
+		}
+		s.convs[ck] = conv
+	}
+	return conv.convert(f)
+}
+
+// encoderFor returns the session's encoder for images of setting.
+func (s *session) encoderFor(setting ImageSetting) (imageEncoder, error) {
+	k := newEncKey(setting, s.info)
+	enc := s.encs[k]
+	if enc == nil {
+		if len(s.encs) >= maxConverters {
+			s.freeEncoders()
+		}
+		var err error
+		if enc, err = newImageEncoder(k); err != nil {
+			return nil, err
+		}
+		s.encs[k] = enc
+	}
+	return enc, nil
+}
+
+func newEncKey(setting ImageSetting, info VideoInfo) encKey {
+	ow, oh := setting.OutputSize(info.Width, info.Height)
+	return encKey{format: setting.Format, quality: setting.JPEGQuality, width: ow, height: oh}
+}
+
+// encode converts a decoded frame and encodes it with setting (normalized).
+func (s *session) encode(f *astiav.Frame, setting ImageSetting) ([]byte, error) {
+	out, err := s.convert(f, setting)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Unref()
+	enc, err := s.encoderFor(setting)
+	if err != nil {
+		return nil, err
+	}
+	return enc.encode(out)
+}
+
+// image decodes frame ordinal and encodes it.
+func (s *session) image(ctx context.Context, ordinal int, setting ImageSetting) ([]byte, error) {
+	f, err := s.decodeTo(ctx, ordinal)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.encode(f, setting)
+	s.frame.Unref()
+	if err != nil {
+		s.broken = true
+		return nil, fmt.Errorf("frame %d of %s: %w", ordinal, s.key.video, err)
+	}
+	return b, nil
+}
+
+func (s *session) freeConverters() {
+	for k, c := range s.convs {
+		c.free()
+		delete(s.convs, k)
+	}
+}
+
+func (s *session) freeEncoders() {
+	for k, e := range s.encs {
+		e.free()
+		delete(s.encs, k)
+	}
+}
+
+// close frees every FFmpeg resource of the session.
+func (s *session) close() {
+	s.freeConverters()
+	s.freeEncoders()
+	if s.frame != nil {
+		s.frame.Free()
+		s.frame = nil
+	}
+	if s.pkt != nil {
+		s.pkt.Free()
+		s.pkt = nil
+	}
+	if s.cc != nil {
+		s.cc.Free()
+		s.cc = nil
+	}
+	if s.d != nil {
+		s.d.Close()
+		s.d = nil
+	}
+}

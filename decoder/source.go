@@ -1,0 +1,551 @@
+package decoder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asticode/go-astiav"
+
+	"github.com/framefs/framefs/cache"
+)
+
+// FrameSourceOptions configures a FrameSource. The zero value gives the
+// defaults.
+type FrameSourceOptions struct {
+	// CacheBytes bounds the encoded images kept in memory (values plus
+	// cache.EntryOverhead each). 0 means 256 MiB; negative keeps nothing
+	// (concurrent requests for one image are still decoded once).
+	CacheBytes int64
+	// Readahead is how many frames are decoded ahead of a reader that
+	// walks a video in order (three consecutive frames), so that it finds
+	// them cached. 0 means 16; negative disables read-ahead.
+	Readahead int
+	// MaxReadaheads bounds the read-ahead jobs running at once; each holds
+	// a decoder session of the pool while it runs. Read-ahead is skipped,
+	// never waited for, when they are all busy. 0 means GOMAXPROCS.
+	MaxReadaheads int
+	// SizeWorkers is how many sessions FrameSizes decodes a video with in
+	// parallel (never more than the pool's MaxSessionsPerVideo). 0 means
+	// GOMAXPROCS.
+	SizeWorkers int
+
+	// encodeWorkers is how many goroutines encode the frames of one
+	// read-ahead job: GOMAXPROCS, since decoding and encoding one frame
+	// take about as long as each other for JPEG and PNG.
+	encodeWorkers int
+}
+
+const (
+	defaultCacheBytes = 256 << 20
+	defaultReadahead  = 16
+	// readaheadKeys bounds the videos whose readers are followed.
+	readaheadKeys = 1024
+	// encodeQueue is how many converted frames a read-ahead job queues for
+	// its encoders.
+	encodeQueue = 2
+	// readaheadLinger is how long a read-ahead job that ran out of frames
+	// waits for its reader to ask for more before it ends.
+	readaheadLinger = 200 * time.Millisecond
+)
+
+func (o FrameSourceOptions) withDefaults() FrameSourceOptions {
+	procs := runtime.GOMAXPROCS(0)
+	switch {
+	case o.CacheBytes == 0:
+		o.CacheBytes = defaultCacheBytes
+	case o.CacheBytes < 0:
+		o.CacheBytes = 0
+	}
+	switch {
+	case o.Readahead == 0:
+		o.Readahead = defaultReadahead
+	case o.Readahead < 0:
+		o.Readahead = 0
+	}
+	if o.MaxReadaheads <= 0 {
+		o.MaxReadaheads = procs
+	}
+	if o.SizeWorkers <= 0 {
+		o.SizeWorkers = procs
+	}
+	o.encodeWorkers = procs
+	return o
+}
+
+// frameKey identifies one encoded image.
+type frameKey struct {
+	video   VideoKey
+	stream  int
+	ordinal int
+	setting ImageSetting
+}
+
+// readerKey identifies what a sequential reader walks.
+type readerKey struct {
+	video   VideoKey
+	stream  int
+	setting ImageSetting
+}
+
+// FrameSource serves frames as encoded images through a Pool of decoder
+// sessions and a byte-bounded cache, and reads ahead of sequential
+// readers. It is safe for concurrent use.
+//
+// Memory is bounded under any access pattern by
+//
+//	CacheBytes                                  (encoded images)
+//	+ Pool.MaxOpenSessions x per-session memory (decoders, see Options)
+//	+ one encoded image per request in progress
+//	+ MaxReadaheads x (2 + GOMAXPROCS) converted RGB frames (read-ahead
+//	  jobs queue decoded frames for their encoders).
+//
+// Read-ahead jobs use the Video of the request that triggered them after
+// that request returned: its R must stay readable for as long as the
+// FrameSource is open (a storage-level reader, not a per-request handle).
+type FrameSource struct {
+	pool  *Pool
+	opts  FrameSourceOptions
+	cache *cache.Cache[frameKey]
+	ra    *cache.Readahead[readerKey]
+
+	jobs   chan struct{}   // semaphore of read-ahead jobs
+	ctx    context.Context // cancelled by Close; read-ahead jobs run under it
+	cancel context.CancelFunc
+	closed atomic.Bool
+
+	// mu guards active and the jobs in it, and orders starting a
+	// read-ahead job (wg.Add) before Close's wg.Wait. Lock order: mu, then
+	// the cache's lock (promises are made under mu).
+	mu     sync.Mutex
+	active map[readerKey][]*raJob
+	wg     sync.WaitGroup
+}
+
+// NewFrameSource returns a FrameSource decoding with pool. Closing the
+// FrameSource does not close the pool.
+func NewFrameSource(pool *Pool, opts FrameSourceOptions) *FrameSource {
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &FrameSource{
+		pool:   pool,
+		opts:   opts,
+		cache:  cache.New[frameKey](opts.CacheBytes),
+		ra:     cache.NewReadahead[readerKey](opts.Readahead, readaheadKeys),
+		jobs:   make(chan struct{}, opts.MaxReadaheads),
+		active: map[readerKey][]*raJob{},
+		ctx:    ctx,
+		cancel: cancel,
+	}
+}
+
+// CacheStats returns the image cache's counters.
+func (fs *FrameSource) CacheStats() cache.Stats { return fs.cache.Stats() }
+
+// Frame returns frame ordinal (presentation order) of v encoded with
+// setting, from the cache or by decoding it. The returned slice is shared
+// and must not be modified. Errors wrapping ErrFrameDecode concern this
+// frame only; ErrFrameRange means there is no such frame.
+func (fs *FrameSource) Frame(ctx context.Context, v Video, ordinal int, setting ImageSetting) ([]byte, error) {
+	if fs.closed.Load() {
+		return nil, ErrPoolClosed
+	}
+	if err := setting.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkVideo(v); err != nil {
+		return nil, err
+	}
+	if ordinal < 0 || ordinal >= v.Index.Frames() {
+		return nil, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", ErrFrameRange, ordinal, v.Key, v.Index.Frames())
+	}
+	setting = setting.Normalize()
+	key := frameKey{v.Key, v.Index.Stream, ordinal, setting}
+	b, err := fs.cache.Load(ctx, key, func(ctx context.Context) ([]byte, error) {
+		return fs.pool.Frame(ctx, v, ordinal, setting)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if from, to := fs.ra.Observe(readerKey{v.Key, v.Index.Stream, setting}, ordinal); from < to {
+		fs.readahead(v, setting, from, min(to, v.Index.Frames()))
+	}
+	return b, nil
+}
+
+// raJob is a read-ahead job: one goroutine with one session decoding
+// frames that a sequential reader will ask for. A reader's next range is
+// appended to its running job rather than given to a new one, so that the
+// frames of one reader are decoded by one session in order, never by two
+// sessions each decoding the GOP prefix.
+type raJob struct {
+	v       Video
+	setting ImageSetting
+	// end is the ordinal after the last frame handed to the job; a range
+	// starting there continues it. Guarded by FrameSource.mu.
+	end int
+	// pending are promised frames not yet taken by the job. Guarded by
+	// FrameSource.mu.
+	pending []*cache.Promise[frameKey]
+	// more is signalled when frames are added to pending.
+	more chan struct{}
+}
+
+// readahead has frames [from, to) of v decoded into the cache on other
+// goroutines, by the job already following this reader or by a new one
+// (unless MaxReadaheads jobs are running). The frames are promised in the
+// cache before readahead returns, so that the reader's next request waits
+// for the job instead of decoding the frame a second time.
+func (fs *FrameSource) readahead(v Video, setting ImageSetting, from, to int) {
+	if from >= to {
+		return
+	}
+	rk := readerKey{v.Key, v.Index.Stream, setting}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.closed.Load() {
+		return
+	}
+	var job *raJob
+	for _, j := range fs.active[rk] {
+		if j.end == from {
+			job = j
+			break
+		}
+	}
+	start := job == nil
+	if start {
+		select {
+		case fs.jobs <- struct{}{}:
+		default:
+			return
+		}
+		job = &raJob{v: v, setting: setting, more: make(chan struct{}, 1)}
+		fs.active[rk] = append(fs.active[rk], job)
+		fs.wg.Add(1)
+	}
+	job.end = to
+	for n := from; n < to; n++ {
+		if p, ok := fs.cache.Promise(frameKey{v.Key, v.Index.Stream, n, setting}); ok {
+			job.pending = append(job.pending, p)
+		}
+	}
+	select {
+	case job.more <- struct{}{}:
+	default:
+	}
+	if start {
+		go func() {
+			defer func() {
+				<-fs.jobs
+				fs.wg.Done()
+			}()
+			fs.runReadahead(rk, job)
+		}()
+	}
+}
+
+// takePending returns the job's pending promises. When there are none and
+// retire is set, it removes the job from the active ones (so the next
+// range starts a new job) and returns nil.
+func (fs *FrameSource) takePending(rk readerKey, job *raJob, retire bool) []*cache.Promise[frameKey] {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	ps := job.pending
+	job.pending = nil
+	if len(ps) == 0 && retire {
+		jobs := fs.active[rk]
+		for i, j := range jobs {
+			if j == job {
+				jobs = append(jobs[:i], jobs[i+1:]...)
+				break
+			}
+		}
+		if len(jobs) == 0 {
+			delete(fs.active, rk)
+		} else {
+			fs.active[rk] = jobs
+		}
+	}
+	return ps
+}
+
+// encodeJob is a converted frame for an encoder goroutine of a read-ahead
+// job; f is the job's reference, freed by the encoder.
+type encodeJob struct {
+	p *cache.Promise[frameKey]
+	f *astiav.Frame
+}
+
+// runReadahead fulfils the job's promises until it has none left. One
+// session decodes and converts the frames while encodeWorkers goroutines
+// encode them, so that a single sequential reader keeps more than one core
+// busy. Every promise is completed on every path.
+func (fs *FrameSource) runReadahead(rk readerKey, job *raJob) {
+	key := newEncKey(job.setting, VideoInfo{})
+	queue := make(chan encodeJob, encodeQueue)
+	var encoders sync.WaitGroup
+	defer func() {
+		close(queue)
+		encoders.Wait()
+	}()
+	started := false
+	startEncoders := func(info VideoInfo) {
+		if started {
+			return
+		}
+		started = true
+		key = newEncKey(job.setting, info)
+		for range fs.opts.encodeWorkers {
+			encoders.Add(1)
+			go func() {
+				defer encoders.Done()
+				var enc imageEncoder
+				defer func() {
+					if enc != nil {
+						enc.free()
+					}
+				}()
+				for w := range queue {
+					var b []byte
+					var err error
+					if enc == nil {
+						enc, err = newImageEncoder(key)
+					}
+					if err == nil {
+						b, err = enc.encode(w.f)
+					}
+					w.f.Free()
+					w.p.Fulfil(b, err)
+				}
+			}()
+		}
+	}
+
+	var s *session
+	defer func() {
+		if s != nil {
+			fs.pool.release(s)
+		}
+	}()
+	for {
+		batch := fs.takePending(rk, job, false)
+		if len(batch) == 0 {
+			// Wait a little for the reader's next range before retiring:
+			// it asks for more when it has used up half the window, which
+			// may be just after the job ran out. The session goes back
+			// to the pool meanwhile.
+			if s != nil {
+				fs.pool.release(s)
+				s = nil
+			}
+			timer := time.NewTimer(readaheadLinger)
+			select {
+			case <-job.more:
+				timer.Stop()
+				continue
+			case <-timer.C:
+			case <-fs.ctx.Done():
+				timer.Stop()
+			}
+			if batch = fs.takePending(rk, job, true); len(batch) == 0 {
+				return
+			}
+		}
+		if s == nil {
+			var err error
+			if s, err = fs.pool.acquire(fs.ctx, job.v, batch[0].Key().ordinal); err != nil {
+				fs.abandonAll(rk, job, batch)
+				return
+			}
+			startEncoders(s.info)
+		}
+		if !fs.decodeBatch(s, job.setting, batch, queue) {
+			fs.pool.release(s) // broken: closed by the pool
+			s = nil
+			fs.abandonAll(rk, job, nil)
+			return
+		}
+	}
+}
+
+// abandonAll abandons batch and everything still pending for a job that
+// stops, and retires it.
+func (fs *FrameSource) abandonAll(rk readerKey, job *raJob, batch []*cache.Promise[frameKey]) {
+	for _, p := range batch {
+		p.Abandon()
+	}
+	for {
+		ps := fs.takePending(rk, job, true)
+		if len(ps) == 0 {
+			return
+		}
+		for _, p := range ps {
+			p.Abandon()
+		}
+	}
+}
+
+// decodeBatch decodes and converts the frames of batch with s and queues
+// them for the encoders. It completes every promise of batch; ok is false
+// when the session failed and the job must stop.
+func (fs *FrameSource) decodeBatch(s *session, setting ImageSetting, batch []*cache.Promise[frameKey], queue chan<- encodeJob) (ok bool) {
+	i := 0
+	defer func() {
+		for _, p := range batch[i:] {
+			p.Abandon()
+		}
+	}()
+	for ; i < len(batch); i++ {
+		p := batch[i]
+		f, err := s.decodeTo(fs.ctx, p.Key().ordinal)
+		if err != nil {
+			if errors.Is(err, ErrFrameDecode) {
+				p.Fulfil(nil, err)
+			}
+			return false
+		}
+		out, err := s.convert(f, setting)
+		if err != nil {
+			s.broken = true
+			return false
+		}
+		clone := out.Clone()
+		out.Unref()
+		s.frame.Unref()
+		if clone == nil {
+			return false
+		}
+		select {
+		case queue <- encodeJob{p, clone}:
+		case <-fs.ctx.Done():
+			clone.Free()
+			return false
+		}
+	}
+	return true
+}
+
+// Info returns the display size and rotation of v's stream.
+func (fs *FrameSource) Info(ctx context.Context, v Video) (VideoInfo, error) {
+	return fs.pool.Info(ctx, v)
+}
+
+// FrameSizes returns the byte size of every frame of v encoded with
+// setting, indexed by ordinal: what a table stores at ingest so that a
+// mount can list file sizes without decoding. BMP and PPM sizes follow
+// from the picture size (ImageSetting.PredictSize); JPEG and PNG frames are
+// decoded and encoded, the whole video in presentation order, split into
+// runs of whole GOPs that SizeWorkers sessions decode in parallel. The
+// images are not cached. Any frame that cannot be decoded fails the call.
+func (fs *FrameSource) FrameSizes(ctx context.Context, v Video, setting ImageSetting) ([]int64, error) {
+	if fs.closed.Load() {
+		return nil, ErrPoolClosed
+	}
+	if err := setting.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkVideo(v); err != nil {
+		return nil, err
+	}
+	setting = setting.Normalize()
+	n := v.Index.Frames()
+	sizes := make([]int64, n)
+	if setting.Format == FormatBMP || setting.Format == FormatPPM {
+		info, err := fs.pool.Info(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		size, _ := setting.PredictSize(info.Width, info.Height)
+		for i := range sizes {
+			sizes[i] = size
+		}
+		return sizes, nil
+	}
+
+	workers := min(fs.opts.SizeWorkers, fs.pool.opts.MaxSessionsPerVideo)
+	chunks := gopChunks(v, workers)
+	workers = min(workers, len(chunks))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= len(chunks) || ctx.Err() != nil {
+					return
+				}
+				err := fs.pool.with(ctx, v, chunks[c].from, func(s *session) error {
+					for ord := chunks[c].from; ord < chunks[c].to; ord++ {
+						b, err := s.image(ctx, ord, setting)
+						if err != nil {
+							return err
+						}
+						sizes[ord] = int64(len(b))
+					}
+					return nil
+				})
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return sizes, nil
+}
+
+// ordinalRange is frames [from, to) in presentation order.
+type ordinalRange struct{ from, to int }
+
+// gopChunks splits the frames of v into runs of whole GOPs (frames sharing
+// a decode start), merged so that there are about four runs per worker:
+// enough to balance uneven GOPs, few enough that seeks stay rare.
+func gopChunks(v Video, workers int) []ordinalRange {
+	ix := v.Index
+	n := ix.Frames()
+	target := max(1, (n+4*workers-1)/(4*workers))
+	var chunks []ordinalRange
+	from := 0
+	prev := ix.DecodeStart(0)
+	for i := 1; i < n; i++ {
+		ds := ix.DecodeStart(i)
+		if ds != prev && i-from >= target {
+			chunks = append(chunks, ordinalRange{from, i})
+			from = i
+		}
+		prev = ds
+	}
+	return append(chunks, ordinalRange{from, n})
+}
+
+// Close stops read-ahead and waits for its jobs to finish; later calls fail
+// with ErrPoolClosed. It does not close the pool.
+func (fs *FrameSource) Close() error {
+	fs.mu.Lock()
+	fs.closed.Store(true)
+	fs.mu.Unlock()
+	fs.cancel()
+	fs.wg.Wait()
+	return nil
+}

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# bench-decode.sh: frame serving side by side with the tools people would
+# otherwise use, in one run on the same machine, so that the ratios hold
+# even where absolute times drift (shared machines).
+#
+#   (a) every frame in order as JPEG (qscale 2): framefs FrameSource vs
+#       `ffmpeg -threads 1 ... -c:v mjpeg -q:v 2`
+#   (b) every frame in order as BMP: framefs vs `ffmpeg ... -c:v bmp`
+#   (c) 500 random frames (one fixed list for both) with an exact seek per
+#       frame: framefs (BMP, no cache hits) vs PyAV (container.seek to the
+#       keyframe, decode to the target PTS, to_ndarray rgb24), at GOP 30
+#       and GOP 250; both decode with one thread
+#   (d) peak RSS of every framefs run
+#
+# Prints NAME VALUE UNIT lines. ratio:... = framefs fps / peer fps, so
+# above 1 means framefs is faster. Figures are medians of RUNS runs (3).
+#
+# Usage: scripts/bench-decode.sh            (any working directory)
+set -euo pipefail
+export LC_ALL=C
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache="$root/.cache/bench"
+runs=${RUNS:-3}
+random_frames=${RANDOM_FRAMES:-500}
+py=/usr/bin/python3 # Debian's python3-av belongs to it
+mkdir -p "$cache"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+if ! "$py" -c 'import av, numpy' 2>/dev/null; then
+	echo "bench-decode: PyAV is missing: apt-get install -y python3-av python3-numpy python3-pil" >&2
+	exit 1
+fi
+
+# 60 s of 640x480 30 fps H.264 test pattern, GOP 30 and GOP 250.
+for gop in 30 250; do
+	v="$cache/testsrc2_640x480_60s_gop$gop.mp4"
+	if [ ! -f "$v" ]; then
+		ffmpeg -v error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 60 \
+			-c:v libx264 -preset veryfast -pix_fmt yuv420p -g "$gop" -keyint_min "$gop" -sc_threshold 0 \
+			"$v.tmp.mp4"
+		mv "$v.tmp.mp4" "$v"
+	fi
+done
+gop30="$cache/testsrc2_640x480_60s_gop30.mp4"
+gop250="$cache/testsrc2_640x480_60s_gop250.mp4"
+frames=1800
+
+bench="$tmp/benchdecode"
+(cd "$root" && go build -o "$bench" ./decoder/internal/benchdecode)
+
+emit() { printf '%s %s %s\n' "$1" "$2" "$3"; }
+
+# median: the median of the numbers on stdin.
+median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.3f\n", (v[NR/2]+v[NR/2+1])/2}'; }
+
+# framefs NAME ARGS...: run benchdecode RUNS times; emit median fps and
+# the largest peak RSS; leave the fps in $fps.
+framefs() {
+	local name=$1
+	shift
+	local fpss=() rss=0
+	for _ in $(seq "$runs"); do
+		out=$("$bench" -name x "$@" 2>/dev/null)
+		fpss+=("$(awk '$1=="x_fps" {print $2}' <<<"$out")")
+		rss=$(awk -v r="$rss" '$1=="x_peak_rss" {print ($2>r)?$2:r}' <<<"$out")
+	done
+	fps=$(printf '%s\n' "${fpss[@]}" | median)
+	emit "framefs_${name}_fps" "$fps" frames/s
+	emit "framefs_${name}_peak_rss" "$rss" MB
+}
+
+# seconds CMD...: wall time of one run in seconds.
+seconds() {
+	local start end
+	start=$(date +%s%N)
+	"$@" >/dev/null 2>&1
+	end=$(date +%s%N)
+	awk -v a="$start" -v b="$end" 'BEGIN {printf "%.3f\n", (b-a)/1e9}'
+}
+
+# peer NAME FRAMES CMD...: median fps of CMD over RUNS runs; sets $peer_fps.
+peer() {
+	local name=$1 n=$2
+	shift 2
+	local fpss=()
+	for _ in $(seq "$runs"); do
+		fpss+=("$(awk -v n="$n" -v s="$(seconds "$@")" 'BEGIN {printf "%.1f\n", n/s}')")
+	done
+	peer_fps=$(printf '%s\n' "${fpss[@]}" | median)
+	emit "${name}_fps" "$peer_fps" frames/s
+}
+
+ratio() { emit "ratio:$1" "$(awk -v a="$2" -v b="$3" 'BEGIN {printf "%.2f", a/b}')" x; }
+
+ffmpeg_seq() { ffmpeg -v error -threads 1 -i "$1" -f image2pipe -c:v "$2" "${@:3}" - >/dev/null; }
+
+# (a) sequential JPEG, qscale 2 (framefs quality 100 maps to qscale 2).
+framefs seq_jpeg_gop30 -video "$gop30" -mode seq -format jpeg -quality 100
+fa=$fps
+peer ffmpeg_seq_jpeg_gop30 "$frames" ffmpeg_seq "$gop30" mjpeg -q:v 2
+ratio seq_jpeg_vs_ffmpeg "$fa" "$peer_fps"
+
+# (b) sequential BMP.
+framefs seq_bmp_gop30 -video "$gop30" -mode seq -format bmp
+fb=$fps
+peer ffmpeg_seq_bmp_gop30 "$frames" ffmpeg_seq "$gop30" bmp
+ratio seq_bmp_vs_ffmpeg "$fb" "$peer_fps"
+
+# (c) random access with an exact seek per frame, same frames for both.
+cat >"$tmp/pyav_random.py" <<'PY'
+import sys, time
+import av
+
+path, frames_file = sys.argv[1], sys.argv[2]
+targets = [int(x) for x in open(frames_file).read().split()]
+container = av.open(path)
+stream = container.streams.video[0]
+stream.thread_type = "NONE"
+stream.thread_count = 1
+# Presentation timestamps of every frame, from the packets.
+pts = sorted(p.pts for p in container.demux(stream) if p.pts is not None)
+start = time.perf_counter()
+for i in targets:
+    want = pts[i]
+    container.seek(want, backward=True, any_frame=False, stream=stream)
+    for frame in container.decode(stream):
+        if frame.pts == want:
+            frame.to_ndarray(format="rgb24")
+            break
+        if frame.pts > want:
+            raise SystemExit("frame %d not found" % i)
+elapsed = time.perf_counter() - start
+print("%.3f" % (len(targets) / elapsed))
+PY
+"$py" -c "import random; r = random.Random(1); print('\n'.join(map(str, r.sample(range($frames), $random_frames))))" >"$tmp/frames.txt"
+
+for gop in 30 250; do
+	v="$cache/testsrc2_640x480_60s_gop$gop.mp4"
+	framefs "random_bmp_gop$gop" -video "$v" -mode random -frames "$tmp/frames.txt" -format bmp
+	fr=$fps
+	fpss=()
+	for _ in $(seq "$runs"); do
+		fpss+=("$("$py" "$tmp/pyav_random.py" "$v" "$tmp/frames.txt")")
+	done
+	pyfps=$(printf '%s\n' "${fpss[@]}" | median)
+	emit "pyav_random_rgb_gop${gop}_fps" "$pyfps" frames/s
+	ratio "random_gop${gop}_vs_pyav" "$fr" "$pyfps"
+done
