@@ -1,27 +1,62 @@
 #!/usr/bin/env bash
-# `make run`: shows what framefs can do today on the project's own demo
-# videos: it indexes each one without decoding a frame (frame count, GOP
-# structure, B-frames, edit lists, fragments) and refuses broken files with a
-# reason.
+# `make run`: makes a small demo table from videos generated here, mounts it
+# at ./mnt and shows what to try. The table lives in ./demo/warehouse; run it
+# again to remount (an earlier demo mount is replaced).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(realpath "${1:-$root/bin/framefs}")
+demo="$root/demo"
+wh="$demo/warehouse"
+mnt="$root/mnt"
 
-echo "== framefs probe: frame indexes of the demo videos in testdata/video"
-printf '%-24s %-6s %-9s %6s %6s %5s %4s %4s %4s\n' file codec size frames fps keys gop B edit
-for video in "$root"/testdata/video/*.mp4; do
-	name=$(basename "$video")
-	if out=$("$bin" probe --json "$video" 2>&1); then
-		jq -r --arg n "$name" '[$n, .codec, "\(.width)x\(.height)", .frames, (.fps*100|round/100),
-			.keyframes, .longest_gop, (if .b_frames then "yes" else "no" end),
-			(if .edit_list then "yes" else "no" end)] | @tsv' <<<"$out" |
-			awk -F'\t' '{printf "%-24s %-6s %-9s %6s %6s %5s %4s %4s %4s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9}'
-	else
-		printf '%-24s refused: %s\n' "$name" "${out#framefs: }"
-	fi
-done
-echo
-echo "== framefs probe --frames testdata/video/h264_editlist.mp4 (first frames)"
-"$bin" probe --frames "$root/testdata/video/h264_editlist.mp4" | head -22
-echo
-echo "Try: $bin probe --json --frames FILE"
+if [ ! -f "$wh/robot/table.json" ]; then
+	echo "== making demo videos (ffmpeg) and a table at demo/warehouse/robot"
+	rm -rf "$demo"
+	mkdir -p "$demo/videos" "$wh"
+	i=0
+	for spec in "testsrc2:pick" "mandelbrot:pick" "life=s=320x240:mold=10:r=30:ratio=0.1:death_color=#C83232:life_color=#00ff00:place"; do
+		src=${spec%:*}
+		task=${spec##*:}
+		ep=$(printf "episode-%02d" "$i")
+		case "$src" in life*) input="$src" ;; *) input="$src=size=320x240:rate=30" ;; esac
+		ffmpeg -v error -y -f lavfi -i "$input" -t 4 -c:v libx264 -preset veryfast -g 30 -bf 2 \
+			-pix_fmt yuv420p "$demo/videos/$ep.mp4"
+		/usr/bin/python3 - "$demo/videos/$ep.jsonl" "$task" <<'PY'
+import json, math, sys
+out, task = sys.argv[1], sys.argv[2]
+with open(out, "w") as f:
+    for n in range(120):
+        t = n / 30
+        f.write(json.dumps({"timestamp": t, "task": task,
+                            "state": [round(math.sin(t), 4), round(math.cos(t), 4)],
+                            "action": n % 4}) + "\n")
+PY
+		i=$((i + 1))
+	done
+	"$bin" create "$wh/robot" --column timestamp:float64 --column task:string \
+		--column 'state:list<float32>' --column action:int64 --partition task
+	"$bin" ingest "$wh/robot" "$demo"/videos/*.mp4
+	"$bin" tag "$wh/robot" create demo-v1
+fi
+
+if grep -qs " $mnt fuse" /proc/mounts; then
+	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"
+fi
+mkdir -p "$mnt"
+"$bin" mount "$wh" "$mnt" --daemon
+
+cat <<EOT
+
+framefs is serving demo/warehouse at ./mnt. Try:
+
+  ls mnt/robot                                  latest, snapshots, tags
+  ls -l mnt/robot/latest/task=pick/episode-00 | head
+  cp mnt/robot/latest/task=pick/episode-00/000042.jpg /tmp/ && xdg-open /tmp/000042.jpg
+  head -3 mnt/robot/latest/task=pick/episode-00/frames.jsonl
+  getfattr -d mnt/robot/latest/task=pick/episode-00/000042.jpg
+  cat mnt/.stats
+  $bin ls demo/warehouse/robot
+  /usr/bin/python3 -c "import torchvision; ds = torchvision.datasets.ImageFolder('mnt/robot/tags/demo-v1/task=pick'); print(len(ds), ds.classes)"
+
+Unmount with: fusermount3 -u mnt
+EOT

@@ -2,8 +2,10 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -408,4 +410,47 @@ func (t *Table) rewriteEpisode(ctx context.Context, head *Snapshot, schema *Sche
 		kind: kind, schemaID: schema.ID, added: []EpisodeEntry{entry}, removed: []string{cur.Episode},
 		base: head.ID, touched: []string{cur.Episode}, summary: sum,
 	})
+}
+
+// AddImagesAsVideo stores an ordered set of images as one episode ("add
+// images as video"): encode (the caller's FFmpeg encoder) writes them to a
+// temporary MP4, which is then added like any video. With a sidecar, the
+// image and row counts must match. Nothing is committed and no temporary
+// file is left behind on any error.
+func (t *Table) AddImagesAsVideo(ctx context.Context, episode string, images []string, sc *Sidecar,
+	encode func(ctx context.Context, out string) error, opts AddOptions) (*Snapshot, error) {
+	if len(images) == 0 {
+		return nil, fmt.Errorf("%w: no images", ErrInvalidInput)
+	}
+	schema, err := t.LatestSchema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(schema.VideoColumns) != 1 {
+		return nil, fmt.Errorf("%w: the table has video columns %s; images make one video", ErrInvalidInput, strings.Join(schema.VideoColumns, ", "))
+	}
+	if sc != nil && len(sc.Frames) != len(images) {
+		return nil, fmt.Errorf("%w: %s has %d rows for %d images", ErrInvalidInput, sc.Name, len(sc.Frames), len(images))
+	}
+	tmp, err := os.CreateTemp("", "framefs-images-*.mp4")
+	if err != nil {
+		return nil, err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	if err := encode(ctx, tmp.Name()); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+	}
+	in := EpisodeInput{Episode: episode, Videos: map[string]VideoFile{"": {Path: tmp.Name()}}, Sidecar: sc}
+	if episode == "" && (sc == nil || func() bool { id, _ := sc.EpisodeID(schema); return id == "" }()) {
+		return nil, fmt.Errorf("%w: give the episode id (the images' folder name, or the sidecar's %s column)", ErrInvalidInput, schema.EpisodeColumn)
+	}
+	snap, err := t.AddEpisodes(ctx, []EpisodeInput{in}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
 }

@@ -46,6 +46,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().BoolVar(&debug, "debug", false, "log debugging detail, FFmpeg's messages included, to stderr")
 	root.AddCommand(newProbeCommand(), newCreateCommand(), newIngestCommand(), newUpdateCommand(),
 		newReplaceCommand(), newDeleteCommand(), newLogCommand(), newTagCommand(), newLsCommand(),
-		newExpireCommand(), newGCCommand(), newVerifyCommand())
+		newExpireCommand(), newGCCommand(), newVerifyCommand(), newMountCommand(), newIngestImagesCommand(),
+		newFrameCommand())
 	return root
 }

@@ -222,12 +222,18 @@ episode's videos as COLUMN=FILE.`,
 					inputs = append(inputs, in)
 				}
 			}
-			snap, err := tbl.AddEpisodes(ctx, inputs, table.AddOptions{NoSizes: noSizes, AllowNewColumns: allowNew})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: added %d episodes, %d frames\n", snap.ID, snap.Summary.EpisodesAdded, snap.Summary.FramesAdded)
-			return nil
+			return withDecoder(func(frames *decoder.FrameSource) error {
+				tbl, err := openTableWithSizer(ctx, args[0], frames, noSizes)
+				if err != nil {
+					return err
+				}
+				snap, err := tbl.AddEpisodes(ctx, inputs, table.AddOptions{NoSizes: noSizes, AllowNewColumns: allowNew})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: added %d episodes, %d frames\n", snap.ID, snap.Summary.EpisodesAdded, snap.Summary.FramesAdded)
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -278,16 +284,21 @@ func newReplaceCommand() *cobra.Command {
 		Short: "Replace the video of an existing episode (rows stay)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tbl, err := openTable(cmd.Context(), args[0])
-			if err != nil {
+			if _, err := openTable(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			snap, err := tbl.ReplaceVideo(cmd.Context(), episode, column, table.VideoFile{Path: args[1], FirstFrame: firstFrame}, table.AddOptions{NoSizes: noSizes})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: replaced the video of episode %s\n", snap.ID, episode)
-			return nil
+			return withDecoder(func(frames *decoder.FrameSource) error {
+				tbl, err := openTableWithSizer(cmd.Context(), args[0], frames, noSizes)
+				if err != nil {
+					return err
+				}
+				snap, err := tbl.ReplaceVideo(cmd.Context(), episode, column, table.VideoFile{Path: args[1], FirstFrame: firstFrame}, table.AddOptions{NoSizes: noSizes})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: replaced the video of episode %s\n", snap.ID, episode)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&episode, "episode", "", "episode id")

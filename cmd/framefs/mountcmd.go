@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/fusefs"
+	"github.com/framefs/framefs/table"
+)
+
+// mountFlags are the command line of `framefs mount`; they map onto
+// fusefs.Options and the decoder's options.
+type mountFlags struct {
+	options     string
+	imageFormat string
+	jpegQuality int
+	scale       string
+	cacheBytes  int64
+	sessions    int
+	refresh     time.Duration
+	foreground  bool
+	daemon      bool
+}
+
+// localWarehouse is a directory of tables.
+type localWarehouse struct{ dir string }
+
+func (w localWarehouse) Tables(ctx context.Context) ([]string, error) {
+	entries, err := os.ReadDir(w.dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() || table.CheckName("table", e.Name()) != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, e.Name(), "table.json")); err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+func (w localWarehouse) Open(ctx context.Context, name string) (*table.Table, error) {
+	if err := table.CheckName("table", name); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, name, "table.json")); err != nil {
+		return nil, fmt.Errorf("%w: table %s", table.ErrNotFound, name)
+	}
+	return openTable(ctx, filepath.Join(w.dir, name))
+}
+
+func newMountCommand() *cobra.Command {
+	var f mountFlags
+	cmd := &cobra.Command{
+		Use:   "mount SRC MNT",
+		Short: "Mount a warehouse (a directory of tables) or one table",
+		Long: `mount serves SRC at the directory MNT until it is unmounted (umount MNT,
+fusermount3 -u MNT, or Ctrl-C / SIGTERM for a foreground mount). SRC is a
+warehouse directory (each table becomes MNT/TABLE) or one table (its latest,
+snapshots and tags appear at MNT).
+
+Mount options (-o) follow mount conventions: ro, allow_other, and the framefs
+options image_format=, jpeg_quality=, scale=WxH, cache_bytes=, refresh=.`,
+		Example: `  framefs mount data/warehouse /mnt/frames
+  framefs mount data/warehouse/robot /mnt/robot --image-format bmp --daemon
+  mount -t fuse.framefs data/warehouse /mnt/frames -o ro,allow_other`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.daemon {
+				return daemonize(cmd, args)
+			}
+			return runMount(cmd, args[0], args[1], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.options, "options", "o", "", "comma-separated mount options (ro, allow_other, image_format=jpg, ...)")
+	fl.StringVar(&f.imageFormat, "image-format", "", "serve frames as jpg, png, bmp or ppm (default: the table's setting)")
+	fl.IntVar(&f.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
+	fl.StringVar(&f.scale, "scale", "", "resize frames to WxH (e.g. 224x224; W or H 0 keeps the aspect ratio)")
+	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes")
+	fl.IntVar(&f.sessions, "max-sessions", 0, "decoder sessions open at once (default 2 x cores)")
+	fl.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often new snapshots and tags are looked for")
+	fl.BoolVar(&f.foreground, "foreground", true, "stay in the foreground until unmounted (default)")
+	fl.BoolVar(&f.daemon, "daemon", false, "detach once mounted")
+	return cmd
+}
+
+// parseMountOptions applies -o options to the flags and returns the
+// generic ones.
+func parseMountOptions(f *mountFlags) (ro, allowOther bool, err error) {
+	for _, opt := range strings.Split(f.options, ",") {
+		key, value, _ := strings.Cut(strings.TrimSpace(opt), "=")
+		switch key {
+		case "":
+		case "ro":
+			ro = true
+		case "rw", "defaults", "auto", "noauto", "user", "nouser", "nofail", "_netdev", "exec", "noexec", "suid", "nosuid", "dev", "nodev":
+			// Handled by mount(8) or meaningless here.
+		case "allow_other":
+			allowOther = true
+		case "image_format":
+			f.imageFormat = value
+		case "jpeg_quality":
+			if f.jpegQuality, err = strconv.Atoi(value); err != nil {
+				return false, false, fmt.Errorf("-o jpeg_quality=%q: not a number", value)
+			}
+		case "scale":
+			f.scale = value
+		case "cache_bytes":
+			if f.cacheBytes, err = strconv.ParseInt(value, 10, 64); err != nil {
+				return false, false, fmt.Errorf("-o cache_bytes=%q: not a number", value)
+			}
+		case "refresh":
+			if f.refresh, err = time.ParseDuration(value); err != nil {
+				return false, false, fmt.Errorf("-o refresh=%q: %v", value, err)
+			}
+		default:
+			return false, false, fmt.Errorf("unknown mount option %q", key)
+		}
+	}
+	return ro, allowOther, nil
+}
+
+func imageSetting(f mountFlags) (decoder.ImageSetting, bool, error) {
+	if f.imageFormat == "" && f.jpegQuality == 0 && f.scale == "" {
+		return decoder.ImageSetting{}, false, nil
+	}
+	format := f.imageFormat
+	if format == "" {
+		format = "jpg"
+	}
+	ff, err := decoder.ParseImageFormat(format)
+	if err != nil {
+		return decoder.ImageSetting{}, false, err
+	}
+	s := decoder.ImageSetting{Format: ff, JPEGQuality: f.jpegQuality}
+	if f.scale != "" {
+		w, h, ok := strings.Cut(f.scale, "x")
+		if s.Width, err = strconv.Atoi(w); !ok || err != nil {
+			return s, false, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", f.scale)
+		}
+		if s.Height, err = strconv.Atoi(h); err != nil {
+			return s, false, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", f.scale)
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return s, false, err
+	}
+	return s.Normalize(), true, nil
+}
+
+func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
+	ctx := cmd.Context()
+	readOnly, allowOther, err := parseMountOptions(&f)
+	if err != nil {
+		return err
+	}
+	setting, override, err := imageSetting(f)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(src); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s: not a warehouse or table directory", src)
+	}
+	pool := decoder.NewPool(decoder.Options{MaxOpenSessions: f.sessions})
+	defer pool.Close()
+	frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: f.cacheBytes})
+	defer frames.Close()
+	opts := fusefs.Options{
+		Image: setting, ImageOverride: override, Refresh: f.refresh, AllowOther: allowOther, ReadOnly: readOnly,
+		Debug: slog.Default().Enabled(ctx, slog.LevelDebug-4),
+		ExtraStats: func(b *strings.Builder) {
+			cs := frames.CacheStats()
+			ps := pool.Stats()
+			fmt.Fprintf(b, "# TYPE framefs_image_cache_hits_total counter\nframefs_image_cache_hits_total %d\n", cs.Hits)
+			fmt.Fprintf(b, "# TYPE framefs_image_cache_misses_total counter\nframefs_image_cache_misses_total %d\n", cs.Misses)
+			fmt.Fprintf(b, "# TYPE framefs_image_cache_bytes gauge\nframefs_image_cache_bytes %d\n", cs.Bytes)
+			fmt.Fprintf(b, "# TYPE framefs_decoder_sessions_open gauge\nframefs_decoder_sessions_open %d\n", ps.Open)
+		},
+	}
+	abs, _ := filepath.Abs(src)
+	var srv *fusefs.Server
+	if _, err := os.Stat(filepath.Join(src, "table.json")); err == nil {
+		tbl, err := openTable(ctx, src)
+		if err != nil {
+			return err
+		}
+		srv, err = fusefs.MountTable(mnt, abs, tbl, frames, opts)
+		if err != nil {
+			return err
+		}
+	} else {
+		srv, err = fusefs.MountWarehouse(mnt, abs, localWarehouse{dir: src}, frames, opts)
+		if err != nil {
+			return err
+		}
+	}
+	slog.Info("mounted", "source", abs, "mountpoint", mnt)
+	done := make(chan struct{})
+	go func() { srv.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil // unmounted from outside (umount, fusermount3 -u)
+	case <-ctx.Done():
+	}
+	// SIGINT/SIGTERM: unmount, lazily if files are still open.
+	if err := srv.Unmount(); err != nil {
+		slog.Warn("unmount busy, detaching lazily", "mountpoint", mnt, "err", err)
+		if exec.Command("fusermount3", "-u", "-z", mnt).Run() != nil {
+			syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	}
+	<-done
+	return nil
+}
+
+// daemonize starts the mount in a new session, with its log in a file,
+// and returns once the mount is up (or failed, with the child's log).
+func daemonize(cmd *cobra.Command, args []string) error {
+	var childArgs []string
+	for _, a := range os.Args[1:] {
+		if a != "--daemon" && a != "--daemon=true" {
+			childArgs = append(childArgs, a)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	mnt, err := filepath.Abs(args[1])
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(os.TempDir(), "framefs-"+strings.ReplaceAll(strings.Trim(mnt, "/"), "/", "_")+".log")
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	child := exec.Command(self, childArgs...)
+	child.Stdout, child.Stderr = logFile, logFile
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	deadline := time.After(30 * time.Second)
+	for {
+		if isMounted(mnt) {
+			fmt.Fprintf(cmd.OutOrStdout(), "mounted %s (pid %d, log %s)\n", mnt, child.Process.Pid, logPath)
+			return nil
+		}
+		select {
+		case err := <-exited:
+			msg, _ := os.ReadFile(logPath)
+			return fmt.Errorf("mount failed (%v): %s", err, strings.TrimSpace(string(msg)))
+		case <-deadline:
+			child.Process.Kill()
+			return fmt.Errorf("the mount did not appear within 30 s (log: %s)", logPath)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// isMounted reports whether dir is a FUSE mount point (from /proc/mounts).
+func isMounted(dir string) bool {
+	data, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) >= 3 && fields[1] == dir && strings.HasPrefix(fields[2], "fuse") {
+			return true
+		}
+	}
+	return false
+}

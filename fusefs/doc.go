@@ -1,0 +1,28 @@
+// Package fusefs serves framefs tables as a FUSE filesystem. It is a thin
+// adapter: the table package says what exists (snapshots, tags, episodes,
+// rows), the decoder package makes frame images, and this package maps
+// them to directories, files, attributes and errno values. It is the only
+// package that imports go-fuse.
+//
+// Layout of a mount of a warehouse (one table mounted alone puts the
+// table's entries at the root):
+//
+//	MOUNT/
+//	  .stats                          counters, Prometheus text format
+//	  TABLE/
+//	    latest -> snapshots/N         the head, follows new commits
+//	    snapshots/N/                  every live snapshot, read-only
+//	      [COL=VALUE/...]EPISODE/     partition folders, then episodes
+//	        000000.jpg ...            frames (one folder per video column
+//	        frames.jsonl              when the table has several)
+//	        frames.parquet
+//	    tags/NAME -> ../snapshots/N
+//
+// Snapshot contents never change, so their inodes are persistent, their
+// files open with FOPEN_KEEP_CACHE and their inode numbers are derived
+// from their paths (stable across lookups and remounts).
+//
+// Locking: each node guards its own mutable fields with its own mutex (no
+// tree-wide lock); the catalog's caches have their own locks. No lock is
+// held while decoding or reading storage.
+package fusefs

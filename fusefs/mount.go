@@ -1,0 +1,121 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/table"
+)
+
+// Server is a running mount.
+type Server struct {
+	*fuse.Server
+	dir string
+	m   *mountFS
+}
+
+// Wait blocks until the mount is unmounted, then releases the files the
+// mount kept open.
+func (s *Server) Wait() {
+	s.Server.Wait()
+	s.m.closeCatalogs()
+}
+
+// Unmount detaches the mount; it fails with EBUSY while files are open
+// unless lazy is set.
+func (s *Server) Unmount() error { return s.Server.Unmount() }
+
+// MountWarehouse mounts every table of a warehouse at dir.
+func MountWarehouse(dir, source string, wh Warehouse, frames FrameServer, opts Options) (*Server, error) {
+	m := newMountFS(frames, opts)
+	root := &rootNode{m: m, wh: wh, tables: map[string]*tableNode{}}
+	return mount(dir, source, root, m)
+}
+
+// MountTable mounts one table at dir: its latest, snapshots and tags at
+// the root.
+func MountTable(dir, source string, tbl *table.Table, frames FrameServer, opts Options) (*Server, error) {
+	m := newMountFS(frames, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tn, err := newTableNode(ctx, m, tbl, "")
+	if err != nil {
+		return nil, err
+	}
+	tn.withStats = true
+	return mount(dir, source, tn, m)
+}
+
+func newMountFS(frames FrameServer, opts Options) *mountFS {
+	uid, gid := currentOwner()
+	return &mountFS{opts: opts.withDefaults(), frames: frames, stats: &stats{}, started: time.Now(), uid: uid, gid: gid,
+		extraStats: opts.ExtraStats}
+}
+
+func mount(dir, source string, root fs.InodeEmbedder, m *mountFS) (*Server, error) {
+	if err := clearStaleMount(dir); err != nil {
+		return nil, err
+	}
+	one := time.Second
+	opts := &fs.Options{
+		EntryTimeout:    &one,
+		AttrTimeout:     &one,
+		NegativeTimeout: &one,
+		UID:             m.uid,
+		GID:             m.gid,
+		MountOptions: fuse.MountOptions{
+			FsName:        source,
+			Name:          "framefs",
+			AllowOther:    m.opts.AllowOther,
+			Debug:         m.opts.Debug,
+			MaxReadAhead:  1 << 20,
+			DisableXAttrs: false,
+			// Without fusermount3, mount(2) directly (we may be root).
+			DirectMount: !haveFusermount(),
+		},
+	}
+	if m.opts.ReadOnly {
+		opts.MountOptions.Options = append(opts.MountOptions.Options, "ro")
+	}
+	if !m.opts.AllowOther {
+		// Only the mounting user may read; the kernel enforces the mode bits.
+		opts.MountOptions.Options = append(opts.MountOptions.Options, "default_permissions")
+	}
+	srv, err := fs.Mount(dir, root, opts)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	return &Server{Server: srv, dir: dir, m: m}, nil
+}
+
+func haveFusermount() bool {
+	_, err := exec.LookPath("fusermount3")
+	return err == nil
+}
+
+// clearStaleMount detaches a dead FUSE mount left at dir by a daemon that
+// crashed (its mount point answers ENOTCONN), so that a new mount can take
+// its place.
+func clearStaleMount(dir string) error {
+	_, err := os.Stat(dir)
+	if err == nil || !errors.Is(err, syscall.ENOTCONN) {
+		return nil
+	}
+	if haveFusermount() {
+		if exec.Command("fusermount3", "-u", "-z", dir).Run() == nil {
+			return nil
+		}
+	}
+	if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+		return fmt.Errorf("%s is a stale mount and could not be detached: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,387 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/videoidx"
+)
+
+// requireFUSE skips a test that needs /dev/fuse when it is missing, unless
+// FRAMEFS_REQUIRE_FUSE=1 (CI), where it fails instead.
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		if os.Getenv("FRAMEFS_REQUIRE_FUSE") == "1" {
+			t.Fatalf("FUSE is required (FRAMEFS_REQUIRE_FUSE=1) but /dev/fuse is unusable: %v", err)
+		}
+		t.Skipf("no FUSE: %v", err)
+	}
+}
+
+func tableOptions() table.Options {
+	return table.Options{Indexer: func(ctx context.Context, r io.ReaderAt, size int64) (*videoidx.Index, error) {
+		return decoder.IndexVideo(ctx, r, size, videoidx.BestStream)
+	}}
+}
+
+type dirWarehouse struct{ dir string }
+
+func (w dirWarehouse) Tables(ctx context.Context) ([]string, error) {
+	entries, err := os.ReadDir(w.dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out, nil
+}
+
+func (w dirWarehouse) Open(ctx context.Context, name string) (*table.Table, error) {
+	store, err := storage.NewLocal(filepath.Join(w.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	return table.Open(ctx, store, tableOptions())
+}
+
+// fixture is a warehouse with table "robot" (partitioned by task, one
+// video column) mounted at mnt.
+type fixture struct {
+	wh, mnt string
+	tbl     *table.Table
+	frames  *decoder.FrameSource
+	srv     *Server
+}
+
+func video(name string) string { return filepath.Join("../testdata/video", name) }
+
+func sidecar(t *testing.T, episode, task string, n int) *table.Sidecar {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"episode_id":%q,"task":%q,"t":%d,"state":[%d,1.5]}`+"\n", episode, task, i, i)
+	}
+	sc, err := table.ParseSidecar(episode+".jsonl", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func newFixture(t *testing.T, opts Options) *fixture {
+	requireFUSE(t)
+	ctx := context.Background()
+	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
+	os.MkdirAll(f.mnt, 0o755)
+	store, err := storage.NewLocal(filepath.Join(f.wh, "robot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := table.Schema{
+		Columns: []table.Column{
+			{Name: "task", Type: "string"}, {Name: "t", Type: "int64"},
+			{Name: "state", Type: "list<float32>", Nullable: true},
+		},
+		PartitionColumns: []string{"task"},
+	}
+	if f.tbl, err = table.Create(ctx, store, schema, tableOptions()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.tbl.AddEpisodes(ctx, []table.EpisodeInput{
+		{Videos: map[string]table.VideoFile{"": {Path: video("h264_bframes_gop30.mp4")}}, Sidecar: sidecar(t, "ep1", "pick", 40)},
+		{Videos: map[string]table.VideoFile{"": {Path: video("hevc.mp4"), FirstFrame: 5}}, Sidecar: sidecar(t, "ep2", "place", 30)},
+	}, table.AddOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := decoder.NewPool(decoder.Options{})
+	f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 16 << 20})
+	if opts.Refresh == 0 {
+		opts.Refresh = 100 * time.Millisecond
+	}
+	f.srv, err = MountWarehouse(f.mnt, f.wh, dirWarehouse{f.wh}, f.frames, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.srv.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+			exec.Command("fusermount3", "-u", "-z", f.mnt).Run()
+		}
+		f.srv.Wait()
+		f.frames.Close()
+		pool.Close()
+		if mounted(f.mnt) {
+			t.Errorf("%s is still mounted", f.mnt)
+		}
+	})
+	return f
+}
+
+func mounted(dir string) bool {
+	data, _ := os.ReadFile("/proc/self/mounts")
+	return strings.Contains(string(data), " "+dir+" ")
+}
+
+func (f *fixture) path(parts ...string) string {
+	return filepath.Join(append([]string{f.mnt}, parts...)...)
+}
+
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestLayout(t *testing.T) {
+	f := newFixture(t, Options{})
+	if got := strings.Join(names(t, f.mnt), " "); got != ".stats robot" {
+		t.Errorf("root: %s", got)
+	}
+	if got := strings.Join(names(t, f.path("robot")), " "); got != "latest snapshots tags" {
+		t.Errorf("table: %s", got)
+	}
+	if target, err := os.Readlink(f.path("robot", "latest")); err != nil || target != "snapshots/1" {
+		t.Errorf("latest -> %q %v", target, err)
+	}
+	if got := strings.Join(names(t, f.path("robot", "latest")), " "); got != "task=pick task=place" {
+		t.Errorf("snapshot: %s", got)
+	}
+	ep := f.path("robot", "latest", "task=pick", "ep1")
+	got := names(t, ep)
+	if len(got) != 42 || got[0] != "000000.jpg" || got[39] != "000039.jpg" || got[40] != "frames.jsonl" || got[41] != "frames.parquet" {
+		t.Errorf("episode folder: %d entries %v...", len(got), got[:3])
+	}
+	data, err := os.ReadFile(filepath.Join(ep, "frames.jsonl"))
+	if err != nil || bytes.Count(data, []byte("\n")) != 40 {
+		t.Errorf("frames.jsonl: %d lines, %v", bytes.Count(data, []byte("\n")), err)
+	}
+	st, err := os.Stat(filepath.Join(ep, "000000.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := f.tbl.Snapshot(context.Background(), 1)
+	if !st.ModTime().Equal(snap.Time.Truncate(time.Second)) && st.ModTime().Unix() != snap.Time.Unix() {
+		t.Errorf("mtime %v, snapshot time %v", st.ModTime(), snap.Time)
+	}
+	st2, _ := os.Stat(filepath.Join(ep, "000000.jpg"))
+	if st.Sys().(*syscall.Stat_t).Ino != st2.Sys().(*syscall.Stat_t).Ino {
+		t.Error("inode numbers change between lookups")
+	}
+}
+
+// TestFramesMatchDecoder reads every frame through the mount and compares
+// it with the decoder's own output and with the size stat reported.
+func TestFramesMatchDecoder(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	snap, _ := f.tbl.Head(ctx)
+	eps, _ := f.tbl.Episodes(ctx, snap)
+	for _, e := range eps {
+		ref := e.Videos["video"]
+		v, err := f.tbl.OpenVideo(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dv := decoder.Video{Key: decoder.VideoKey{Object: "direct/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
+		dir := f.path("robot", "latest", "task="+e.Partition["task"], e.Episode)
+		for i := int64(0); i < e.Rows; i++ {
+			name := filepath.Join(dir, frameName(i, e.Rows, "jpg"))
+			st, err := os.Stat(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := f.frames.Frame(ctx, dv, int(ref.FirstFrame+i), decoder.ImageSetting{Format: decoder.FormatJPEG, JPEGQuality: 90})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(got)) != st.Size() || !bytes.Equal(got, want) {
+				t.Fatalf("%s: %d bytes (stat %d), decoder gives %d bytes, equal=%v", name, len(got), st.Size(), len(want), bytes.Equal(got, want))
+			}
+		}
+		v.Close()
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	f := newFixture(t, Options{})
+	frame := f.path("robot", "latest", "task=pick", "ep1", "000003.jpg")
+	dir := f.path("robot", "snapshots", "1", "task=pick", "ep1")
+	before, _ := os.ReadFile(frame)
+	attempts := map[string]error{
+		"create":   os.WriteFile(filepath.Join(dir, "new.jpg"), []byte("x"), 0o644),
+		"write":    os.WriteFile(frame, []byte("x"), 0o644),
+		"truncate": os.Truncate(frame, 0),
+		"unlink":   os.Remove(frame),
+		"rename":   os.Rename(frame, filepath.Join(dir, "x.jpg")),
+		"chmod":    os.Chmod(frame, 0o777),
+		"mkdir":    os.Mkdir(filepath.Join(dir, "d"), 0o755),
+		"rmdir":    os.Remove(dir),
+		"symlink":  os.Symlink("x", filepath.Join(dir, "l")),
+		"latest":   os.Remove(f.path("robot", "latest")),
+		"setxattr": syscall.Setxattr(frame, "user.x", []byte("1"), 0),
+		"snapdir":  os.Mkdir(f.path("robot", "snapshots", "9"), 0o755),
+		"tagfile":  os.WriteFile(f.path("robot", "tags", "x"), nil, 0o644),
+	}
+	for op, err := range attempts {
+		if !errors.Is(err, syscall.EROFS) {
+			t.Errorf("%s: %v, want EROFS", op, err)
+		}
+	}
+	after, _ := os.ReadFile(frame)
+	if !bytes.Equal(before, after) || len(after) == 0 {
+		t.Error("a refused write changed the frame")
+	}
+}
+
+func TestXattrs(t *testing.T) {
+	f := newFixture(t, Options{})
+	frame := f.path("robot", "latest", "task=place", "ep2", "000007.jpg")
+	get := func(name string) string {
+		buf := make([]byte, 256)
+		n, err := syscall.Getxattr(frame, name, buf)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return string(buf[:n])
+	}
+	if got := get("user.episode_id"); got != "ep2" {
+		t.Errorf("episode_id %q", got)
+	}
+	if got := get("user.t"); got != "7" {
+		t.Errorf("t %q", got)
+	}
+	if got := get("user.state"); got != "[7,1.5]" {
+		t.Errorf("state %q", got)
+	}
+	buf := make([]byte, 1024)
+	n, err := syscall.Listxattr(frame, buf)
+	if err != nil || !strings.Contains(string(buf[:n]), "user.task\x00") {
+		t.Errorf("listxattr %q %v", buf[:n], err)
+	}
+}
+
+// TestNewCommitsAndExpire: a commit shows up under latest without a
+// remount, and an expired snapshot disappears while an open file of it
+// keeps working.
+func TestNewCommitsAndExpire(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	old, err := os.Open(f.path("robot", "snapshots", "1", "task=pick", "ep1", "000001.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if _, err := f.tbl.AddEpisodes(ctx, []table.EpisodeInput{
+		{Videos: map[string]table.VideoFile{"": {Path: video("h264_gop250.mp4")}}, Sidecar: sidecar(t, "ep3", "pick", 20)},
+	}, table.AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		target, _ := os.Readlink(f.path("robot", "latest"))
+		if target == "snapshots/2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("latest still points to %q", target)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := os.Stat(f.path("robot", "latest", "task=pick", "ep3", "000019.jpg")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.tbl.Expire(ctx, table.ExpireOptions{KeepLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		_, err := os.Stat(f.path("robot", "snapshots", "1"))
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("expired snapshot 1 still there: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	buf := make([]byte, 4)
+	if _, err := old.ReadAt(buf, 0); err != nil || !bytes.Equal(buf[:2], []byte{0xff, 0xd8}) {
+		t.Fatalf("open file of an expired snapshot: %x %v", buf, err)
+	}
+}
+
+// TestClients runs the tools users run against the mount.
+func TestClients(t *testing.T) {
+	f := newFixture(t, Options{Image: decoder.ImageSetting{Format: decoder.FormatBMP}, ImageOverride: true})
+	snap := f.path("robot", "snapshots", "1")
+	out := t.TempDir()
+	run := func(name string, args ...string) string {
+		t.Helper()
+		b, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, b)
+		}
+		return string(b)
+	}
+	if n := strings.Count(run("find", snap, "-name", "*.bmp"), "\n"); n != 70 {
+		t.Errorf("find: %d frames, want 70", n)
+	}
+	run("cp", "-r", snap, filepath.Join(out, "cp"))
+	run("tar", "cf", filepath.Join(out, "snap.tar"), "-C", snap, ".")
+	run("mkdir", filepath.Join(out, "tar"))
+	run("tar", "xf", filepath.Join(out, "snap.tar"), "-C", filepath.Join(out, "tar"))
+	run("diff", "-r", filepath.Join(out, "cp"), filepath.Join(out, "tar"))
+	run("diff", "-r", snap, filepath.Join(out, "cp"))
+	if _, err := exec.LookPath("rsync"); err == nil {
+		run("rsync", "-a", snap+"/", filepath.Join(out, "rsync"))
+		run("diff", "-r", snap, filepath.Join(out, "rsync"))
+	}
+	// du of the files adds up what stat announced; the copy must agree.
+	du := run("find", snap, "-type", "f", "-printf", "%s\n")
+	duCopy := run("find", filepath.Join(out, "cp"), "-type", "f", "-printf", "%s\n")
+	if sum(du) != sum(duCopy) || sum(du) == 0 {
+		t.Errorf("file sizes: mount %d bytes, copy %d bytes", sum(du), sum(duCopy))
+	}
+	run("du", "-s", snap)
+	stats, err := os.ReadFile(f.path(".stats"))
+	if err != nil || !strings.Contains(string(stats), "framefs_frames_served_total") {
+		t.Errorf(".stats: %v %s", err, stats)
+	}
+}
+
+func sum(lines string) int64 {
+	var total int64
+	for _, l := range strings.Fields(lines) {
+		var n int64
+		fmt.Sscan(l, &n)
+		total += n
+	}
+	return total
+}

@@ -1,0 +1,80 @@
+package fusefs
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// readOnly answers every change to a node with EROFS. Snapshots, tags and
+// latest are read-only views of immutable data.
+type readOnly struct{}
+
+func (readOnly) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+func (readOnly) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EROFS
+}
+
+func (readOnly) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
+
+func (readOnly) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
+
+func (readOnly) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	return syscall.EROFS
+}
+
+func (readOnly) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+func (readOnly) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+func (readOnly) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+func (readOnly) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return syscall.EROFS
+}
+
+func (readOnly) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return syscall.EROFS
+}
+
+func (readOnly) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.EROFS }
+
+var (
+	_ = (fs.NodeMkdirer)((*readOnly)(nil))
+	_ = (fs.NodeCreater)((*readOnly)(nil))
+	_ = (fs.NodeUnlinker)((*readOnly)(nil))
+	_ = (fs.NodeRmdirer)((*readOnly)(nil))
+	_ = (fs.NodeRenamer)((*readOnly)(nil))
+	_ = (fs.NodeSymlinker)((*readOnly)(nil))
+	_ = (fs.NodeLinker)((*readOnly)(nil))
+	_ = (fs.NodeMknoder)((*readOnly)(nil))
+	_ = (fs.NodeSetattrer)((*readOnly)(nil))
+	_ = (fs.NodeSetxattrer)((*readOnly)(nil))
+	_ = (fs.NodeRemovexattrer)((*readOnly)(nil))
+)
+
+// bytesHandle serves an open file from memory.
+type bytesHandle struct {
+	data []byte
+}
+
+var _ = (fs.FileReader)((*bytesHandle)(nil))
+
+func (h *bytesHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if off >= int64(len(h.data)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	end := min(off+int64(len(dest)), int64(len(h.data)))
+	return fuse.ReadResultData(h.data[off:end]), 0
+}

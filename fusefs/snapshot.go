@@ -1,0 +1,427 @@
+package fusefs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/table"
+)
+
+// immutableTimeout is how long the kernel may cache entries and attributes
+// of snapshot contents, which never change.
+const immutableTimeout = time.Hour
+
+// treeDir is a directory of a snapshot's tree: partition folders hold
+// folders; an episode folder holds frames (or one folder per video column)
+// and its row files.
+type treeDir struct {
+	subdirs map[string]*treeDir
+	episode *table.EpisodeEntry
+	// column is set on the folder that holds one video column's frames.
+	column string
+}
+
+// snapshotDir is snapshots/N/. Its tree is built once, from the
+// snapshot's manifests only, the first time it is listed or looked into.
+type snapshotDir struct {
+	fs.Inode
+	readOnly
+	t    *tableNode
+	snap *table.Snapshot
+	path string
+
+	once   sync.Once
+	root   *treeDir
+	schema *table.Schema
+	err    error
+}
+
+var (
+	_ = (fs.NodeLookuper)((*snapshotDir)(nil))
+	_ = (fs.NodeReaddirer)((*snapshotDir)(nil))
+	_ = (fs.NodeGetattrer)((*snapshotDir)(nil))
+)
+
+func (n *snapshotDir) tree(ctx context.Context) (*treeDir, syscall.Errno) {
+	n.once.Do(func() {
+		n.schema, n.err = n.t.tbl.Schema(ctx, n.snap.SchemaID)
+		if n.err != nil {
+			return
+		}
+		var eps []table.EpisodeEntry
+		if eps, n.err = n.t.tbl.Episodes(ctx, n.snap); n.err != nil {
+			return
+		}
+		n.root = buildTree(n.schema, eps)
+	})
+	if n.err != nil {
+		return nil, errno(fmt.Sprintf("list snapshot %d", n.snap.ID), n.err)
+	}
+	return n.root, 0
+}
+
+func buildTree(s *table.Schema, eps []table.EpisodeEntry) *treeDir {
+	root := &treeDir{subdirs: map[string]*treeDir{}}
+	for i := range eps {
+		e := &eps[i]
+		d := root
+		for _, p := range s.PartitionColumns {
+			d = d.child(p + "=" + e.Partition[p])
+		}
+		ep := d.child(e.Episode)
+		ep.episode = e
+		if len(s.VideoColumns) > 1 {
+			for _, col := range s.VideoColumns {
+				c := ep.child(col)
+				c.episode, c.column = e, col
+			}
+		} else {
+			ep.column = s.VideoColumns[0]
+		}
+	}
+	return root
+}
+
+func (d *treeDir) child(name string) *treeDir {
+	c := d.subdirs[name]
+	if c == nil {
+		c = &treeDir{subdirs: map[string]*treeDir{}}
+		d.subdirs[name] = c
+	}
+	return c
+}
+
+func (n *snapshotDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	dirAttr(n.t.m, &out.Attr, n.snap.Time)
+	return 0
+}
+
+func (n *snapshotDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	root, errno := n.tree(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	return (&dirNode{s: n, d: root, path: n.path}).Readdir(ctx)
+}
+
+func (n *snapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	root, errno := n.tree(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	return (&dirNode{s: n, d: root, path: n.path}).lookupIn(ctx, &n.Inode, name, out)
+}
+
+// dirNode is a folder inside a snapshot: a partition, an episode, or an
+// episode's video column.
+type dirNode struct {
+	fs.Inode
+	readOnly
+	s    *snapshotDir
+	d    *treeDir
+	path string
+}
+
+var (
+	_ = (fs.NodeLookuper)((*dirNode)(nil))
+	_ = (fs.NodeReaddirer)((*dirNode)(nil))
+	_ = (fs.NodeGetattrer)((*dirNode)(nil))
+)
+
+func (n *dirNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	dirAttr(n.s.t.m, &out.Attr, n.s.snap.Time)
+	return 0
+}
+
+// frameName is the file name of row i: a zero-padded ordinal, so that name
+// order is frame order.
+func frameName(i, rows int64, ext string) string {
+	width := max(6, len(strconv.FormatInt(rows-1, 10)))
+	return fmt.Sprintf("%0*d.%s", width, i, ext)
+}
+
+// parseFrameName is the inverse of frameName.
+func parseFrameName(name string, rows int64, ext string) (int64, bool) {
+	digits, ok := strings.CutSuffix(name, "."+ext)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || i < 0 || i >= rows || frameName(i, rows, ext) != name {
+		return 0, false
+	}
+	return i, true
+}
+
+func (n *dirNode) ext() string { return n.s.t.cat.setting.Format.Extension() }
+
+func (n *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	var entries []fuse.DirEntry
+	names := make([]string, 0, len(n.d.subdirs))
+	for name := range n.d.subdirs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + name)})
+	}
+	if e := n.d.episode; e != nil && n.d.column != "" {
+		ext := n.ext()
+		for i := int64(0); i < e.Rows; i++ {
+			name := frameName(i, e.Rows, ext)
+			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: ino(n.path + "/" + name)})
+		}
+	}
+	if n.d.episode != nil && (n.d.column == "" || len(n.s.schema.VideoColumns) == 1) {
+		for _, name := range []string{rowsJSONL, rowsParquet} {
+			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: ino(n.path + "/" + name)})
+		}
+	}
+	return fs.NewListDirStream(entries), 0
+}
+
+func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return n.lookupIn(ctx, &n.Inode, name, out)
+}
+
+// lookupIn resolves name in n's folder, creating the child under parent.
+func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	m := n.s.t.m
+	m.stats.lookups.Add(1)
+	path := n.path + "/" + name
+	// Snapshot contents never change: let the kernel cache them.
+	out.SetEntryTimeout(immutableTimeout)
+	out.SetAttrTimeout(immutableTimeout)
+	if sub := n.d.subdirs[name]; sub != nil {
+		dirAttr(m, &out.Attr, n.s.snap.Time)
+		return parent.NewPersistentInode(ctx, &dirNode{s: n.s, d: sub, path: path}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
+	}
+	e := n.d.episode
+	if e == nil {
+		return nil, syscall.ENOENT
+	}
+	if (name == rowsJSONL || name == rowsParquet) && (n.d.column == "" || len(n.s.schema.VideoColumns) == 1) {
+		f := &rowsFileNode{s: n.s, e: e, name: name}
+		if errno := f.Getattr(ctx, nil, &fuse.AttrOut{}); errno != 0 {
+			return nil, errno
+		}
+		f.fill(ctx, &out.Attr)
+		return parent.NewPersistentInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path)}), 0
+	}
+	if n.d.column == "" {
+		return nil, syscall.ENOENT
+	}
+	row, ok := parseFrameName(name, e.Rows, n.ext())
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	f := &frameNode{s: n.s, e: e, column: n.d.column, row: row}
+	if errno := f.Getattr(ctx, nil, &fuse.AttrOut{}); errno != 0 {
+		return nil, errno
+	}
+	f.fillAttr(ctx, &out.Attr)
+	return parent.NewPersistentInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path)}), 0
+}
+
+// frameNode is one frame image.
+type frameNode struct {
+	fs.Inode
+	readOnly
+	s      *snapshotDir
+	e      *table.EpisodeEntry
+	column string
+	row    int64
+
+	mu   sync.Mutex // guards size
+	size int64      // 0 until known (no image is empty)
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*frameNode)(nil))
+	_ = (fs.NodeOpener)((*frameNode)(nil))
+	_ = (fs.NodeGetxattrer)((*frameNode)(nil))
+	_ = (fs.NodeListxattrer)((*frameNode)(nil))
+)
+
+func (n *frameNode) ref() table.VideoRef { return n.e.Videos[n.column] }
+
+func (n *frameNode) ordinal() int { return int(n.ref().FirstFrame + n.row) }
+
+// frameSize is the exact byte size of the image, known without decoding
+// it: stored sizes, or those the catalog worked out for the whole video.
+func (n *frameNode) frameSize(ctx context.Context) (int64, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.size > 0 {
+		return n.size, nil
+	}
+	sizes, err := n.s.t.cat.frameSizes(ctx, n.ref())
+	if err != nil {
+		return 0, err
+	}
+	if n.ordinal() >= len(sizes) {
+		return 0, fmt.Errorf("%w: frame %d of a %d-frame video", table.ErrCorrupt, n.ordinal(), len(sizes))
+	}
+	n.size = sizes[n.ordinal()]
+	return n.size, nil
+}
+
+func (n *frameNode) fillAttr(ctx context.Context, a *fuse.Attr) {
+	a.Mode = fuse.S_IFREG | 0o444
+	a.Nlink = 1
+	a.Size = uint64(n.size)
+	a.Blocks = (a.Size + 511) / 512
+	n.s.t.m.owner(a)
+	a.SetTimes(nil, &n.s.snap.Time, &n.s.snap.Time)
+}
+
+func (n *frameNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if _, err := n.frameSize(ctx); err != nil {
+		return errno("frame size", err)
+	}
+	n.fillAttr(ctx, &out.Attr)
+	out.SetTimeout(immutableTimeout)
+	return 0
+}
+
+func (n *frameNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	m := n.s.t.m
+	size, err := n.frameSize(ctx)
+	if err != nil {
+		return nil, 0, errno("frame size", err)
+	}
+	data, err := n.s.t.cat.frame(ctx, n.ref(), n.ordinal())
+	if err != nil {
+		m.stats.frameErrors.Add(1)
+		return nil, 0, errno(fmt.Sprintf("decode %s frame %d of episode %q", n.column, n.row, n.e.Episode), err)
+	}
+	if int64(len(data)) != size {
+		// The size promised at stat time and the bytes differ: the
+		// sizes came from another encoder build. Refuse rather than
+		// serve a file whose length lies.
+		m.stats.frameErrors.Add(1)
+		return nil, 0, errno("frame size", fmt.Errorf("%w: episode %q %s frame %d is %d bytes, %d were announced",
+			table.ErrCorrupt, n.e.Episode, n.column, n.row, len(data), size))
+	}
+	m.stats.framesServed.Add(1)
+	m.stats.bytesServed.Add(int64(len(data)))
+	return &bytesHandle{data: data}, fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// xattrs returns the row's columns as user.* extended attributes.
+func (n *frameNode) xattrs(ctx context.Context) (map[string][]byte, error) {
+	rows, err := n.s.t.cat.episodeRows(ctx, n.s.snap, *n.e)
+	if err != nil {
+		return nil, err
+	}
+	if n.row >= int64(len(rows)) {
+		return nil, fmt.Errorf("%w: row %d of %d", table.ErrCorrupt, n.row, len(rows))
+	}
+	out := map[string][]byte{}
+	for k, v := range rows[n.row] {
+		var b []byte
+		switch x := v.(type) {
+		case nil:
+			continue
+		case string:
+			b = []byte(x)
+		default:
+			b, _ = json.Marshal(x)
+		}
+		out["user."+k] = b
+	}
+	return out, nil
+}
+
+func (n *frameNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	attrs, err := n.xattrs(ctx)
+	if err != nil {
+		return 0, errno("xattrs", err)
+	}
+	v, ok := attrs[attr]
+	if !ok {
+		return 0, syscall.ENODATA
+	}
+	if len(dest) < len(v) {
+		return uint32(len(v)), syscall.ERANGE
+	}
+	return uint32(copy(dest, v)), 0
+}
+
+func (n *frameNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	attrs, err := n.xattrs(ctx)
+	if err != nil {
+		return 0, errno("xattrs", err)
+	}
+	names := make([]string, 0, len(attrs))
+	for k := range attrs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b []byte
+	for _, k := range names {
+		b = append(append(b, k...), 0)
+	}
+	if len(dest) < len(b) {
+		return uint32(len(b)), syscall.ERANGE
+	}
+	return uint32(copy(dest, b)), 0
+}
+
+// rowsFileNode is an episode's frames.jsonl or frames.parquet.
+type rowsFileNode struct {
+	fs.Inode
+	readOnly
+	s    *snapshotDir
+	e    *table.EpisodeEntry
+	name string
+	size int64
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*rowsFileNode)(nil))
+	_ = (fs.NodeOpener)((*rowsFileNode)(nil))
+)
+
+func (n *rowsFileNode) fill(ctx context.Context, a *fuse.Attr) {
+	a.Mode = fuse.S_IFREG | 0o444
+	a.Nlink = 1
+	a.Size = uint64(n.size)
+	a.Blocks = (a.Size + 511) / 512
+	n.s.t.m.owner(a)
+	a.SetTimes(nil, &n.s.snap.Time, &n.s.snap.Time)
+}
+
+func (n *rowsFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *n.e, n.name)
+	if err != nil {
+		return errno(n.name, err)
+	}
+	n.size = int64(len(data))
+	n.fill(ctx, &out.Attr)
+	return 0
+}
+
+func (n *rowsFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *n.e, n.name)
+	if err != nil {
+		return nil, 0, errno(n.name, err)
+	}
+	return &bytesHandle{data: data}, fuse.FOPEN_KEEP_CACHE, 0
+}

@@ -1,0 +1,65 @@
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// stats counts what the mount does; .stats shows them in the Prometheus
+// text format.
+type stats struct {
+	framesServed     atomic.Int64
+	bytesServed      atomic.Int64
+	frameErrors      atomic.Int64
+	sizeComputations atomic.Int64
+	lookups          atomic.Int64
+}
+
+func (s *stats) text(extra func(*strings.Builder)) []byte {
+	var b strings.Builder
+	counter := func(name, help string, v int64) {
+		fmt.Fprintf(&b, "# HELP framefs_%s %s\n# TYPE framefs_%s counter\nframefs_%s %d\n", name, help, name, name, v)
+	}
+	counter("frames_served_total", "Frame images opened.", s.framesServed.Load())
+	counter("bytes_served_total", "Bytes of frame images read.", s.bytesServed.Load())
+	counter("frame_errors_total", "Frames that failed to decode (served as EIO).", s.frameErrors.Load())
+	counter("size_computations_total", "Videos decoded to work out frame sizes not stored at ingest.", s.sizeComputations.Load())
+	counter("lookups_total", "Directory lookups.", s.lookups.Load())
+	if extra != nil {
+		extra(&b)
+	}
+	return []byte(b.String())
+}
+
+// statsNode is the .stats file; its content is made at open, so it is
+// served with direct I/O (the size reported by stat is 0).
+type statsNode struct {
+	fs.Inode
+	readOnly
+	m *mountFS
+}
+
+var (
+	_ = (fs.NodeOpener)((*statsNode)(nil))
+	_ = (fs.NodeGetattrer)((*statsNode)(nil))
+)
+
+func (n *statsNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = fuse.S_IFREG | 0o444
+	n.m.owner(&out.Attr)
+	out.SetTimes(nil, &n.m.started, nil)
+	return 0
+}
+
+func (n *statsNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	return &bytesHandle{data: n.m.stats.text(n.m.extraStats)}, fuse.FOPEN_DIRECT_IO, 0
+}

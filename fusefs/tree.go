@@ -1,0 +1,477 @@
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/table"
+)
+
+// Warehouse is what a mount of several tables needs from them.
+type Warehouse interface {
+	// Tables lists the table names.
+	Tables(ctx context.Context) ([]string, error)
+	// Open opens a table by name.
+	Open(ctx context.Context, name string) (*table.Table, error)
+}
+
+// mountFS holds what every node of one mount shares.
+type mountFS struct {
+	opts    Options
+	frames  FrameServer
+	stats   *stats
+	started time.Time
+	uid     uint32
+	gid     uint32
+	// extraStats adds decoder and cache counters to .stats.
+	extraStats func(b *strings.Builder)
+
+	mu       sync.Mutex // guards catalogs
+	catalogs []*catalog
+}
+
+// closeCatalogs releases what the tables' catalogs hold open.
+func (m *mountFS) closeCatalogs() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.catalogs {
+		c.close()
+	}
+	m.catalogs = nil
+}
+
+func (m *mountFS) owner(a *fuse.Attr) {
+	a.Uid, a.Gid = m.uid, m.gid
+}
+
+// ino derives a stable inode number from a node's path in the mount.
+func ino(path string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(path))
+	v := h.Sum64()
+	if v <= 1 {
+		v += 2 // 1 is the root
+	}
+	return v
+}
+
+func dirAttr(m *mountFS, out *fuse.Attr, mtime time.Time) {
+	out.Mode = fuse.S_IFDIR | 0o555
+	out.Nlink = 2
+	m.owner(out)
+	out.SetTimes(nil, &mtime, &mtime)
+}
+
+// --- root: the warehouse ------------------------------------------------
+
+type rootNode struct {
+	fs.Inode
+	readOnly
+	m  *mountFS
+	wh Warehouse
+
+	mu     sync.Mutex // guards tables
+	tables map[string]*tableNode
+}
+
+var (
+	_ = (fs.NodeLookuper)((*rootNode)(nil))
+	_ = (fs.NodeReaddirer)((*rootNode)(nil))
+	_ = (fs.NodeGetattrer)((*rootNode)(nil))
+)
+
+const statsName = ".stats"
+
+func (n *rootNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	dirAttr(n.m, &out.Attr, n.m.started)
+	return 0
+}
+
+func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	names, err := n.wh.Tables(ctx)
+	if err != nil {
+		return nil, errno("list tables", err)
+	}
+	entries := []fuse.DirEntry{{Name: statsName, Mode: fuse.S_IFREG, Ino: ino("/" + statsName)}}
+	for _, name := range names {
+		entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFDIR, Ino: ino("/" + name)})
+	}
+	return fs.NewListDirStream(entries), 0
+}
+
+func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.m.stats.lookups.Add(1)
+	if name == statsName {
+		return n.NewInode(ctx, &statsNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino("/" + statsName)}), 0
+	}
+	if table.CheckName("table", name) != nil {
+		return nil, syscall.ENOENT
+	}
+	n.mu.Lock()
+	tn := n.tables[name]
+	n.mu.Unlock()
+	if tn == nil {
+		tbl, err := n.wh.Open(ctx, name)
+		if err != nil {
+			return nil, errno("open table "+name, err)
+		}
+		tn, err = newTableNode(ctx, n.m, tbl, "/"+name)
+		if err != nil {
+			return nil, errno("open table "+name, err)
+		}
+		n.mu.Lock()
+		if existing := n.tables[name]; existing != nil {
+			tn = existing
+		} else {
+			n.tables[name] = tn
+		}
+		n.mu.Unlock()
+	}
+	dirAttr(n.m, &out.Attr, n.m.started)
+	return n.NewInode(ctx, tn, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(tn.path)}), 0
+}
+
+// --- a table ----------------------------------------------------------------
+
+// tableNode is TABLE/ (or the root of a one-table mount).
+type tableNode struct {
+	fs.Inode
+	readOnly
+	m    *mountFS
+	tbl  *table.Table
+	cat  *catalog
+	path string
+	// withStats adds .stats (the root of a one-table mount).
+	withStats bool
+
+	mu        sync.Mutex // guards the fields below
+	ids       []int64
+	tags      []table.Tag
+	refreshed time.Time
+	snaps     map[int64]*table.Snapshot
+}
+
+var (
+	_ = (fs.NodeLookuper)((*tableNode)(nil))
+	_ = (fs.NodeReaddirer)((*tableNode)(nil))
+	_ = (fs.NodeGetattrer)((*tableNode)(nil))
+)
+
+func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string) (*tableNode, error) {
+	schema, err := tbl.LatestSchema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	setting := m.opts.Image
+	if !m.opts.ImageOverride {
+		f, err := decoder.ParseImageFormat(schema.Image.Format)
+		if err != nil {
+			return nil, err
+		}
+		setting = decoder.ImageSetting{Format: f, JPEGQuality: schema.Image.JPEGQuality}
+	}
+	cat := newCatalog(tbl, m.frames, setting.Normalize(), m.stats)
+	m.mu.Lock()
+	m.catalogs = append(m.catalogs, cat)
+	m.mu.Unlock()
+	return &tableNode{m: m, tbl: tbl, cat: cat, path: path, snaps: map[int64]*table.Snapshot{}}, nil
+}
+
+// refresh re-reads the snapshot and tag lists when they are older than
+// the refresh interval (or force is set) and returns them.
+func (n *tableNode) refresh(ctx context.Context, force bool) ([]int64, []table.Tag, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !force && time.Since(n.refreshed) < n.m.opts.Refresh && n.refreshed.After(time.Time{}) {
+		return n.ids, n.tags, nil
+	}
+	ids, err := n.tbl.SnapshotIDs(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tags, err := n.tbl.Tags(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	n.ids, n.tags, n.refreshed = ids, tags, time.Now()
+	return ids, tags, nil
+}
+
+// snapshot returns a live snapshot, or ENOENT once expire removed it.
+func (n *tableNode) snapshot(ctx context.Context, id int64) (*table.Snapshot, syscall.Errno) {
+	ids, _, err := n.refresh(ctx, false)
+	if err != nil {
+		return nil, errno("list snapshots", err)
+	}
+	if !slices.Contains(ids, id) {
+		if ids, _, err = n.refresh(ctx, true); err != nil {
+			return nil, errno("list snapshots", err)
+		}
+		if !slices.Contains(ids, id) {
+			return nil, syscall.ENOENT
+		}
+	}
+	n.mu.Lock()
+	s := n.snaps[id]
+	n.mu.Unlock()
+	if s != nil {
+		return s, 0
+	}
+	s, err = n.tbl.Snapshot(ctx, id)
+	if err != nil {
+		return nil, errno(fmt.Sprintf("read snapshot %d", id), err)
+	}
+	n.mu.Lock()
+	n.snaps[id] = s
+	n.mu.Unlock()
+	return s, 0
+}
+
+func (n *tableNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	dirAttr(n.m, &out.Attr, n.m.started)
+	return 0
+}
+
+const (
+	nameLatest    = "latest"
+	nameSnapshots = "snapshots"
+	nameTags      = "tags"
+)
+
+func (n *tableNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	ids, _, err := n.refresh(ctx, false)
+	if err != nil {
+		return nil, errno("list snapshots", err)
+	}
+	var entries []fuse.DirEntry
+	if len(ids) > 0 {
+		entries = append(entries, fuse.DirEntry{Name: nameLatest, Mode: fuse.S_IFLNK, Ino: ino(n.path + "/" + nameLatest)})
+	}
+	entries = append(entries,
+		fuse.DirEntry{Name: nameSnapshots, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + nameSnapshots)},
+		fuse.DirEntry{Name: nameTags, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + nameTags)})
+	if n.withStats {
+		entries = append(entries, fuse.DirEntry{Name: statsName, Mode: fuse.S_IFREG, Ino: ino("/" + statsName)})
+	}
+	return fs.NewListDirStream(entries), 0
+}
+
+func (n *tableNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.m.stats.lookups.Add(1)
+	path := n.path + "/" + name
+	switch name {
+	case nameLatest:
+		ln := &latestNode{t: n}
+		if errno := ln.Getattr(ctx, nil, &fuse.AttrOut{}); errno != 0 {
+			return nil, errno
+		}
+		ln.fill(ctx, &out.Attr)
+		out.SetEntryTimeout(n.m.opts.Refresh / 2)
+		out.SetAttrTimeout(n.m.opts.Refresh / 2)
+		return n.NewInode(ctx, ln, fs.StableAttr{Mode: fuse.S_IFLNK, Ino: ino(path)}), 0
+	case nameSnapshots:
+		dirAttr(n.m, &out.Attr, n.m.started)
+		return n.NewInode(ctx, &snapshotsNode{t: n, path: path}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
+	case nameTags:
+		dirAttr(n.m, &out.Attr, n.m.started)
+		return n.NewInode(ctx, &tagsNode{t: n, path: path}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
+	case statsName:
+		if n.withStats {
+			return n.NewInode(ctx, &statsNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino("/" + statsName)}), 0
+		}
+	}
+	return nil, syscall.ENOENT
+}
+
+// latestNode is the symlink latest -> snapshots/HEAD.
+type latestNode struct {
+	fs.Inode
+	readOnly
+	t *tableNode
+}
+
+var (
+	_ = (fs.NodeReadlinker)((*latestNode)(nil))
+	_ = (fs.NodeGetattrer)((*latestNode)(nil))
+)
+
+func (n *latestNode) target(ctx context.Context) (string, syscall.Errno) {
+	ids, _, err := n.t.refresh(ctx, false)
+	if err != nil {
+		return "", errno("list snapshots", err)
+	}
+	if len(ids) == 0 {
+		return "", syscall.ENOENT
+	}
+	return nameSnapshots + "/" + strconv.FormatInt(ids[len(ids)-1], 10), 0
+}
+
+func (n *latestNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	t, errno := n.target(ctx)
+	return []byte(t), errno
+}
+
+func (n *latestNode) fill(ctx context.Context, a *fuse.Attr) {
+	t, _ := n.target(ctx)
+	a.Mode = fuse.S_IFLNK | 0o777
+	a.Size = uint64(len(t))
+	n.t.m.owner(a)
+	a.SetTimes(nil, &n.t.m.started, &n.t.m.started)
+}
+
+func (n *latestNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if _, errno := n.target(ctx); errno != 0 {
+		return errno
+	}
+	n.fill(ctx, &out.Attr)
+	out.SetTimeout(n.t.m.opts.Refresh / 2)
+	return 0
+}
+
+// snapshotsNode is snapshots/: one directory per live snapshot.
+type snapshotsNode struct {
+	fs.Inode
+	readOnly
+	t    *tableNode
+	path string
+}
+
+var (
+	_ = (fs.NodeLookuper)((*snapshotsNode)(nil))
+	_ = (fs.NodeReaddirer)((*snapshotsNode)(nil))
+	_ = (fs.NodeGetattrer)((*snapshotsNode)(nil))
+)
+
+func (n *snapshotsNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	dirAttr(n.t.m, &out.Attr, n.t.m.started)
+	return 0
+}
+
+func (n *snapshotsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	ids, _, err := n.t.refresh(ctx, false)
+	if err != nil {
+		return nil, errno("list snapshots", err)
+	}
+	entries := make([]fuse.DirEntry, len(ids))
+	for i, id := range ids {
+		name := strconv.FormatInt(id, 10)
+		entries[i] = fuse.DirEntry{Name: name, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + name)}
+	}
+	return fs.NewListDirStream(entries), 0
+}
+
+func (n *snapshotsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.t.m.stats.lookups.Add(1)
+	id, err := strconv.ParseInt(name, 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != name {
+		return nil, syscall.ENOENT
+	}
+	snap, errno := n.t.snapshot(ctx, id)
+	if errno != 0 {
+		return nil, errno
+	}
+	path := n.path + "/" + name
+	dirAttr(n.t.m, &out.Attr, snap.Time)
+	// The snapshot's tree is built once, from its manifests, on first use.
+	node := &snapshotDir{t: n.t, snap: snap, path: path}
+	return n.NewInode(ctx, node, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
+}
+
+// tagsNode is tags/: one symlink per tag.
+type tagsNode struct {
+	fs.Inode
+	readOnly
+	t    *tableNode
+	path string
+}
+
+var (
+	_ = (fs.NodeLookuper)((*tagsNode)(nil))
+	_ = (fs.NodeReaddirer)((*tagsNode)(nil))
+	_ = (fs.NodeGetattrer)((*tagsNode)(nil))
+)
+
+func (n *tagsNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	dirAttr(n.t.m, &out.Attr, n.t.m.started)
+	return 0
+}
+
+func (n *tagsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	_, tags, err := n.t.refresh(ctx, false)
+	if err != nil {
+		return nil, errno("list tags", err)
+	}
+	entries := make([]fuse.DirEntry, len(tags))
+	for i, tg := range tags {
+		entries[i] = fuse.DirEntry{Name: tg.Name, Mode: fuse.S_IFLNK, Ino: ino(n.path + "/" + tg.Name)}
+	}
+	return fs.NewListDirStream(entries), 0
+}
+
+func (n *tagsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.t.m.stats.lookups.Add(1)
+	_, tags, err := n.t.refresh(ctx, false)
+	if err != nil {
+		return nil, errno("list tags", err)
+	}
+	i := slices.IndexFunc(tags, func(tg table.Tag) bool { return tg.Name == name })
+	if i < 0 {
+		_, tags, err = n.t.refresh(ctx, true)
+		if err != nil {
+			return nil, errno("list tags", err)
+		}
+		if i = slices.IndexFunc(tags, func(tg table.Tag) bool { return tg.Name == name }); i < 0 {
+			return nil, syscall.ENOENT
+		}
+	}
+	target := "../" + nameSnapshots + "/" + strconv.FormatInt(tags[i].Snapshot, 10)
+	ln := &symlinkNode{m: n.t.m, target: target, mtime: tags[i].Time}
+	ln.fill(&out.Attr)
+	return n.NewInode(ctx, ln, fs.StableAttr{Mode: fuse.S_IFLNK, Ino: ino(n.path + "/" + name + "->" + target)}), 0
+}
+
+// symlinkNode is a fixed symlink.
+type symlinkNode struct {
+	fs.Inode
+	readOnly
+	m      *mountFS
+	target string
+	mtime  time.Time
+}
+
+var (
+	_ = (fs.NodeReadlinker)((*symlinkNode)(nil))
+	_ = (fs.NodeGetattrer)((*symlinkNode)(nil))
+)
+
+func (n *symlinkNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	return []byte(n.target), 0
+}
+
+func (n *symlinkNode) fill(a *fuse.Attr) {
+	a.Mode = fuse.S_IFLNK | 0o777
+	a.Size = uint64(len(n.target))
+	n.m.owner(a)
+	a.SetTimes(nil, &n.mtime, &n.mtime)
+}
+
+func (n *symlinkNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fill(&out.Attr)
+	return 0
+}
+
+func currentOwner() (uint32, uint32) {
+	return uint32(os.Getuid()), uint32(os.Getgid())
+}
