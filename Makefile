@@ -5,7 +5,7 @@ BIN      := bin/framefs
 FUZZTIME ?= 1m
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 
-.PHONY: all deps build run test vet fmt-check unit e2e bench fuzz fixtures golden clean
+.PHONY: all deps build run test vet fmt-check unit e2e bench fuzz soak fixtures golden clean
 
 all: build
 
@@ -48,6 +48,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMP4$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
 	$(GO) test -run '^$$' -fuzz '^FuzzScanIndex$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./decoder
+
+# 16 readers of random frames through a real mount for 60 s.
+soak:
+	@status=0; FRAMEFS_SOAK=60s $(GO) test -count=1 -run 'TestConcurrentReaders' -v ./fusefs || status=$$?; \
+	scripts/unmount-stale.sh; exit $$status
 
 # Regenerates the committed test videos and FFmpeg's golden reports on them.
 fixtures:

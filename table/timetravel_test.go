@@ -3,10 +3,13 @@ package table
 import (
 	"context"
 	"errors"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/framefs/framefs/videoidx"
 )
 
 // TestTimeTravel changes a table in every way an operation can and checks
@@ -212,5 +215,55 @@ func TestAllowNewColumns(t *testing.T) {
 	}
 	if rows, err := tbl.Rows(ctx, first, a); err != nil || len(rows) != 5 {
 		t.Fatalf("old snapshot: %v", err)
+	}
+}
+
+// countingSizer stands in for the decoder: each frame's "size" is its
+// sample size plus 100, which is enough to check where sizes are stored.
+type countingSizer struct{ calls int }
+
+func (s *countingSizer) Identity(img ImageOptions) string { return "test;" + img.Format }
+
+func (s *countingSizer) FrameSizes(ctx context.Context, r io.ReaderAt, size int64, ix *videoidx.Index, img ImageOptions) ([]int64, error) {
+	s.calls++
+	out := make([]int64, ix.Frames())
+	for i := range out {
+		out[i] = int64(ix.Frame(i).Size) + 100
+	}
+	return out, nil
+}
+
+func TestWarm(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTable(t)
+	if _, err := tbl.AddEpisodes(ctx, []EpisodeInput{
+		{Videos: map[string]VideoFile{"": {Path: fixture("h264_faststart.mp4")}}, Sidecar: sidecarFor(t, "a", 10)},
+		{Videos: map[string]VideoFile{"": {Path: fixture("hevc.mp4")}}, Sidecar: sidecarFor(t, "b", 10)},
+	}, AddOptions{NoSizes: true}); err != nil {
+		t.Fatal(err)
+	}
+	sizer := &countingSizer{}
+	tbl.opts.Sizer = sizer
+	snap, n, err := tbl.Warm(ctx)
+	if err != nil || n != 2 || snap.Kind != KindSizes {
+		t.Fatalf("warm: %v, %d videos, snapshot %+v", err, n, snap)
+	}
+	e, _ := tbl.Episode(ctx, snap, "a")
+	sizes, ok, err := tbl.StoredSizes(ctx, e.Videos["video"], "test;jpg")
+	if err != nil || !ok || len(sizes) != 90 || sizes[0] <= 100 {
+		t.Fatalf("stored sizes %v %v %v", ok, err, sizes)
+	}
+	if _, n, err := tbl.Warm(ctx); err != nil || n != 0 || sizer.calls != 2 {
+		t.Fatalf("second warm: %d videos, %d calls, %v", n, sizer.calls, err)
+	}
+	if _, err := tbl.GC(ctx, GCOptions{Grace: -time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := tbl.Verify(ctx); err != nil || len(problems) > 0 {
+		t.Fatalf("verify: %v %v", problems, err)
+	}
+	rows, err := tbl.Rows(ctx, snap, e)
+	if err != nil || len(rows) != 10 {
+		t.Fatalf("rows after warm: %v", err)
 	}
 }

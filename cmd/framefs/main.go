@@ -47,6 +47,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newProbeCommand(), newCreateCommand(), newIngestCommand(), newUpdateCommand(),
 		newReplaceCommand(), newDeleteCommand(), newLogCommand(), newTagCommand(), newLsCommand(),
 		newExpireCommand(), newGCCommand(), newVerifyCommand(), newMountCommand(), newIngestImagesCommand(),
-		newFrameCommand())
+		newFrameCommand(), newWarmCommand())
 	return root
 }
