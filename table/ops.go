@@ -40,6 +40,9 @@ type AddOptions struct {
 	// AllowNewColumns adds sidecar columns the schema does not have, as
 	// nullable columns of a new schema version, instead of failing.
 	AllowNewColumns bool
+	// Progress, when set, is told after each video is checked (hashed,
+	// indexed and sized) and once the commit is written.
+	Progress func(step string, done, total int)
 }
 
 // AddEpisodes stores new episodes in one commit ("add videos"). Every
@@ -72,6 +75,7 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 	}
 	var all []staged
 	seen := map[string]bool{}
+	checked := 0
 	for _, in := range inputs {
 		st := staged{videos: map[string]*preparedVideo{}, first: map[string]int64{}, source: map[string]string{}}
 		videos, err := normalizeVideos(schema, in.Videos)
@@ -98,6 +102,10 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 			pv, err := t.prepareVideo(ctx, vf.Path, schema.Image, !opts.NoSizes)
 			if err != nil {
 				return nil, fmt.Errorf("episode %q: %w", st.id, err)
+			}
+			checked++
+			if opts.Progress != nil {
+				opts.Progress("checking videos", checked, len(inputs)*len(schema.VideoColumns))
 			}
 			st.videos[col], st.first[col], st.source[col] = pv, vf.FirstFrame, filepath.Base(vf.Path)
 			avail := int64(pv.index.Frames()) - vf.FirstFrame
@@ -175,7 +183,11 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 	}
 	ch.added = entries
 	ch.summary.BytesAdded = written
-	return t.commit(ctx, ch)
+	snap, err := t.commit(ctx, ch)
+	if err == nil && opts.Progress != nil {
+		opts.Progress("committed", checked, checked)
+	}
+	return snap, err
 }
 
 func (t *Table) putData(ctx context.Context, key string, schema *Schema, eps []episodeRows) error {

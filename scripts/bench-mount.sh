@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Mount benchmarks, side by side with the peer in the same run. Prints
+# NAME VALUE UNIT lines (see scripts/bench.sh); ratios are peer time /
+# framefs time (above 1: framefs is faster).
+#   ls -l of a 10,000-frame episode (sizes stored) vs ls -l of the same
+#     frames extracted as JPEG files on local disk
+#   cat of every frame of an episode through the mount vs direct decoding
+#     through the decoder API (what `framefs frame` does, without FUSE)
+#   torchvision ImageFolder + DataLoader (2 workers) over the mount vs over
+#     the frames pre-extracted to JPEG on local disk, JPEG and BMP mounts
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(realpath "${1:-$root/bin/framefs}")
+cache="$root/.cache/bench"
+mkdir -p "$cache"
+work=$(mktemp -d -p "$cache")
+mnt="$work/mnt"
+py=/usr/bin/python3
+cleanup() {
+	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+seconds() {
+	local start end
+	start=$(date +%s%N)
+	"$@" >/dev/null
+	end=$(date +%s%N)
+	awk -v ns=$((end - start)) 'BEGIN {printf "%.3f", ns/1e9}'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+remount() {
+	fusermount3 -u "$mnt" 2>/dev/null || true
+	mkdir -p "$mnt"
+	"$bin" mount "$work/wh" "$mnt" --daemon "$@" >/dev/null
+}
+
+for n in 10000 2000; do
+	v="$cache/mount_${n}f_640x480.mp4"
+	if [ ! -f "$v" ]; then
+		ffmpeg -v error -y -f lavfi -i testsrc2=size=640x480:rate=30 -frames:v "$n" -c:v libx264 -preset veryfast \
+			-g 30 -bf 2 -pix_fmt yuv420p "$v.tmp.mp4"
+		mv "$v.tmp.mp4" "$v"
+	fi
+	ln -sf "$v" "$work/ep$n.mp4"
+done
+"$bin" create "$work/wh/bench" --column 'note:string?' >/dev/null
+"$bin" ingest "$work/wh/bench" "$work/ep10000.mp4" "$work/ep2000.mp4" >/dev/null # stores JPEG sizes
+
+# ls -l of 10,000 frames.
+remount
+ep10k="$mnt/bench/latest/ep10000"
+mount_ls=$(seconds ls -l "$ep10k")
+cp -r "$ep10k" "$work/jpg10k"
+sync
+local_ls=$(seconds ls -l "$work/jpg10k")
+echo "mount_ls_l_10000_frames $mount_ls s"
+echo "local_ls_l_10000_jpeg_files $local_ls s"
+echo "ratio:mount_ls_l_vs_local_ls_l $(ratio "$local_ls" "$mount_ls") x"
+
+# cat of every frame of a 2,000-frame episode, fresh mount (nothing cached).
+remount
+ep2k="$mnt/bench/latest/ep2000"
+cat_s=$(seconds sh -c "cat '$ep2k'/*.jpg")
+(cd "$root" && go build -o "$work/benchdecode" ./decoder/internal/benchdecode)
+direct_fps=$("$work/benchdecode" -video "$cache/mount_2000f_640x480.mp4" -mode seq -format jpeg -quality 90 -name d | awk '$1=="d_fps" {print $2}')
+mount_fps=$(awk -v s="$cat_s" 'BEGIN {printf "%.1f", 2000/s}')
+echo "mount_cat_2000_frames_fps $mount_fps frames/s"
+echo "direct_decode_2000_frames_fps $direct_fps frames/s"
+echo "ratio:mount_cat_vs_direct_decode $(ratio "$mount_fps" "$direct_fps") x"
+
+# ImageFolder + DataLoader, 2 workers, fresh mounts.
+cp -r "$ep2k" "$work/jpgroot_ep2000" 2>/dev/null || true
+mkdir -p "$work/jpgroot"
+mv "$work/jpgroot_ep2000" "$work/jpgroot/ep2000"
+loader() {
+	"$py" - "$1" <<'PY'
+import sys, time, torch, torchvision
+ds = torchvision.datasets.ImageFolder(sys.argv[1], transform=torchvision.transforms.PILToTensor())
+loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
+start = time.time()
+n = sum(1 for _ in loader)
+print("%.1f" % (n / (time.time() - start)))
+PY
+}
+mkdir -p "$work/view"
+remount
+local_ips=$(loader "$work/jpgroot")
+mount_ips=$(loader "$mnt/bench/latest" | tail -1)
+echo "imagefolder_local_jpeg $local_ips images/s"
+echo "imagefolder_mount_jpeg $mount_ips images/s"
+echo "ratio:imagefolder_mount_jpeg_vs_local_jpeg $(ratio "$mount_ips" "$local_ips") x"
+remount --image-format bmp
+bmp_ips=$(loader "$mnt/bench/latest" | tail -1)
+echo "imagefolder_mount_bmp $bmp_ips images/s"
+echo "ratio:imagefolder_mount_bmp_vs_local_jpeg $(ratio "$bmp_ips" "$local_ips") x"
