@@ -64,16 +64,15 @@ remount
 ep2k="$mnt/bench/latest/ep2000"
 cat_s=$(seconds sh -c "cat '$ep2k'/*.jpg")
 (cd "$root" && go build -o "$work/benchdecode" ./decoder/internal/benchdecode)
-direct_fps=$("$work/benchdecode" -video "$cache/mount_2000f_640x480.mp4" -mode seq -format jpeg -quality 90 -name d | awk '$1=="d_fps" {print $2}')
+direct_fps=$("$work/benchdecode" -video "$cache/mount_2000f_640x480.mp4" -mode seq -format jpeg -quality 90 -name d 2>/dev/null | awk '$1=="d_fps" {print $2}')
 mount_fps=$(awk -v s="$cat_s" 'BEGIN {printf "%.1f", 2000/s}')
 echo "mount_cat_2000_frames_fps $mount_fps frames/s"
 echo "direct_decode_2000_frames_fps $direct_fps frames/s"
 echo "ratio:mount_cat_vs_direct_decode $(ratio "$mount_fps" "$direct_fps") x"
 
 # ImageFolder + DataLoader, 2 workers, fresh mounts.
-cp -r "$ep2k" "$work/jpgroot_ep2000" 2>/dev/null || true
 mkdir -p "$work/jpgroot"
-mv "$work/jpgroot_ep2000" "$work/jpgroot/ep2000"
+cp -r "$ep2k" "$work/jpgroot/ep2000"
 loader() {
 	"$py" - "$1" <<'PY'
 import sys, time, torch, torchvision
@@ -84,7 +83,6 @@ n = sum(1 for _ in loader)
 print("%.1f" % (n / (time.time() - start)))
 PY
 }
-mkdir -p "$work/view"
 remount
 local_ips=$(loader "$work/jpgroot")
 mount_ips=$(loader "$mnt/bench/latest" | tail -1)
