@@ -18,6 +18,12 @@ const CursorsPerKey = 4
 // a reader sequential.
 const sequentialRun = 3
 
+// maxStride is the largest forward step that still counts as sequential:
+// two data loader workers splitting a folder read frames 0, 2, 4 and
+// 1, 3, 5, often a little out of order, and together they read everything,
+// so fetching ahead for them is as useful as for a single reader.
+const maxStride = 2
+
 // Readahead detects readers that walk the items of a key (the frames of a
 // video) in order and says which items to fetch before they are asked for.
 // It only decides; fetching is the caller's. It is safe for concurrent use.
@@ -77,11 +83,15 @@ func (r *Readahead[K]) Observe(k K, n int) (from, to int) {
 	}
 	clock++
 
+	// The cursor this read continues: the one just behind it, within
+	// maxStride, or one that read this very item.
 	c := -1
 	for i := range cs {
-		if cs[i].valid && (cs[i].last+1 == n || cs[i].last == n) {
+		if !cs[i].valid || n < cs[i].last || n-cs[i].last > maxStride {
+			continue
+		}
+		if c < 0 || n-cs[i].last < n-cs[c].last {
 			c = i
-			break
 		}
 	}
 	if c < 0 {

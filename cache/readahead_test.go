@@ -35,6 +35,12 @@ func TestReadahead(t *testing.T) {
 			{"a", 0, 0, 0}, {"a", 100, 0, 0}, {"a", 1, 0, 0}, {"a", 101, 0, 0},
 			{"a", 2, 3, 7}, {"a", 102, 103, 107},
 		}},
+		{"two loader workers, slightly out of order", 4, []step{
+			{"a", 0, 0, 0}, {"a", 2, 0, 0}, {"a", 1, 0, 0}, {"a", 4, 5, 9},
+		}},
+		{"a stride of three is not sequential", 4, []step{
+			{"a", 0, 0, 0}, {"a", 3, 0, 0}, {"a", 6, 0, 0}, {"a", 9, 0, 0},
+		}},
 		{"keys are separate", 4, []step{
 			{"a", 0, 0, 0}, {"b", 1, 0, 0}, {"a", 1, 0, 0}, {"b", 2, 0, 0}, {"a", 2, 3, 7}, {"b", 3, 4, 8},
 		}},
