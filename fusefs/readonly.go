@@ -50,26 +50,10 @@ func (readOnly) Setxattr(ctx context.Context, attr string, data []byte, flags ui
 
 func (readOnly) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.EROFS }
 
-var (
-	_ = (fs.NodeMkdirer)((*readOnly)(nil))
-	_ = (fs.NodeCreater)((*readOnly)(nil))
-	_ = (fs.NodeUnlinker)((*readOnly)(nil))
-	_ = (fs.NodeRmdirer)((*readOnly)(nil))
-	_ = (fs.NodeRenamer)((*readOnly)(nil))
-	_ = (fs.NodeSymlinker)((*readOnly)(nil))
-	_ = (fs.NodeLinker)((*readOnly)(nil))
-	_ = (fs.NodeMknoder)((*readOnly)(nil))
-	_ = (fs.NodeSetattrer)((*readOnly)(nil))
-	_ = (fs.NodeSetxattrer)((*readOnly)(nil))
-	_ = (fs.NodeRemovexattrer)((*readOnly)(nil))
-)
-
 // bytesHandle serves an open file from memory.
 type bytesHandle struct {
 	data []byte
 }
-
-var _ = (fs.FileReader)((*bytesHandle)(nil))
 
 func (h *bytesHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if off >= int64(len(h.data)) {

@@ -46,12 +46,6 @@ type snapshotDir struct {
 	err    error
 }
 
-var (
-	_ = (fs.NodeLookuper)((*snapshotDir)(nil))
-	_ = (fs.NodeReaddirer)((*snapshotDir)(nil))
-	_ = (fs.NodeGetattrer)((*snapshotDir)(nil))
-)
-
 func (n *snapshotDir) tree(ctx context.Context) (*treeDir, syscall.Errno) {
 	n.once.Do(func() {
 		n.schema, n.err = n.t.tbl.Schema(ctx, n.snap.SchemaID)
@@ -131,12 +125,6 @@ type dirNode struct {
 	d    *treeDir
 	path string
 }
-
-var (
-	_ = (fs.NodeLookuper)((*dirNode)(nil))
-	_ = (fs.NodeReaddirer)((*dirNode)(nil))
-	_ = (fs.NodeGetattrer)((*dirNode)(nil))
-)
 
 func (n *dirNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	dirAttr(n.s.t.m, &out.Attr, n.s.snap.Time)
@@ -246,13 +234,6 @@ type frameNode struct {
 	size int64      // 0 until known (no image is empty)
 }
 
-var (
-	_ = (fs.NodeGetattrer)((*frameNode)(nil))
-	_ = (fs.NodeOpener)((*frameNode)(nil))
-	_ = (fs.NodeGetxattrer)((*frameNode)(nil))
-	_ = (fs.NodeListxattrer)((*frameNode)(nil))
-)
-
 func (n *frameNode) ref() table.VideoRef { return n.e.Videos[n.column] }
 
 func (n *frameNode) ordinal() int { return int(n.ref().FirstFrame + n.row) }
@@ -277,12 +258,17 @@ func (n *frameNode) frameSize(ctx context.Context) (int64, error) {
 }
 
 func (n *frameNode) fillAttr(ctx context.Context, a *fuse.Attr) {
+	fileAttr(n.s, a, n.size)
+}
+
+// fileAttr fills the attributes of a read-only file of a snapshot.
+func fileAttr(s *snapshotDir, a *fuse.Attr, size int64) {
 	a.Mode = fuse.S_IFREG | 0o444
 	a.Nlink = 1
-	a.Size = uint64(n.size)
+	a.Size = uint64(size)
 	a.Blocks = (a.Size + 511) / 512
-	n.s.t.m.owner(a)
-	a.SetTimes(nil, &n.s.snap.Time, &n.s.snap.Time)
+	s.t.m.owner(a)
+	a.SetTimes(nil, &s.snap.Time, &s.snap.Time)
 }
 
 func (n *frameNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -396,18 +382,8 @@ type rowsFileNode struct {
 	size int64
 }
 
-var (
-	_ = (fs.NodeGetattrer)((*rowsFileNode)(nil))
-	_ = (fs.NodeOpener)((*rowsFileNode)(nil))
-)
-
 func (n *rowsFileNode) fill(ctx context.Context, a *fuse.Attr) {
-	a.Mode = fuse.S_IFREG | 0o444
-	a.Nlink = 1
-	a.Size = uint64(n.size)
-	a.Blocks = (a.Size + 511) / 512
-	n.s.t.m.owner(a)
-	a.SetTimes(nil, &n.s.snap.Time, &n.s.snap.Time)
+	fileAttr(n.s, a, n.size)
 }
 
 func (n *rowsFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {

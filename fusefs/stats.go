@@ -45,11 +45,6 @@ type statsNode struct {
 	m *mountFS
 }
 
-var (
-	_ = (fs.NodeOpener)((*statsNode)(nil))
-	_ = (fs.NodeGetattrer)((*statsNode)(nil))
-)
-
 func (n *statsNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	out.Mode = fuse.S_IFREG | 0o444
 	n.m.owner(&out.Attr)

@@ -86,12 +86,6 @@ type rootNode struct {
 	tables map[string]*tableNode
 }
 
-var (
-	_ = (fs.NodeLookuper)((*rootNode)(nil))
-	_ = (fs.NodeReaddirer)((*rootNode)(nil))
-	_ = (fs.NodeGetattrer)((*rootNode)(nil))
-)
-
 const statsName = ".stats"
 
 func (n *rootNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -162,12 +156,6 @@ type tableNode struct {
 	refreshed time.Time
 	snaps     map[int64]*table.Snapshot
 }
-
-var (
-	_ = (fs.NodeLookuper)((*tableNode)(nil))
-	_ = (fs.NodeReaddirer)((*tableNode)(nil))
-	_ = (fs.NodeGetattrer)((*tableNode)(nil))
-)
 
 func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string) (*tableNode, error) {
 	schema, err := tbl.LatestSchema(ctx)
@@ -302,11 +290,6 @@ type latestNode struct {
 	t *tableNode
 }
 
-var (
-	_ = (fs.NodeReadlinker)((*latestNode)(nil))
-	_ = (fs.NodeGetattrer)((*latestNode)(nil))
-)
-
 func (n *latestNode) target(ctx context.Context) (string, syscall.Errno) {
 	ids, _, err := n.t.refresh(ctx, false)
 	if err != nil {
@@ -347,12 +330,6 @@ type snapshotsNode struct {
 	t    *tableNode
 	path string
 }
-
-var (
-	_ = (fs.NodeLookuper)((*snapshotsNode)(nil))
-	_ = (fs.NodeReaddirer)((*snapshotsNode)(nil))
-	_ = (fs.NodeGetattrer)((*snapshotsNode)(nil))
-)
 
 func (n *snapshotsNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	dirAttr(n.t.m, &out.Attr, n.t.m.started)
@@ -396,12 +373,6 @@ type tagsNode struct {
 	t    *tableNode
 	path string
 }
-
-var (
-	_ = (fs.NodeLookuper)((*tagsNode)(nil))
-	_ = (fs.NodeReaddirer)((*tagsNode)(nil))
-	_ = (fs.NodeGetattrer)((*tagsNode)(nil))
-)
 
 func (n *tagsNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	dirAttr(n.t.m, &out.Attr, n.t.m.started)
@@ -450,11 +421,6 @@ type symlinkNode struct {
 	target string
 	mtime  time.Time
 }
-
-var (
-	_ = (fs.NodeReadlinker)((*symlinkNode)(nil))
-	_ = (fs.NodeGetattrer)((*symlinkNode)(nil))
-)
 
 func (n *symlinkNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	return []byte(n.target), 0
