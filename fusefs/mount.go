@@ -80,6 +80,10 @@ func mount(dir, source string, root fs.InodeEmbedder, m *mountFS) (*Server, erro
 			DisableXAttrs: false,
 			// Without fusermount3, mount(2) directly (we may be root).
 			DirectMount: !haveFusermount(),
+			// Paths through latest and tags resolve a symlink at every
+			// step; cached targets spare a round trip per file (ls -l of
+			// latest/EPISODE took twice as long without).
+			EnableSymlinkCaching: true,
 		},
 	}
 	if m.opts.ReadOnly {

@@ -262,13 +262,17 @@ func (n *tableNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	switch name {
 	case nameLatest:
 		ln := &latestNode{t: n}
-		if errno := ln.Getattr(ctx, nil, &fuse.AttrOut{}); errno != 0 {
+		target, errno := ln.target(ctx)
+		if errno != 0 {
 			return nil, errno
 		}
 		ln.fill(ctx, &out.Attr)
 		out.SetEntryTimeout(n.m.opts.Refresh / 2)
 		out.SetAttrTimeout(n.m.opts.Refresh / 2)
-		return n.NewInode(ctx, ln, fs.StableAttr{Mode: fuse.S_IFLNK, Ino: ino(path)}), 0
+		// The kernel caches symlink targets by inode, so each target gets
+		// an inode of its own: a new head is a new inode, found at the
+		// next lookup.
+		return n.NewInode(ctx, ln, fs.StableAttr{Mode: fuse.S_IFLNK, Ino: ino(path + "->" + target)}), 0
 	case nameSnapshots:
 		dirAttr(n.m, &out.Attr, n.m.started)
 		return n.NewInode(ctx, &snapshotsNode{t: n, path: path}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
