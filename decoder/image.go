@@ -94,6 +94,17 @@ type ImageSetting struct {
 	Width, Height int
 }
 
+// SettingFor returns the normalised setting for an image format name (jpg,
+// png, bmp, ppm) and JPEG quality, as tables name their default setting;
+// ingest stores frame sizes for it and mounts serve it.
+func SettingFor(format string, jpegQuality int) (ImageSetting, error) {
+	f, err := ParseImageFormat(format)
+	if err != nil {
+		return ImageSetting{}, err
+	}
+	return ImageSetting{Format: f, JPEGQuality: jpegQuality}.Normalize(), nil
+}
+
 // Normalize applies the defaults and clears fields the format ignores, so
 // that two settings that produce the same bytes compare equal.
 func (s ImageSetting) Normalize() ImageSetting {

@@ -23,10 +23,11 @@ type FrameServer interface {
 // episodes (rows, frame sizes, frame bytes) and caches the answers, which
 // never change for a given episode version. It has no FUSE in it.
 type catalog struct {
-	tbl     *table.Table
-	frames  FrameServer
-	setting decoder.ImageSetting
-	stats   *stats
+	tbl      *table.Table
+	frames   FrameServer
+	setting  decoder.ImageSetting
+	identity string // setting.Identity(), asked on every frame lookup
+	stats    *stats
 
 	videos *lru.Cache[string, *table.Video] // open payloads, by payload
 	sizes  *lru.Cache[string, []int64]      // by payload + identity
@@ -44,7 +45,8 @@ func newCatalog(tbl *table.Table, frames FrameServer, setting decoder.ImageSetti
 	sizes, _ := lru.New[string, []int64](4096)
 	rows, _ := lru.New[string, []table.Row](64)
 	files, _ := lru.New[string, []byte](64)
-	return &catalog{tbl: tbl, frames: frames, setting: setting, stats: st, videos: videos, sizes: sizes, rows: rows, files: files}
+	return &catalog{tbl: tbl, frames: frames, setting: setting, identity: setting.Identity(), stats: st,
+		videos: videos, sizes: sizes, rows: rows, files: files}
 }
 
 func payloadKey(ref table.VideoRef) string {
@@ -95,7 +97,7 @@ func (c *catalog) close() { c.videos.Purge() }
 // served setting: stored at ingest when the identity matches, else worked
 // out once by decoding the video and remembered.
 func (c *catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, error) {
-	identity := c.setting.Identity()
+	identity := c.identity
 	key := payloadKey(ref) + "|" + identity
 	if s, ok := c.sizes.Get(key); ok {
 		return s, nil

@@ -23,8 +23,8 @@ import (
 type ingestSizer struct{ frames *decoder.FrameSource }
 
 func (s ingestSizer) setting(img table.ImageOptions) decoder.ImageSetting {
-	f, _ := decoder.ParseImageFormat(img.Format)
-	return decoder.ImageSetting{Format: f, JPEGQuality: img.JPEGQuality}.Normalize()
+	setting, _ := decoder.SettingFor(img.Format, img.JPEGQuality)
+	return setting
 }
 
 func (s ingestSizer) Identity(img table.ImageOptions) string { return s.setting(img).Identity() }

@@ -18,8 +18,7 @@ import (
 // Server is a running mount.
 type Server struct {
 	*fuse.Server
-	dir string
-	m   *mountFS
+	m *mountFS
 }
 
 // Wait blocks until the mount is unmounted, then releases the files the
@@ -97,7 +96,7 @@ func mount(dir, source string, root fs.InodeEmbedder, m *mountFS) (*Server, erro
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
-	return &Server{Server: srv, dir: dir, m: m}, nil
+	return &Server{Server: srv, m: m}, nil
 }
 
 func haveFusermount() bool {

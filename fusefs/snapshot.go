@@ -199,11 +199,12 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 		return nil, syscall.ENOENT
 	}
 	if (name == rowsJSONL || name == rowsParquet) && (n.d.column == "" || len(n.s.schema.VideoColumns) == 1) {
-		f := &rowsFileNode{s: n.s, e: e, name: name}
-		if errno := f.Getattr(ctx, nil, &fuse.AttrOut{}); errno != 0 {
-			return nil, errno
+		data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *e, name)
+		if err != nil {
+			return nil, errno(name, err)
 		}
-		f.fill(ctx, &out.Attr)
+		f := &rowsFileNode{s: n.s, e: e, name: name, size: int64(len(data))}
+		fileAttr(n.s, &out.Attr, f.size)
 		return parent.NewPersistentInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path)}), 0
 	}
 	if n.d.column == "" {
@@ -214,10 +215,11 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 		return nil, syscall.ENOENT
 	}
 	f := &frameNode{s: n.s, e: e, column: n.d.column, row: row}
-	if errno := f.Getattr(ctx, nil, &fuse.AttrOut{}); errno != 0 {
-		return nil, errno
+	size, err := f.frameSize(ctx)
+	if err != nil {
+		return nil, errno("frame size", err)
 	}
-	f.fillAttr(ctx, &out.Attr)
+	fileAttr(n.s, &out.Attr, size)
 	return parent.NewPersistentInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path)}), 0
 }
 
@@ -257,10 +259,6 @@ func (n *frameNode) frameSize(ctx context.Context) (int64, error) {
 	return n.size, nil
 }
 
-func (n *frameNode) fillAttr(ctx context.Context, a *fuse.Attr) {
-	fileAttr(n.s, a, n.size)
-}
-
 // fileAttr fills the attributes of a read-only file of a snapshot.
 func fileAttr(s *snapshotDir, a *fuse.Attr, size int64) {
 	a.Mode = fuse.S_IFREG | 0o444
@@ -275,7 +273,7 @@ func (n *frameNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.Attr
 	if _, err := n.frameSize(ctx); err != nil {
 		return errno("frame size", err)
 	}
-	n.fillAttr(ctx, &out.Attr)
+	fileAttr(n.s, &out.Attr, n.size)
 	out.SetTimeout(immutableTimeout)
 	return 0
 }
@@ -382,17 +380,13 @@ type rowsFileNode struct {
 	size int64
 }
 
-func (n *rowsFileNode) fill(ctx context.Context, a *fuse.Attr) {
-	fileAttr(n.s, a, n.size)
-}
-
 func (n *rowsFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *n.e, n.name)
 	if err != nil {
 		return errno(n.name, err)
 	}
 	n.size = int64(len(data))
-	n.fill(ctx, &out.Attr)
+	fileAttr(n.s, &out.Attr, n.size)
 	return 0
 }
 

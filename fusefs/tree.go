@@ -164,11 +164,9 @@ func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string
 	}
 	setting := m.opts.Image
 	if !m.opts.ImageOverride {
-		f, err := decoder.ParseImageFormat(schema.Image.Format)
-		if err != nil {
+		if setting, err = decoder.SettingFor(schema.Image.Format, schema.Image.JPEGQuality); err != nil {
 			return nil, err
 		}
-		setting = decoder.ImageSetting{Format: f, JPEGQuality: schema.Image.JPEGQuality}
 	}
 	cat := newCatalog(tbl, m.frames, setting.Normalize(), m.stats)
 	m.mu.Lock()

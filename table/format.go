@@ -89,7 +89,6 @@ const (
 	KindUpdate  CommitKind = "update"
 	KindReplace CommitKind = "replace"
 	KindDelete  CommitKind = "delete"
-	KindEvolve  CommitKind = "evolve"
 	KindSizes   CommitKind = "sizes"
 )
 

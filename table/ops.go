@@ -434,6 +434,10 @@ func (t *Table) AddImagesAsVideo(ctx context.Context, episode string, images []s
 	if len(images) == 0 {
 		return nil, fmt.Errorf("%w: no images", ErrInvalidInput)
 	}
+	if episode == "" {
+		// The temporary file's name must not become the episode id.
+		return nil, fmt.Errorf("%w: give the episode id of the images", ErrInvalidInput)
+	}
 	schema, err := t.LatestSchema(ctx)
 	if err != nil {
 		return nil, err
@@ -457,12 +461,5 @@ func (t *Table) AddImagesAsVideo(ctx context.Context, episode string, images []s
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
 	in := EpisodeInput{Episode: episode, Videos: map[string]VideoFile{"": {Path: tmp.Name()}}, Sidecar: sc}
-	if episode == "" && (sc == nil || func() bool { id, _ := sc.EpisodeID(schema); return id == "" }()) {
-		return nil, fmt.Errorf("%w: give the episode id (the images' folder name, or the sidecar's %s column)", ErrInvalidInput, schema.EpisodeColumn)
-	}
-	snap, err := t.AddEpisodes(ctx, []EpisodeInput{in}, opts)
-	if err != nil {
-		return nil, err
-	}
-	return snap, nil
+	return t.AddEpisodes(ctx, []EpisodeInput{in}, opts)
 }

@@ -19,11 +19,7 @@ import (
 // tableImageSetting is the image setting a table's schema asks for; the
 // mount serves it and ingest stores its frame sizes.
 func tableImageSetting(img table.ImageOptions) (decoder.ImageSetting, error) {
-	f, err := decoder.ParseImageFormat(img.Format)
-	if err != nil {
-		return decoder.ImageSetting{}, err
-	}
-	return decoder.ImageSetting{Format: f, JPEGQuality: img.JPEGQuality}.Normalize(), nil
+	return decoder.SettingFor(img.Format, img.JPEGQuality)
 }
 
 // frameSizer computes per-frame image sizes at ingest with the decoder.
@@ -59,6 +55,27 @@ func withDecoder(fn func(*decoder.FrameSource) error) error {
 	return fn(frames)
 }
 
+// withIngestTable opens a table whose ingest stores per-frame image sizes
+// (decoding every frame once) unless noSizes is set, and runs fn with it.
+func withIngestTable(ctx context.Context, path string, noSizes bool, fn func(*table.Table) error) error {
+	if noSizes {
+		tbl, err := openTable(ctx, path)
+		if err != nil {
+			return err
+		}
+		return fn(tbl)
+	}
+	return withDecoder(func(frames *decoder.FrameSource) error {
+		opts := tableOptions()
+		opts.Sizer = frameSizer{frames: frames}
+		tbl, err := openTableWith(ctx, path, opts)
+		if err != nil {
+			return err
+		}
+		return fn(tbl)
+	})
+}
+
 func newIngestImagesCommand() *cobra.Command {
 	var (
 		rows, episode, codec, pixFmt string
@@ -76,57 +93,8 @@ episode id is --episode, else the sidecar's episode column, else DIR's name.
 Nothing is committed if any image is unusable.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			tbl, err := openTable(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			images, err := listImages(args[1])
-			if err != nil {
-				return err
-			}
-			var sc *table.Sidecar
-			if rows != "" {
-				if sc, err = readSidecar(rows); err != nil {
-					return err
-				}
-			}
-			if episode == "" {
-				schema, err := tbl.LatestSchema(ctx)
-				if err != nil {
-					return err
-				}
-				if sc != nil {
-					if episode, err = sc.EpisodeID(schema); err != nil {
-						return err
-					}
-				}
-				if episode == "" {
-					episode = filepath.Base(filepath.Clean(args[1]))
-				}
-			}
-			opts := decoder.VideoEncodeOptions{FPS: fps, Codec: codec, PixFmt: pixFmt, GOP: gop, CodecOptions: map[string]string{}}
-			for _, kv := range codecOpts {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return fmt.Errorf("--codec-opt %q: want KEY=VALUE", kv)
-				}
-				opts.CodecOptions[k] = v
-			}
-			encode := func(ctx context.Context, out string) error {
-				return decoder.EncodeImagesToVideo(ctx, images, out, opts)
-			}
-			return withDecoder(func(frames *decoder.FrameSource) error {
-				tbl, err := openTableWithSizer(ctx, args[0], frames, noSizes)
-				if err != nil {
-					return err
-				}
-				snap, err := tbl.AddImagesAsVideo(ctx, episode, images, sc, encode, table.AddOptions{NoSizes: noSizes})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: added episode %s, %d frames\n", snap.ID, episode, snap.Summary.FramesAdded)
-				return nil
+			return withIngestTable(cmd.Context(), args[0], noSizes, func(tbl *table.Table) error {
+				return ingestImages(cmd, tbl, args[1], imageFlags{rows, episode, codec, pixFmt, fps, gop, codecOpts, noSizes})
 			})
 		},
 	}
@@ -140,6 +108,60 @@ Nothing is committed if any image is unusable.`,
 	f.StringArrayVar(&codecOpts, "codec-opt", nil, "encoder option KEY=VALUE, e.g. crf=18 or preset=fast (repeatable)")
 	f.BoolVar(&noSizes, "no-sizes", false, "do not compute per-frame image sizes now")
 	return cmd
+}
+
+type imageFlags struct {
+	rows, episode, codec, pixFmt string
+	fps                          float64
+	gop                          int
+	codecOpts                    []string
+	noSizes                      bool
+}
+
+func ingestImages(cmd *cobra.Command, tbl *table.Table, dir string, f imageFlags) error {
+	ctx := cmd.Context()
+	rows, episode := f.rows, f.episode
+	images, err := listImages(dir)
+	if err != nil {
+		return err
+	}
+	var sc *table.Sidecar
+	if rows != "" {
+		if sc, err = readSidecar(rows); err != nil {
+			return err
+		}
+	}
+	if episode == "" {
+		schema, err := tbl.LatestSchema(ctx)
+		if err != nil {
+			return err
+		}
+		if sc != nil {
+			if episode, err = sc.EpisodeID(schema); err != nil {
+				return err
+			}
+		}
+		if episode == "" {
+			episode = filepath.Base(filepath.Clean(dir))
+		}
+	}
+	opts := decoder.VideoEncodeOptions{FPS: f.fps, Codec: f.codec, PixFmt: f.pixFmt, GOP: f.gop, CodecOptions: map[string]string{}}
+	for _, kv := range f.codecOpts {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("--codec-opt %q: want KEY=VALUE", kv)
+		}
+		opts.CodecOptions[k] = v
+	}
+	encode := func(ctx context.Context, out string) error {
+		return decoder.EncodeImagesToVideo(ctx, images, out, opts)
+	}
+	snap, err := tbl.AddImagesAsVideo(ctx, episode, images, sc, encode, table.AddOptions{NoSizes: f.noSizes})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: added episode %s, %d frames\n", snap.ID, episode, snap.Summary.FramesAdded)
+	return nil
 }
 
 // listImages returns the regular, non-hidden files of dir in name order.
@@ -161,19 +183,6 @@ func listImages(dir string) ([]string, error) {
 		return nil, fmt.Errorf("%s holds no images", dir)
 	}
 	return out, nil
-}
-
-// openTableWithSizer opens a table that stores frame sizes at ingest.
-func openTableWithSizer(ctx context.Context, path string, frames *decoder.FrameSource, noSizes bool) (*table.Table, error) {
-	store, err := openStore(path)
-	if err != nil {
-		return nil, err
-	}
-	opts := tableOptions()
-	if !noSizes {
-		opts.Sizer = frameSizer{frames: frames}
-	}
-	return table.Open(ctx, store, opts)
 }
 
 func newFrameCommand() *cobra.Command {
@@ -264,11 +273,7 @@ for the table's image setting and stores them in one commit, so that mounts
 list exact sizes without decoding.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDecoder(func(frames *decoder.FrameSource) error {
-				tbl, err := openTableWithSizer(cmd.Context(), args[0], frames, false)
-				if err != nil {
-					return err
-				}
+			return withIngestTable(cmd.Context(), args[0], false, func(tbl *table.Table) error {
 				snap, n, err := tbl.Warm(cmd.Context())
 				if err != nil {
 					return err

@@ -36,6 +36,11 @@ func openStore(path string) (storage.Store, error) {
 }
 
 func openTable(ctx context.Context, path string) (*table.Table, error) {
+	return openTableWith(ctx, path, tableOptions())
+}
+
+func openTableWith(ctx context.Context, path string, opts table.Options) (*table.Table, error) {
+	// NewLocal would create a missing directory; a typo must not.
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("table %s: %w", path, err)
 	}
@@ -43,7 +48,7 @@ func openTable(ctx context.Context, path string) (*table.Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return table.Open(ctx, store, tableOptions())
+	return table.Open(ctx, store, opts)
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -175,64 +180,8 @@ else the video's base name. For tables with several video columns, give one
 episode's videos as COLUMN=FILE.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			tbl, err := openTable(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			schema, err := tbl.LatestSchema(ctx)
-			if err != nil {
-				return err
-			}
-			videos := args[1:]
-			if rows != "" && len(videos) > 1 && len(schema.VideoColumns) == 1 {
-				return errors.New("--rows applies to a single video; give each video a sidecar instead")
-			}
-			var inputs []table.EpisodeInput
-			if len(schema.VideoColumns) > 1 {
-				in := table.EpisodeInput{Episode: episode, Videos: map[string]table.VideoFile{}}
-				for _, arg := range videos {
-					col, path, ok := strings.Cut(arg, "=")
-					if !ok {
-						return fmt.Errorf("%q: the table has video columns %s: give COLUMN=FILE", arg, strings.Join(schema.VideoColumns, ", "))
-					}
-					in.Videos[col] = table.VideoFile{Path: path, FirstFrame: firstFrame}
-				}
-				if rows == "" {
-					return errors.New("give the episode's rows with --rows")
-				}
-				if in.Sidecar, err = readSidecar(rows); err != nil {
-					return err
-				}
-				inputs = append(inputs, in)
-			} else {
-				for _, v := range videos {
-					in := table.EpisodeInput{Episode: episode, Videos: map[string]table.VideoFile{"": {Path: v, FirstFrame: firstFrame}}}
-					side := rows
-					if side == "" {
-						if side, err = findSidecar(v); err != nil {
-							return err
-						}
-					}
-					if side != "" {
-						if in.Sidecar, err = readSidecar(side); err != nil {
-							return err
-						}
-					}
-					inputs = append(inputs, in)
-				}
-			}
-			return withDecoder(func(frames *decoder.FrameSource) error {
-				tbl, err := openTableWithSizer(ctx, args[0], frames, noSizes)
-				if err != nil {
-					return err
-				}
-				snap, err := tbl.AddEpisodes(ctx, inputs, table.AddOptions{NoSizes: noSizes, AllowNewColumns: allowNew, Progress: progressBar()})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: added %d episodes, %d frames\n", snap.ID, snap.Summary.EpisodesAdded, snap.Summary.FramesAdded)
-				return nil
+			return withIngestTable(cmd.Context(), args[0], noSizes, func(tbl *table.Table) error {
+				return ingest(cmd, tbl, args[1:], ingestFlags{rows, episode, firstFrame, noSizes, allowNew})
 			})
 		},
 	}
@@ -243,6 +192,64 @@ episode's videos as COLUMN=FILE.`,
 	f.BoolVar(&noSizes, "no-sizes", false, "do not compute per-frame image sizes now (faster ingest; mounts compute them when needed)")
 	f.BoolVar(&allowNew, "allow-new-columns", false, "add sidecar columns the table lacks (nullable, new schema version) instead of failing")
 	return cmd
+}
+
+type ingestFlags struct {
+	rows, episode     string
+	firstFrame        int64
+	noSizes, allowNew bool
+}
+
+func ingest(cmd *cobra.Command, tbl *table.Table, videos []string, f ingestFlags) error {
+	ctx := cmd.Context()
+	rows, episode, firstFrame := f.rows, f.episode, f.firstFrame
+	schema, err := tbl.LatestSchema(ctx)
+	if err != nil {
+		return err
+	}
+	if rows != "" && len(videos) > 1 && len(schema.VideoColumns) == 1 {
+		return errors.New("--rows applies to a single video; give each video a sidecar instead")
+	}
+	var inputs []table.EpisodeInput
+	if len(schema.VideoColumns) > 1 {
+		in := table.EpisodeInput{Episode: episode, Videos: map[string]table.VideoFile{}}
+		for _, arg := range videos {
+			col, path, ok := strings.Cut(arg, "=")
+			if !ok {
+				return fmt.Errorf("%q: the table has video columns %s: give COLUMN=FILE", arg, strings.Join(schema.VideoColumns, ", "))
+			}
+			in.Videos[col] = table.VideoFile{Path: path, FirstFrame: firstFrame}
+		}
+		if rows == "" {
+			return errors.New("give the episode's rows with --rows")
+		}
+		if in.Sidecar, err = readSidecar(rows); err != nil {
+			return err
+		}
+		inputs = append(inputs, in)
+	} else {
+		for _, v := range videos {
+			in := table.EpisodeInput{Episode: episode, Videos: map[string]table.VideoFile{"": {Path: v, FirstFrame: firstFrame}}}
+			side := rows
+			if side == "" {
+				if side, err = findSidecar(v); err != nil {
+					return err
+				}
+			}
+			if side != "" {
+				if in.Sidecar, err = readSidecar(side); err != nil {
+					return err
+				}
+			}
+			inputs = append(inputs, in)
+		}
+	}
+	snap, err := tbl.AddEpisodes(ctx, inputs, table.AddOptions{NoSizes: f.noSizes, AllowNewColumns: f.allowNew, Progress: progressBar()})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: added %d episodes, %d frames\n", snap.ID, snap.Summary.EpisodesAdded, snap.Summary.FramesAdded)
+	return nil
 }
 
 func newUpdateCommand() *cobra.Command {
@@ -284,14 +291,7 @@ func newReplaceCommand() *cobra.Command {
 		Short: "Replace the video of an existing episode (rows stay)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := openTable(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			return withDecoder(func(frames *decoder.FrameSource) error {
-				tbl, err := openTableWithSizer(cmd.Context(), args[0], frames, noSizes)
-				if err != nil {
-					return err
-				}
+			return withIngestTable(cmd.Context(), args[0], noSizes, func(tbl *table.Table) error {
 				snap, err := tbl.ReplaceVideo(cmd.Context(), episode, column, table.VideoFile{Path: args[1], FirstFrame: firstFrame}, table.AddOptions{NoSizes: noSizes})
 				if err != nil {
 					return err
