@@ -89,8 +89,8 @@ func (t *Table) checkConflicts(ctx context.Context, ch change, head *Snapshot) e
 		}
 		for _, ep := range ch.mustBeNew {
 			if present[ep] {
-				return fmt.Errorf("%w: episode %q is already in the table (snapshot %d); use replace or update to change it",
-					ErrExists, ep, head.ID)
+				return &InputError{Index: -1, Episode: ep, Err: fmt.Errorf("%w: episode %q is already in the table (snapshot %d); use replace or update to change it",
+					ErrExists, ep, head.ID)}
 			}
 		}
 	}

@@ -21,3 +21,21 @@ var (
 	// (unknown format version or feature).
 	ErrUnsupportedFormat = errors.New("unsupported table format")
 )
+
+// InputError is an error of one input of a multi-episode operation: the
+// caller can set that input aside and retry the others.
+type InputError struct {
+	// Index is the input's position in the call, or -1 when only the
+	// episode is known (an episode found to exist at commit time).
+	Index int
+	// Episode is the episode id, when known.
+	Episode string
+	Err     error
+}
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputError(i int, in EpisodeInput, err error) error {
+	return &InputError{Index: i, Episode: in.Episode, Err: err}
+}

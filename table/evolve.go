@@ -113,3 +113,37 @@ func inferType(v any) (Type, error) {
 	}
 	return "", fmt.Errorf("cannot store %s", describe(v))
 }
+
+// Redefine gives a table that has no snapshots yet a new schema (the next
+// schema version): a table made empty, whose columns arrive with its
+// first data, takes them from a schema file then. Once a snapshot exists
+// only AddOptions.AllowNewColumns changes the schema.
+func (t *Table) Redefine(ctx context.Context, s Schema) (*Schema, error) {
+	ids, err := t.SnapshotIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) > 0 {
+		return nil, fmt.Errorf("%w: the table already has snapshots; its schema changes only by adding columns", ErrInvalidInput)
+	}
+	cur, err := t.LatestSchema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.ID = 0
+	next := s.withDefaults()
+	next.ID = cur.ID + 1
+	if err := next.Validate(); err != nil {
+		return nil, err
+	}
+	if err := t.store.PutIfAbsent(ctx, schemaKey(next.ID), marshal(next)); err != nil {
+		if errors.Is(err, storage.ErrExists) {
+			return nil, fmt.Errorf("%w: another writer changed the schema to version %d meanwhile", ErrConflict, next.ID)
+		}
+		return nil, err
+	}
+	t.mu.Lock()
+	t.schemas[next.ID] = &next
+	t.mu.Unlock()
+	return &next, nil
+}

@@ -76,32 +76,32 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 	var all []staged
 	seen := map[string]bool{}
 	checked := 0
-	for _, in := range inputs {
+	for i, in := range inputs {
 		st := staged{videos: map[string]*preparedVideo{}, first: map[string]int64{}, source: map[string]string{}}
 		videos, err := normalizeVideos(schema, in.Videos)
 		if err != nil {
-			return nil, err
+			return nil, inputError(i, in, err)
 		}
 		st.id, err = episodeID(schema, in)
 		if err != nil {
-			return nil, err
+			return nil, inputError(i, in, err)
 		}
 		if err := CheckName("episode", st.id); err != nil {
-			return nil, err
+			return nil, inputError(i, in, err)
 		}
 		if seen[st.id] {
-			return nil, fmt.Errorf("%w: episode %q appears twice in one commit", ErrInvalidInput, st.id)
+			return nil, inputError(i, in, fmt.Errorf("%w: episode %q appears twice in one commit", ErrInvalidInput, st.id))
 		}
 		seen[st.id] = true
 		minFrames := int64(-1)
 		for _, col := range schema.VideoColumns {
 			vf := videos[col]
 			if vf.FirstFrame < 0 {
-				return nil, fmt.Errorf("%w: episode %q: first frame %d is negative", ErrInvalidInput, st.id, vf.FirstFrame)
+				return nil, inputError(i, in, fmt.Errorf("%w: episode %q: first frame %d is negative", ErrInvalidInput, st.id, vf.FirstFrame))
 			}
 			pv, err := t.prepareVideo(ctx, vf.Path, schema.Image, !opts.NoSizes)
 			if err != nil {
-				return nil, fmt.Errorf("episode %q: %w", st.id, err)
+				return nil, inputError(i, in, fmt.Errorf("episode %q: %w", st.id, err))
 			}
 			checked++
 			if opts.Progress != nil {
@@ -110,8 +110,8 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 			st.videos[col], st.first[col], st.source[col] = pv, vf.FirstFrame, filepath.Base(vf.Path)
 			avail := int64(pv.index.Frames()) - vf.FirstFrame
 			if avail <= 0 {
-				return nil, fmt.Errorf("%w: episode %q: %s has %d frames, first frame %d is past its end",
-					ErrInvalidInput, st.id, filepath.Base(vf.Path), pv.index.Frames(), vf.FirstFrame)
+				return nil, inputError(i, in, fmt.Errorf("%w: episode %q: %s has %d frames, first frame %d is past its end",
+					ErrInvalidInput, st.id, filepath.Base(vf.Path), pv.index.Frames(), vf.FirstFrame))
 			}
 			if minFrames < 0 || avail < minFrames {
 				minFrames = avail
@@ -120,23 +120,23 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 		if in.Sidecar != nil {
 			st.rows, err = in.Sidecar.Rows(schema)
 			if err != nil {
-				return nil, err
+				return nil, inputError(i, in, err)
 			}
 			if int64(len(st.rows)) > minFrames {
-				return nil, fmt.Errorf("%w: %s has %d rows but the video has only %d frames from frame %d",
-					ErrInvalidInput, in.Sidecar.Name, len(st.rows), minFrames+videos[schema.VideoColumns[0]].FirstFrame, videos[schema.VideoColumns[0]].FirstFrame)
+				return nil, inputError(i, in, fmt.Errorf("%w: %s has %d rows but the video has only %d frames from frame %d",
+					ErrInvalidInput, in.Sidecar.Name, len(st.rows), minFrames+videos[schema.VideoColumns[0]].FirstFrame, videos[schema.VideoColumns[0]].FirstFrame))
 			}
 			if len(st.rows) == 0 {
-				return nil, fmt.Errorf("%w: %s has no rows", ErrInvalidInput, in.Sidecar.Name)
+				return nil, inputError(i, in, fmt.Errorf("%w: %s has no rows", ErrInvalidInput, in.Sidecar.Name))
 			}
 		} else {
 			st.rows, err = nullRows(schema, minFrames)
 			if err != nil {
-				return nil, fmt.Errorf("episode %q: %w", st.id, err)
+				return nil, inputError(i, in, fmt.Errorf("episode %q: %w", st.id, err))
 			}
 		}
 		if st.part, err = partitionValues(schema, st.id, st.rows); err != nil {
-			return nil, err
+			return nil, inputError(i, in, err)
 		}
 		all = append(all, st)
 	}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/ingest"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/videoidx"
 )
@@ -121,7 +120,7 @@ type imageFlags struct {
 func ingestImages(cmd *cobra.Command, tbl *table.Table, dir string, f imageFlags) error {
 	ctx := cmd.Context()
 	rows, episode := f.rows, f.episode
-	images, err := listImages(dir)
+	images, err := ingest.ListImages(dir)
 	if err != nil {
 		return err
 	}
@@ -162,27 +161,6 @@ func ingestImages(cmd *cobra.Command, tbl *table.Table, dir string, f imageFlags
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: added episode %s, %d frames\n", snap.ID, episode, snap.Summary.FramesAdded)
 	return nil
-}
-
-// listImages returns the regular, non-hidden files of dir in name order.
-// Every one must be an image: a stray file is reported, not skipped.
-func listImages(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") || e.IsDir() {
-			continue
-		}
-		out = append(out, filepath.Join(dir, e.Name()))
-	}
-	sort.Strings(out)
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s holds no images", dir)
-	}
-	return out, nil
 }
 
 func newFrameCommand() *cobra.Command {

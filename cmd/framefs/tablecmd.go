@@ -181,7 +181,7 @@ episode's videos as COLUMN=FILE.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withIngestTable(cmd.Context(), args[0], noSizes, func(tbl *table.Table) error {
-				return ingest(cmd, tbl, args[1:], ingestFlags{rows, episode, firstFrame, noSizes, allowNew})
+				return ingestVideos(cmd, tbl, args[1:], ingestFlags{rows, episode, firstFrame, noSizes, allowNew})
 			})
 		},
 	}
@@ -200,7 +200,7 @@ type ingestFlags struct {
 	noSizes, allowNew bool
 }
 
-func ingest(cmd *cobra.Command, tbl *table.Table, videos []string, f ingestFlags) error {
+func ingestVideos(cmd *cobra.Command, tbl *table.Table, videos []string, f ingestFlags) error {
 	ctx := cmd.Context()
 	rows, episode, firstFrame := f.rows, f.episode, f.firstFrame
 	schema, err := tbl.LatestSchema(ctx)

@@ -1,0 +1,508 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/framefs/framefs/table"
+)
+
+// Mode is what a staging directory does with what it receives.
+type Mode int
+
+const (
+	// Add commits new episodes; an existing episode is an error.
+	Add Mode = iota
+	// Replace replaces the video of an existing episode (NAME.mp4) or
+	// updates its rows (a lone sidecar NAME.jsonl).
+	Replace
+)
+
+func (m Mode) String() string {
+	if m == Replace {
+		return "replace"
+	}
+	return "ingest"
+}
+
+// ErrNoSpace means the staging area is full.
+var ErrNoSpace = errors.New("ingest: staging area full")
+
+// Options configure a Stager.
+type Options struct {
+	Mode Mode
+	// Dir is the staging directory users write into.
+	Dir string
+	// WorkDir holds journals and links; it must be on Dir's filesystem.
+	WorkDir string
+	// Table opens the table commits go to.
+	Table func(ctx context.Context) (*table.Table, error)
+	// Settle is how long a file must stay closed and unchanged before it
+	// commits (default 2 s).
+	Settle time.Duration
+	// LimitBytes bounds what Dir may hold (0: no limit).
+	LimitBytes int64
+	// EncodeImages writes images as a video at out (for image folders).
+	EncodeImages func(ctx context.Context, images []string, out string) error
+	// AddOptions are passed to the table's AddEpisodes and ReplaceVideo.
+	AddOptions table.AddOptions
+	// Committed, when set, is called after every commit.
+	Committed func(*table.Snapshot)
+	// Removed, when set, is called with the top-level names of Dir the
+	// stager created or deleted (to refresh a view of Dir).
+	Changed func(names []string)
+	Logger  *slog.Logger
+}
+
+// Stats count what a stager did.
+type Stats struct {
+	Commits  int64 // snapshots committed
+	Episodes int64 // episodes added, replaced or updated
+	Failures int64 // groups that got an error file
+	Staged   int64 // bytes in the staging directory
+}
+
+// Stager commits what arrives in one staging directory.
+type Stager struct {
+	opts Options
+	log  *slog.Logger
+
+	commitMu sync.Mutex // one commit at a time
+	kick     chan struct{}
+
+	mu       sync.Mutex // guards the fields below
+	writers  map[uint64]int
+	seen     map[string]observation // entry name -> last fingerprint
+	reported map[string]string      // group -> fingerprint its error is about
+	status   map[string]string      // group -> state shown in .status
+	history  []string               // last commits, newest last
+	lines    []string               // the staged groups, for .status
+	stats    Stats
+	lastErr  string
+	retryAt  time.Time
+}
+
+// observation is when an entry was last seen to change.
+type observation struct {
+	fp    string
+	since time.Time
+}
+
+// New makes a stager; Run starts it.
+func New(opts Options) (*Stager, error) {
+	if opts.Settle <= 0 {
+		opts.Settle = 2 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	for _, d := range []string{opts.Dir, opts.WorkDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+	}
+	return &Stager{
+		opts: opts, log: opts.Logger.With("dir", opts.Mode.String(), "staging", opts.Dir),
+		kick: make(chan struct{}, 1), writers: map[uint64]int{}, seen: map[string]observation{},
+		reported: map[string]string{}, status: map[string]string{},
+	}, nil
+}
+
+// Dir is the staging directory.
+func (s *Stager) Dir() string { return s.opts.Dir }
+
+// Run settles and commits until ctx ends. It first finishes what a
+// crashed predecessor left in the journal.
+func (s *Stager) Run(ctx context.Context) {
+	if err := s.recoverJournal(ctx); err != nil {
+		s.log.Error("recovering the ingest journal", "err", err)
+	}
+	tick := time.NewTicker(max(s.opts.Settle/4, 50*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-s.kick:
+		}
+		s.mu.Lock()
+		wait := time.Now().Before(s.retryAt)
+		s.mu.Unlock()
+		if !wait {
+			s.step(ctx, false)
+		}
+	}
+}
+
+// Kick asks for a look at the directory now (after a close or rename).
+func (s *Stager) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// WriterOpened and WriterClosed track files open for writing, by inode:
+// an open file is never committed.
+func (s *Stager) WriterOpened(ino uint64) {
+	s.mu.Lock()
+	s.writers[ino]++
+	s.mu.Unlock()
+}
+
+func (s *Stager) WriterClosed(ino uint64) {
+	s.mu.Lock()
+	if s.writers[ino]--; s.writers[ino] <= 0 {
+		delete(s.writers, ino)
+	}
+	s.mu.Unlock()
+	s.Kick()
+}
+
+// Grow reserves room for delta more bytes, or returns ErrNoSpace.
+func (s *Stager) Grow(delta int64) error {
+	if s.opts.LimitBytes <= 0 || delta <= 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stats.Staged+delta > s.opts.LimitBytes {
+		return ErrNoSpace
+	}
+	s.stats.Staged += delta
+	return nil
+}
+
+// Stats returns the counters.
+func (s *Stager) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// CommitNow commits every group that nobody is writing, settled or not,
+// including videos without a sidecar (their rows are empty). It returns
+// once done; groups that fail get their error files as usual.
+func (s *Stager) CommitNow(ctx context.Context) error {
+	return s.step(ctx, true)
+}
+
+// entry is one top-level item of the staging directory.
+type entry struct {
+	name    string
+	kind    kind
+	group   string
+	fp      string
+	inos    []uint64
+	size    int64
+	settled bool
+	open    bool
+}
+
+// group is what commits together: the entries of one base name.
+type group struct {
+	name    string
+	entries []*entry
+	// ready: every entry settled (or, for CommitNow, not open).
+	ready bool
+	fp    string
+}
+
+func (g *group) of(k kind) []*entry {
+	var out []*entry
+	for _, e := range g.entries {
+		if e.kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// scan reads the directory and updates what was seen when.
+func (s *Stager) scan(now time.Time) ([]*entry, error) {
+	des, err := os.ReadDir(s.opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	var out []*entry
+	var total int64
+	present := map[string]bool{}
+	for _, de := range des {
+		k, grp := classify(de.Name(), de.IsDir())
+		e := &entry{name: de.Name(), kind: k, group: grp}
+		path := filepath.Join(s.opts.Dir, de.Name())
+		if de.IsDir() {
+			if err := s.fingerprintDir(path, e); err != nil {
+				continue // vanished meanwhile
+			}
+		} else if err := fingerprintFile(path, e); err != nil {
+			continue
+		}
+		total += e.size
+		if k == kindIgnored {
+			continue
+		}
+		present[e.name] = true
+		out = append(out, e)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.Staged = total
+	for name := range s.seen {
+		if !present[name] {
+			delete(s.seen, name)
+		}
+	}
+	for _, e := range out {
+		obs, ok := s.seen[e.name]
+		if !ok || obs.fp != e.fp {
+			obs = observation{fp: e.fp, since: now}
+			s.seen[e.name] = obs
+		}
+		for _, ino := range e.inos {
+			if s.writers[ino] > 0 {
+				e.open = true
+			}
+		}
+		e.settled = !e.open && now.Sub(obs.since) >= s.opts.Settle
+	}
+	return out, nil
+}
+
+func fingerprintFile(path string, e *entry) error {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		return err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		e.kind = kindUnknown
+	}
+	e.inos = []uint64{st.Ino}
+	e.size = st.Size
+	e.fp = fmt.Sprintf("%d:%d:%d.%d", st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec)
+	return nil
+}
+
+// fingerprintDir covers an image folder's files, one level deep.
+func (s *Stager) fingerprintDir(path string, e *entry) error {
+	des, err := os.ReadDir(path)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, de := range des {
+		var sub entry
+		if err := fingerprintFile(filepath.Join(path, de.Name()), &sub); err != nil {
+			continue
+		}
+		e.inos = append(e.inos, sub.inos...)
+		e.size += sub.size
+		fmt.Fprintf(&b, "%s=%s;", de.Name(), sub.fp)
+	}
+	e.fp = b.String()
+	return nil
+}
+
+// groups gathers entries by base name. Video files NAME.COLUMN.mp4 of a
+// table with several video columns belong to NAME.
+func groups(entries []*entry, videoColumns []string, now bool) []*group {
+	by := map[string]*group{}
+	for _, e := range entries {
+		name := e.group
+		if e.kind == kindVideo && len(videoColumns) > 1 {
+			if base, col, ok := cutColumn(name); ok && contains(videoColumns, col) {
+				name = base
+			}
+		}
+		g := by[name]
+		if g == nil {
+			g = &group{name: name, ready: true}
+			by[name] = g
+		}
+		g.entries = append(g.entries, e)
+		if now {
+			g.ready = g.ready && !e.open
+		} else {
+			g.ready = g.ready && e.settled
+		}
+	}
+	out := make([]*group, 0, len(by))
+	for _, g := range by {
+		sort.Slice(g.entries, func(i, j int) bool { return g.entries[i].name < g.entries[j].name })
+		var fp strings.Builder
+		for _, e := range g.entries {
+			fp.WriteString(e.name + "=" + e.fp + ";")
+		}
+		g.fp = fp.String()
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+func cutColumn(name string) (base, column string, ok bool) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 {
+		return "", "", false
+	}
+	return name[:i], name[i+1:], true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// step looks at the directory once and commits what is ready.
+func (s *Stager) step(ctx context.Context, now bool) error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	entries, err := s.scan(time.Now())
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		s.setStatus(nil)
+		return nil
+	}
+	tbl, err := s.opts.Table(ctx)
+	if err != nil {
+		s.transient(err)
+		return err
+	}
+	schema, err := tbl.LatestSchema(ctx)
+	if err != nil {
+		s.transient(err)
+		return err
+	}
+	gs := groups(entries, schema.VideoColumns, now)
+	s.setStatus(gs)
+	if s.opts.Mode == Replace {
+		err = s.commitReplace(ctx, tbl, schema, gs, now)
+	} else {
+		err = s.commitAdd(ctx, tbl, schema, gs, now)
+	}
+	// Show what is left, with the problems just found.
+	if entries, serr := s.scan(time.Now()); serr == nil {
+		s.setStatus(groups(entries, schema.VideoColumns, now))
+	}
+	return err
+}
+
+// transient records an error that is not the input's fault (storage
+// down, say): nothing is marked failed and the stager retries later.
+func (s *Stager) transient(err error) {
+	s.log.Warn("will retry", "err", err)
+	s.mu.Lock()
+	s.lastErr = fmt.Sprintf("%s: %v", time.Now().UTC().Format(time.RFC3339), err)
+	s.retryAt = time.Now().Add(max(s.opts.Settle, 2*time.Second))
+	s.mu.Unlock()
+}
+
+// fail writes NAME.error for a group, once per state of its files.
+func (s *Stager) fail(g *group, msg string) {
+	s.mu.Lock()
+	if s.reported[g.name] == g.fp {
+		s.mu.Unlock()
+		return
+	}
+	s.reported[g.name] = g.fp
+	if strings.HasPrefix(msg, "waiting") {
+		s.status[g.name] = firstLine(msg)
+	} else {
+		s.stats.Failures++
+		s.status[g.name] = "failed: " + firstLine(msg)
+	}
+	s.mu.Unlock()
+	s.log.Warn("not committed", "group", g.name, "problem", msg)
+	name := g.name + ErrorSuffix
+	text := msg + "\n\nFix the files and they are tried again; remove " + name + " to dismiss this message.\n"
+	if err := os.WriteFile(filepath.Join(s.opts.Dir, name), []byte(text), 0o644); err != nil {
+		s.log.Error("writing error file", "file", name, "err", err)
+	}
+	s.changed(name)
+}
+
+// alreadyReported tells whether a group failed before in this state. A
+// group reported as waiting for more files is tried again when the user
+// asks for a commit now.
+func (s *Stager) alreadyReported(g *group, now bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now && strings.HasPrefix(s.status[g.name], "waiting") {
+		return false
+	}
+	return s.reported[g.name] == g.fp
+}
+
+func (s *Stager) changed(names ...string) {
+	if s.opts.Changed != nil && len(names) > 0 {
+		s.opts.Changed(names)
+	}
+}
+
+// done removes a committed group's files (those still the ones that
+// were committed) and its error file.
+func (s *Stager) done(g *group, entries []*entry) {
+	var removed []string
+	for _, e := range entries {
+		path := filepath.Join(s.opts.Dir, e.name)
+		var fresh entry
+		var err error
+		if e.kind == kindImages {
+			err = s.fingerprintDir(path, &fresh)
+		} else {
+			err = fingerprintFile(path, &fresh)
+		}
+		if err != nil || fresh.fp != e.fp {
+			continue // changed since: a new version to stage, not ours to delete
+		}
+		if err := os.RemoveAll(path); err == nil {
+			removed = append(removed, e.name)
+		}
+	}
+	errName := g.name + ErrorSuffix
+	if os.Remove(filepath.Join(s.opts.Dir, errName)) == nil {
+		removed = append(removed, errName)
+	}
+	s.mu.Lock()
+	delete(s.reported, g.name)
+	delete(s.status, g.name)
+	s.mu.Unlock()
+	s.changed(removed...)
+}
+
+func (s *Stager) committed(snap *table.Snapshot, what string) {
+	line := fmt.Sprintf("%s snapshot %d: %s", snap.Time.UTC().Format(time.RFC3339), snap.ID, what)
+	s.log.Info("committed", "snapshot", snap.ID, "what", what)
+	s.mu.Lock()
+	s.stats.Commits++
+	s.history = append(s.history, line)
+	if len(s.history) > 10 {
+		s.history = s.history[len(s.history)-10:]
+	}
+	s.lastErr = ""
+	s.mu.Unlock()
+	if s.opts.Committed != nil {
+		s.opts.Committed(snap)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
