@@ -20,7 +20,10 @@ func errno(op string, err error) syscall.Errno {
 		return 0
 	case errors.Is(err, table.ErrNotFound), errors.Is(err, storage.ErrNotFound), errors.Is(err, decoder.ErrFrameRange):
 		return syscall.ENOENT
+	case errors.Is(err, table.ErrExists):
+		return syscall.EEXIST
 	case errors.Is(err, table.ErrInvalidName), errors.Is(err, storage.ErrInvalidKey):
+		slog.Info("framefs: refused", "op", op, "err", err)
 		return syscall.EINVAL
 	case errors.Is(err, context.Canceled):
 		return syscall.EINTR

@@ -25,6 +25,7 @@ type Server struct {
 // mount kept open.
 func (s *Server) Wait() {
 	s.Server.Wait()
+	s.m.stopStaging()
 	s.m.closeCatalogs()
 }
 
@@ -50,17 +51,23 @@ func MountTable(dir, source string, tbl *table.Table, frames FrameServer, opts O
 		return nil, err
 	}
 	tn.withStats = true
-	return mount(dir, source, tn, m)
+	srv, err := mount(dir, source, tn, m)
+	if err == nil {
+		tn.live.Store(true)
+	}
+	return srv, err
 }
 
 func newMountFS(frames FrameServer, opts Options) *mountFS {
 	uid, gid := currentOwner()
+	bg, stop := context.WithCancel(context.Background())
 	return &mountFS{opts: opts.withDefaults(), frames: frames, stats: &stats{}, started: time.Now(), uid: uid, gid: gid,
-		extraStats: opts.ExtraStats}
+		extraStats: opts.ExtraStats, bg: bg, stop: stop}
 }
 
 func mount(dir, source string, root fs.InodeEmbedder, m *mountFS) (*Server, error) {
 	if err := clearStaleMount(dir); err != nil {
+		m.stopStaging()
 		return nil, err
 	}
 	one := time.Second
@@ -94,6 +101,7 @@ func mount(dir, source string, root fs.InodeEmbedder, m *mountFS) (*Server, erro
 	}
 	srv, err := fs.Mount(dir, root, opts)
 	if err != nil {
+		m.stopStaging()
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	return &Server{Server: srv, m: m}, nil

@@ -60,6 +60,14 @@ func (w dirWarehouse) Open(ctx context.Context, name string) (*table.Table, erro
 	return table.Open(ctx, store, tableOptions())
 }
 
+func (w dirWarehouse) Create(ctx context.Context, name string) (*table.Table, error) {
+	store, err := storage.NewLocal(filepath.Join(w.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	return table.Create(ctx, store, table.Schema{}, tableOptions())
+}
+
 // fixture is a warehouse with table "robot" (partitioned by task, one
 // video column) mounted at mnt.
 type fixture struct {

@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -24,6 +25,22 @@ type Options struct {
 	ReadOnly bool
 	// Debug logs every FUSE request.
 	Debug bool
+	// StagingDir holds what users write into the write directories
+	// (TABLE/ingest/, TABLE/replace/) until it is committed; it must be on
+	// a local disk. Empty: no write directories.
+	StagingDir string
+	// Settle is how long a staged file must stay closed and unchanged
+	// before it commits (default 2 s).
+	Settle time.Duration
+	// StagingLimit bounds the bytes staged per write directory (0: no
+	// limit); writes past it fail with ENOSPC.
+	StagingLimit int64
+	// EncodeImages encodes a folder of images dropped into ingest/ as a
+	// video.
+	EncodeImages func(ctx context.Context, images []string, out string) error
+	// IngestNoSizes skips computing frame sizes when committing; mounts
+	// then compute them when first listed.
+	IngestNoSizes bool
 	// ExtraStats adds lines (Prometheus text) to .stats: counters of the
 	// decoder and its caches.
 	ExtraStats func(b *strings.Builder)

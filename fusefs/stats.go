@@ -56,5 +56,13 @@ func (n *statsNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	return &bytesHandle{data: n.m.stats.text(n.m.extraStats)}, fuse.FOPEN_DIRECT_IO, 0
+	return &bytesHandle{data: n.m.stats.text(n.m.statsExtra)}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// statsExtra adds the write directories' and the decoder's counters.
+func (m *mountFS) statsExtra(b *strings.Builder) {
+	m.stagingStats(b)
+	if m.extraStats != nil {
+		m.extraStats(b)
+	}
 }

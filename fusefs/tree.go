@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,6 +26,9 @@ type Warehouse interface {
 	Tables(ctx context.Context) ([]string, error)
 	// Open opens a table by name.
 	Open(ctx context.Context, name string) (*table.Table, error)
+	// Create makes a new, empty table (no columns but the episode id
+	// and the video; its first sidecars add the rest).
+	Create(ctx context.Context, name string) (*table.Table, error)
 }
 
 // mountFS holds what every node of one mount shares.
@@ -40,6 +44,12 @@ type mountFS struct {
 
 	mu       sync.Mutex // guards catalogs
 	catalogs []*catalog
+
+	// The stagers of write directories run until bg ends (at unmount).
+	bg      context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	stagers []stagerRef
 }
 
 // closeCatalogs releases what the tables' catalogs hold open.
@@ -134,7 +144,9 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		n.mu.Unlock()
 	}
 	dirAttr(n.m, &out.Attr, n.m.started)
-	return n.NewInode(ctx, tn, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(tn.path)}), 0
+	in := n.NewInode(ctx, tn, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(tn.path)})
+	tn.live.Store(true)
+	return in, 0
 }
 
 // --- a table ----------------------------------------------------------------
@@ -149,6 +161,11 @@ type tableNode struct {
 	path string
 	// withStats adds .stats (the root of a one-table mount).
 	withStats bool
+	// staging holds the write directories (ingest, replace) unless the
+	// mount is read-only.
+	staging map[string]*stagingNode
+	// live is set once the kernel knows the node.
+	live atomic.Bool
 
 	mu        sync.Mutex // guards the fields below
 	ids       []int64
@@ -172,7 +189,22 @@ func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string
 	m.mu.Lock()
 	m.catalogs = append(m.catalogs, cat)
 	m.mu.Unlock()
-	return &tableNode{m: m, tbl: tbl, cat: cat, path: path, snaps: map[int64]*table.Snapshot{}}, nil
+	tn := &tableNode{m: m, tbl: tbl, cat: cat, path: path, snaps: map[int64]*table.Snapshot{}}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.startStaging(tn); err != nil {
+		return nil, fmt.Errorf("write directories of %s: %w", tbl, err)
+	}
+	return tn, nil
+}
+
+// committed makes a commit from a write directory visible at once:
+// latest moves without waiting for the refresh interval.
+func (n *tableNode) committed() {
+	n.refresh(context.Background(), true)
+	if n.live.Load() {
+		go n.NotifyEntry(nameLatest)
+	}
 }
 
 // refresh re-reads the snapshot and tag lists when they are older than
@@ -248,6 +280,11 @@ func (n *tableNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	entries = append(entries,
 		fuse.DirEntry{Name: nameSnapshots, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + nameSnapshots)},
 		fuse.DirEntry{Name: nameTags, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + nameTags)})
+	for _, name := range []string{nameIngest, nameReplace} {
+		if n.staging[name] != nil {
+			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + name)})
+		}
+	}
 	if n.withStats {
 		entries = append(entries, fuse.DirEntry{Name: statsName, Mode: fuse.S_IFREG, Ino: ino("/" + statsName)})
 	}
@@ -277,6 +314,13 @@ func (n *tableNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	case nameTags:
 		dirAttr(n.m, &out.Attr, n.m.started)
 		return n.NewInode(ctx, &tagsNode{t: n, path: path}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
+	case nameIngest, nameReplace:
+		if root := n.staging[name]; root != nil {
+			stagingDirAttr(n.m, &out.Attr)
+			in := n.NewInode(ctx, root, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)})
+			root.live.Store(true)
+			return in, 0
+		}
 	case statsName:
 		if n.withStats {
 			return n.NewInode(ctx, &statsNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino("/" + statsName)}), 0

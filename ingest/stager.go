@@ -57,7 +57,7 @@ type Options struct {
 	AddOptions table.AddOptions
 	// Committed, when set, is called after every commit.
 	Committed func(*table.Snapshot)
-	// Removed, when set, is called with the top-level names of Dir the
+	// Changed, when set, is called with the top-level names of Dir the
 	// stager created or deleted (to refresh a view of Dir).
 	Changed func(names []string)
 	Logger  *slog.Logger
@@ -119,6 +119,12 @@ func New(opts Options) (*Stager, error) {
 
 // Dir is the staging directory.
 func (s *Stager) Dir() string { return s.opts.Dir }
+
+// Mode is what the stager does with what it receives.
+func (s *Stager) Mode() Mode { return s.opts.Mode }
+
+// SetChanged sets Options.Changed before Run starts.
+func (s *Stager) SetChanged(f func(names []string)) { s.opts.Changed = f }
 
 // Run settles and commits until ctx ends. It first finishes what a
 // crashed predecessor left in the journal.

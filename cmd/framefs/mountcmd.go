@@ -63,6 +63,21 @@ func (w localWarehouse) Open(ctx context.Context, name string) (*table.Table, er
 	return openTable(ctx, filepath.Join(w.dir, name))
 }
 
+func (w localWarehouse) Create(ctx context.Context, name string) (*table.Table, error) {
+	if err := table.CheckName("table", name); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(w.dir, name)
+	if _, err := os.Stat(dir); err == nil {
+		return nil, fmt.Errorf("%w: %s", table.ErrExists, dir)
+	}
+	store, err := openStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	return table.Create(ctx, store, table.Schema{}, tableOptions())
+}
+
 func newMountCommand() *cobra.Command {
 	var f mountFlags
 	cmd := &cobra.Command{

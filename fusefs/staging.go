@@ -1,0 +1,403 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/ingest"
+	"github.com/framefs/framefs/table"
+)
+
+// Names in a staging directory that are not files on disk.
+const (
+	nameStatus = ".status" // what is staged, waiting and committed
+	nameCommit = ".commit" // touch it to commit what is staged now
+)
+
+// stagingNode serves TABLE/ingest/ and TABLE/replace/ (and their image
+// folders): a loopback of the stager's directory on local disk, so that
+// every POSIX operation file managers, cp and rsync use works as on a
+// local disk. It tells the stager which files are open for writing,
+// enforces the staging limit, and adds .status and .commit at the top.
+type stagingNode struct {
+	*fs.LoopbackNode
+	st   *ingest.Stager
+	m    *mountFS
+	root bool
+	// live is set once the kernel knows the node: only then can it be
+	// told to drop cached entries.
+	live atomic.Bool
+}
+
+func newStagingRoot(st *ingest.Stager, m *mountFS) (*stagingNode, error) {
+	var s syscall.Stat_t
+	if err := syscall.Stat(st.Dir(), &s); err != nil {
+		return nil, err
+	}
+	lr := &fs.LoopbackRoot{Path: st.Dir(), Dev: uint64(s.Dev)}
+	n := &stagingNode{LoopbackNode: &fs.LoopbackNode{RootData: lr}, st: st, m: m, root: true}
+	lr.RootNode = n
+	return n, nil
+}
+
+// WrapChild makes every file and folder below a staging directory a
+// stagingNode too.
+func (n *stagingNode) WrapChild(ctx context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	if lb, ok := ops.(*fs.LoopbackNode); ok {
+		return &stagingNode{LoopbackNode: lb, st: n.st, m: n.m}
+	}
+	return ops
+}
+
+func (n *stagingNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.root {
+		switch name {
+		case nameStatus:
+			out.Mode = fuse.S_IFREG | 0o444
+			n.m.owner(&out.Attr)
+			out.SetEntryTimeout(0)
+			out.SetAttrTimeout(0)
+			return n.NewInode(ctx, &stagingStatusNode{st: n.st, m: n.m}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(n.st.Dir() + "/" + nameStatus)}), 0
+		case nameCommit:
+			return nil, syscall.ENOENT
+		}
+	}
+	return n.LoopbackNode.Lookup(ctx, name, out)
+}
+
+// OpendirHandle lists the directory on disk, plus .status at the top.
+func (n *stagingNode) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if !n.root {
+		return n.LoopbackNode.OpendirHandle(ctx, flags)
+	}
+	ds, errno := fs.NewLoopbackDirStream(n.st.Dir())
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	defer ds.Close()
+	entries := []fuse.DirEntry{{Name: nameStatus, Mode: fuse.S_IFREG, Ino: ino(n.st.Dir() + "/" + nameStatus)}}
+	for ds.HasNext() {
+		e, errno := ds.Next()
+		if errno != 0 {
+			return nil, 0, errno
+		}
+		entries = append(entries, e)
+	}
+	return fs.NewListDirStream(entries), 0, 0
+}
+
+func (n *stagingNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if n.root {
+		switch name {
+		case nameCommit:
+			return n.commitNow(ctx, out)
+		case nameStatus:
+			return nil, nil, 0, syscall.EEXIST
+		}
+	}
+	inode, fh, fl, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	return inode, n.track(fh, out.Attr.Ino), fl, 0
+}
+
+// commitNow runs for `touch .commit`: it commits what is staged before
+// returning, so that a script can look under latest/ right after.
+func (n *stagingNode) commitNow(ctx context.Context, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	// A commit must not stop halfway because the caller was interrupted.
+	if err := n.st.CommitNow(context.WithoutCancel(ctx)); err != nil {
+		slog.Error("commit requested through .commit failed", "dir", n.st.Dir(), "err", err)
+		return nil, nil, 0, syscall.EIO
+	}
+	out.Mode = fuse.S_IFREG | 0o644
+	n.m.owner(&out.Attr)
+	out.SetEntryTimeout(0)
+	out.SetAttrTimeout(0)
+	node := n.NewInode(ctx, &commitNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(n.st.Dir() + "/" + nameCommit)})
+	return node, discardHandle{}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+func (n *stagingNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	fh, fl, errno := n.LoopbackNode.Open(ctx, flags)
+	if errno != 0 || flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC) == 0 {
+		return fh, fl, errno
+	}
+	return n.track(fh, n.StableAttr().Ino), fl, 0
+}
+
+// Setattr refuses to grow a file past the staging limit (truncate up).
+func (n *stagingNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if size, ok := in.GetSize(); ok {
+		var cur fuse.AttrOut
+		if errno := n.LoopbackNode.Getattr(ctx, nil, &cur); errno == 0 && size > cur.Size {
+			if err := n.st.Grow(int64(size - cur.Size)); err != nil {
+				return syscall.ENOSPC
+			}
+		}
+	}
+	if tf, ok := f.(*trackedFile); ok {
+		f = tf.stagedFile
+	}
+	errno := n.LoopbackNode.Setattr(ctx, f, in, out)
+	n.st.Kick()
+	return errno
+}
+
+func (n *stagingNode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if n.root && (name == nameStatus || name == nameCommit) {
+		return syscall.EPERM
+	}
+	errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
+	n.st.Kick()
+	return errno
+}
+
+func (n *stagingNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	errno := n.LoopbackNode.Unlink(ctx, name)
+	n.st.Kick()
+	return errno
+}
+
+// Symlinks and device nodes have no place among staged media.
+func (n *stagingNode) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+func (n *stagingNode) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	return nil, syscall.EPERM
+}
+
+// stagedFile is what go-fuse's loopback file handles implement.
+type stagedFile interface {
+	fs.FileReader
+	fs.FileWriter
+	fs.FileFlusher
+	fs.FileFsyncer
+	fs.FileReleaser
+	fs.FileGetattrer
+	fs.FileSetattrer
+	fs.FileLseeker
+	fs.FileAllocater
+	fs.FileGetlker
+	fs.FileSetlker
+	fs.FileSetlkwer
+}
+
+// trackedFile is a staged file open for writing: the stager holds back
+// its group until it is closed, and writes past the staging limit fail
+// with ENOSPC.
+type trackedFile struct {
+	stagedFile
+	st  *ingest.Stager
+	ino uint64
+}
+
+func (n *stagingNode) track(fh fs.FileHandle, ino uint64) fs.FileHandle {
+	sf, ok := fh.(stagedFile)
+	if !ok {
+		return fh
+	}
+	n.st.WriterOpened(ino)
+	return &trackedFile{stagedFile: sf, st: n.st, ino: ino}
+}
+
+func (f *trackedFile) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if errno := f.grow(ctx, off+int64(len(data))); errno != 0 {
+		return 0, errno
+	}
+	return f.stagedFile.Write(ctx, data, off)
+}
+
+func (f *trackedFile) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	if errno := f.grow(ctx, int64(off+size)); errno != 0 {
+		return errno
+	}
+	return f.stagedFile.Allocate(ctx, off, size, mode)
+}
+
+// grow reserves what a write up to end adds to the file.
+func (f *trackedFile) grow(ctx context.Context, end int64) syscall.Errno {
+	var a fuse.AttrOut
+	if errno := f.stagedFile.Getattr(ctx, &a); errno != 0 {
+		return errno
+	}
+	if err := f.st.Grow(end - int64(a.Size)); errors.Is(err, ingest.ErrNoSpace) {
+		return syscall.ENOSPC
+	}
+	return 0
+}
+
+func (f *trackedFile) Release(ctx context.Context) syscall.Errno {
+	errno := f.stagedFile.Release(ctx)
+	f.st.WriterClosed(f.ino)
+	return errno
+}
+
+// stagingStatusNode is .status, made when opened.
+type stagingStatusNode struct {
+	fs.Inode
+	readOnly
+	st *ingest.Stager
+	m  *mountFS
+}
+
+func (n *stagingStatusNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = fuse.S_IFREG | 0o444
+	n.m.owner(&out.Attr)
+	return 0
+}
+
+func (n *stagingStatusNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC) != 0 {
+		return nil, 0, syscall.EPERM
+	}
+	return &bytesHandle{data: []byte(n.st.Status())}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// commitNode is what `touch .commit` created; it is empty and forgotten.
+type commitNode struct {
+	fs.Inode
+	m *mountFS
+}
+
+func (n *commitNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode = fuse.S_IFREG | 0o644
+	n.m.owner(&out.Attr)
+	return 0
+}
+
+// Setattr accepts touch's timestamps (and echo's truncation).
+func (n *commitNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return n.Getattr(ctx, f, out)
+}
+
+// discardHandle takes what is written to .commit and drops it.
+type discardHandle struct{}
+
+func (discardHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	return uint32(len(data)), 0
+}
+
+// Staging directory kinds under a table.
+const (
+	nameIngest  = "ingest"
+	nameReplace = "replace"
+)
+
+// startStaging makes and starts the stagers of a table's write
+// directories, under the mount's staging area.
+func (m *mountFS) startStaging(tn *tableNode) error {
+	if m.opts.ReadOnly || m.opts.StagingDir == "" {
+		return nil
+	}
+	base := filepath.Join(m.opts.StagingDir, stagingKey(tn.tbl.String()))
+	tn.staging = map[string]*stagingNode{}
+	for _, mode := range []ingest.Mode{ingest.Add, ingest.Replace} {
+		name := mode.String()
+		st, err := ingest.New(ingest.Options{
+			Mode: mode, Dir: filepath.Join(base, name), WorkDir: filepath.Join(base, ".work-"+name),
+			Table:        func(context.Context) (*table.Table, error) { return tn.tbl, nil },
+			Settle:       m.opts.Settle,
+			LimitBytes:   m.opts.StagingLimit,
+			EncodeImages: m.opts.EncodeImages,
+			AddOptions:   table.AddOptions{NoSizes: m.opts.IngestNoSizes},
+			Committed:    func(*table.Snapshot) { tn.committed() },
+			Logger:       slog.Default().With("table", tn.tbl.String()),
+		})
+		if err != nil {
+			return err
+		}
+		root, err := newStagingRoot(st, m)
+		if err != nil {
+			return err
+		}
+		// Files the stager removed or created must not linger in the
+		// kernel's caches. Never notify from inside a request on the same
+		// directory (touch .commit): the kernel holds its lock.
+		st.SetChanged(func(names []string) {
+			if !root.live.Load() {
+				return
+			}
+			go func() {
+				for _, n := range names {
+					root.NotifyEntry(n)
+				}
+			}()
+		})
+		tn.staging[name] = root
+		m.stagers = append(m.stagers, stagerRef{table: tn.tbl.String(), st: st})
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			st.Run(m.bg)
+		}()
+	}
+	return nil
+}
+
+// stagingKey names a table's staging area: readable, and unique per
+// table location.
+func stagingKey(location string) string {
+	h := fnv.New64a()
+	h.Write([]byte(location))
+	base := filepath.Base(location)
+	if table.CheckName("table", base) != nil {
+		base = "table"
+	}
+	return fmt.Sprintf("%s-%016x", base, h.Sum64())
+}
+
+type stagerRef struct {
+	table string
+	st    *ingest.Stager
+}
+
+// stagingStats adds the stagers' counters to .stats.
+func (m *mountFS) stagingStats(b *strings.Builder) {
+	m.mu.Lock()
+	stagers := m.stagers
+	m.mu.Unlock()
+	if len(stagers) == 0 {
+		return
+	}
+	metrics := []struct {
+		name, help, typ string
+		value           func(ingest.Stats) int64
+	}{
+		{"ingest_commits_total", "Snapshots committed from write directories.", "counter", func(s ingest.Stats) int64 { return s.Commits }},
+		{"ingest_episodes_total", "Episodes added, replaced or updated from write directories.", "counter", func(s ingest.Stats) int64 { return s.Episodes }},
+		{"ingest_failures_total", "Staged groups rejected with an .error file.", "counter", func(s ingest.Stats) int64 { return s.Failures }},
+		{"ingest_staged_bytes", "Bytes held in the staging area.", "gauge", func(s ingest.Stats) int64 { return s.Staged }},
+	}
+	for _, mt := range metrics {
+		fmt.Fprintf(b, "# HELP framefs_%s %s\n# TYPE framefs_%s %s\n", mt.name, mt.help, mt.name, mt.typ)
+		for _, r := range stagers {
+			fmt.Fprintf(b, "framefs_%s{table=%q,dir=%q} %d\n", mt.name, r.table, r.st.Mode(), mt.value(r.st.Stats()))
+		}
+	}
+}
+
+// stopStaging stops the stagers at unmount.
+func (m *mountFS) stopStaging() {
+	if m.stop != nil {
+		m.stop()
+	}
+	m.wg.Wait()
+}
+
+func stagingDirAttr(m *mountFS, a *fuse.Attr) {
+	a.Mode = fuse.S_IFDIR | 0o755
+	a.Nlink = 2
+	m.owner(a)
+}
