@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -113,12 +117,21 @@ func haveFusermount() bool {
 }
 
 // clearStaleMount detaches a dead FUSE mount left at dir by a daemon that
-// crashed (its mount point answers ENOTCONN), so that a new mount can take
-// its place.
+// crashed, so that a new mount can take its place. A dead mount answers
+// ENOTCONN, but only to requests that reach the kernel's FUSE
+// connection: stat of the mount point may still be served from cached
+// attributes, so the directory is opened to find out.
 func clearStaleMount(dir string) error {
-	_, err := os.Stat(dir)
-	if err == nil || !errors.Is(err, syscall.ENOTCONN) {
+	if !isFUSEMount(dir) {
 		return nil
+	}
+	f, err := os.Open(dir)
+	if err == nil {
+		f.Close()
+		return fmt.Errorf("%s is already mounted (by a running framefs?); unmount it first", dir)
+	}
+	if !errors.Is(err, syscall.ENOTCONN) && !errors.Is(err, syscall.ECONNABORTED) {
+		return fmt.Errorf("%s: %w", dir, err)
 	}
 	if haveFusermount() {
 		if exec.Command("fusermount3", "-u", "-z", dir).Run() == nil {
@@ -129,4 +142,48 @@ func clearStaleMount(dir string) error {
 		return fmt.Errorf("%s is a stale mount and could not be detached: %w", dir, err)
 	}
 	return nil
+}
+
+// isFUSEMount reports whether dir is the mount point of a FUSE file
+// system, from /proc/self/mountinfo.
+func isFUSEMount(dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE ...
+		fields := strings.Fields(line)
+		if len(fields) < 5 || unescapeMountPath(fields[4]) != abs {
+			continue
+		}
+		if i := slices.Index(fields, "-"); i > 0 && i+1 < len(fields) && strings.HasPrefix(fields[i+1], "fuse") {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapeMountPath undoes the octal escapes (\040 for a space) of
+// /proc/self/mountinfo.
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

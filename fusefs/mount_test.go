@@ -91,12 +91,12 @@ func sidecar(t *testing.T, episode, task string, n int) *table.Sidecar {
 	return sc
 }
 
-func newFixture(t *testing.T, opts Options) *fixture {
-	requireFUSE(t)
+// robotTable creates table "robot" in warehouse wh: partitioned by task,
+// one video column, two episodes in snapshot 1.
+func robotTable(t *testing.T, wh string) *table.Table {
+	t.Helper()
 	ctx := context.Background()
-	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
-	os.MkdirAll(f.mnt, 0o755)
-	store, err := storage.NewLocal(filepath.Join(f.wh, "robot"))
+	store, err := storage.NewLocal(filepath.Join(wh, "robot"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,17 +107,27 @@ func newFixture(t *testing.T, opts Options) *fixture {
 		},
 		PartitionColumns: []string{"task"},
 	}
-	if f.tbl, err = table.Create(ctx, store, schema, tableOptions()); err != nil {
+	tbl, err := table.Create(ctx, store, schema, tableOptions())
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.tbl.AddEpisodes(ctx, []table.EpisodeInput{
+	_, err = tbl.AddEpisodes(ctx, []table.EpisodeInput{
 		{Videos: map[string]table.VideoFile{"": {Path: video("h264_bframes_gop30.mp4")}}, Sidecar: sidecar(t, "ep1", "pick", 40)},
 		{Videos: map[string]table.VideoFile{"": {Path: video("hevc.mp4"), FirstFrame: 5}}, Sidecar: sidecar(t, "ep2", "place", 30)},
 	}, table.AddOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tbl
+}
+
+func newFixture(t *testing.T, opts Options) *fixture {
+	requireFUSE(t)
+	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
+	os.MkdirAll(f.mnt, 0o755)
+	f.tbl = robotTable(t, f.wh)
 	pool := decoder.NewPool(decoder.Options{})
+	var err error
 	f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 16 << 20})
 	if opts.Refresh == 0 {
 		opts.Refresh = 100 * time.Millisecond

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -29,14 +29,16 @@ const (
 // every POSIX operation file managers, cp and rsync use works as on a
 // local disk. It tells the stager which files are open for writing,
 // enforces the staging limit, and adds .status and .commit at the top.
+//
+// The stager deletes what it commits behind the kernel's back, so entries
+// here are never cached: every path walk asks again. (Telling the kernel
+// instead, with an invalidation, would have to take the directory's lock,
+// which a request such as touch .commit holds while it commits.)
 type stagingNode struct {
 	*fs.LoopbackNode
 	st   *ingest.Stager
 	m    *mountFS
 	root bool
-	// live is set once the kernel knows the node: only then can it be
-	// told to drop cached entries.
-	live atomic.Bool
 }
 
 func newStagingRoot(st *ingest.Stager, m *mountFS) (*stagingNode, error) {
@@ -65,14 +67,20 @@ func (n *stagingNode) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 		case nameStatus:
 			out.Mode = fuse.S_IFREG | 0o444
 			n.m.owner(&out.Attr)
-			out.SetEntryTimeout(0)
-			out.SetAttrTimeout(0)
+			uncached(out)
 			return n.NewInode(ctx, &stagingStatusNode{st: n.st, m: n.m}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(n.st.Dir() + "/" + nameStatus)}), 0
 		case nameCommit:
 			return nil, syscall.ENOENT
 		}
 	}
-	return n.LoopbackNode.Lookup(ctx, name, out)
+	child, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	uncached(out)
+	return child, errno
+}
+
+func uncached(out *fuse.EntryOut) {
+	out.SetEntryTimeout(0)
+	out.SetAttrTimeout(0)
 }
 
 // OpendirHandle lists the directory on disk, plus .status at the top.
@@ -109,6 +117,7 @@ func (n *stagingNode) Create(ctx context.Context, name string, flags uint32, mod
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
+	uncached(out)
 	return inode, n.track(fh, out.Attr.Ino), fl, 0
 }
 
@@ -122,8 +131,7 @@ func (n *stagingNode) commitNow(ctx context.Context, out *fuse.EntryOut) (*fs.In
 	}
 	out.Mode = fuse.S_IFREG | 0o644
 	n.m.owner(&out.Attr)
-	out.SetEntryTimeout(0)
-	out.SetAttrTimeout(0)
+	uncached(out)
 	node := n.NewInode(ctx, &commitNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(n.st.Dir() + "/" + nameCommit)})
 	return node, discardHandle{}, fuse.FOPEN_DIRECT_IO, 0
 }
@@ -195,12 +203,17 @@ type stagedFile interface {
 }
 
 // trackedFile is a staged file open for writing: the stager holds back
-// its group until it is closed, and writes past the staging limit fail
-// with ENOSPC.
+// its group while it is being written, and writes past the staging limit
+// fail with ENOSPC. close(2) ends the writing (FLUSH is synchronous, while
+// RELEASE may reach us after cp has exited); a write through a dup'ed
+// descriptor after that starts it again.
 type trackedFile struct {
 	stagedFile
 	st  *ingest.Stager
 	ino uint64
+
+	mu      sync.Mutex
+	writing bool
 }
 
 func (n *stagingNode) track(fh fs.FileHandle, ino uint64) fs.FileHandle {
@@ -208,11 +221,27 @@ func (n *stagingNode) track(fh fs.FileHandle, ino uint64) fs.FileHandle {
 	if !ok {
 		return fh
 	}
-	n.st.WriterOpened(ino)
-	return &trackedFile{stagedFile: sf, st: n.st, ino: ino}
+	f := &trackedFile{stagedFile: sf, st: n.st, ino: ino}
+	f.setWriting(true)
+	return f
+}
+
+func (f *trackedFile) setWriting(w bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.writing == w {
+		return
+	}
+	f.writing = w
+	if w {
+		f.st.WriterOpened(f.ino)
+	} else {
+		f.st.WriterClosed(f.ino)
+	}
 }
 
 func (f *trackedFile) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	f.setWriting(true)
 	if errno := f.grow(ctx, off+int64(len(data))); errno != 0 {
 		return 0, errno
 	}
@@ -220,6 +249,7 @@ func (f *trackedFile) Write(ctx context.Context, data []byte, off int64) (uint32
 }
 
 func (f *trackedFile) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	f.setWriting(true)
 	if errno := f.grow(ctx, int64(off+size)); errno != 0 {
 		return errno
 	}
@@ -238,9 +268,15 @@ func (f *trackedFile) grow(ctx context.Context, end int64) syscall.Errno {
 	return 0
 }
 
+func (f *trackedFile) Flush(ctx context.Context) syscall.Errno {
+	errno := f.stagedFile.Flush(ctx)
+	f.setWriting(false)
+	return errno
+}
+
 func (f *trackedFile) Release(ctx context.Context) syscall.Errno {
 	errno := f.stagedFile.Release(ctx)
-	f.st.WriterClosed(f.ino)
+	f.setWriting(false)
 	return errno
 }
 
@@ -322,19 +358,6 @@ func (m *mountFS) startStaging(tn *tableNode) error {
 		if err != nil {
 			return err
 		}
-		// Files the stager removed or created must not linger in the
-		// kernel's caches. Never notify from inside a request on the same
-		// directory (touch .commit): the kernel holds its lock.
-		st.SetChanged(func(names []string) {
-			if !root.live.Load() {
-				return
-			}
-			go func() {
-				for _, n := range names {
-					root.NotifyEntry(n)
-				}
-			}()
-		})
 		tn.staging[name] = root
 		m.stagers = append(m.stagers, stagerRef{table: tn.tbl.String(), st: st})
 		m.wg.Add(1)
@@ -400,4 +423,12 @@ func stagingDirAttr(m *mountFS, a *fuse.Attr) {
 	a.Mode = fuse.S_IFDIR | 0o755
 	a.Nlink = 2
 	m.owner(a)
+}
+
+// Mkdir makes an image folder.
+func (n *stagingNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	child, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	uncached(out)
+	n.st.Kick()
+	return child, errno
 }

@@ -317,9 +317,7 @@ func (n *tableNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	case nameIngest, nameReplace:
 		if root := n.staging[name]; root != nil {
 			stagingDirAttr(n.m, &out.Attr)
-			in := n.NewInode(ctx, root, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)})
-			root.live.Store(true)
-			return in, 0
+			return n.NewInode(ctx, root, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
 		}
 	case statsName:
 		if n.withStats {

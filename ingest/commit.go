@@ -439,6 +439,9 @@ func (s *Stager) replaceFailed(g *group, err error) error {
 // landed, the staged files it committed are removed; if not, they stay
 // staged and commit again.
 func (s *Stager) recoverJournal(ctx context.Context) error {
+	// A commit asked for through .commit may already be running.
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	dir := s.batchDir()
 	data, err := os.ReadFile(filepath.Join(dir, "journal.json"))
 	if errors.Is(err, os.ErrNotExist) {

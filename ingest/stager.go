@@ -57,10 +57,7 @@ type Options struct {
 	AddOptions table.AddOptions
 	// Committed, when set, is called after every commit.
 	Committed func(*table.Snapshot)
-	// Changed, when set, is called with the top-level names of Dir the
-	// stager created or deleted (to refresh a view of Dir).
-	Changed func(names []string)
-	Logger  *slog.Logger
+	Logger    *slog.Logger
 }
 
 // Stats count what a stager did.
@@ -122,9 +119,6 @@ func (s *Stager) Dir() string { return s.opts.Dir }
 
 // Mode is what the stager does with what it receives.
 func (s *Stager) Mode() Mode { return s.opts.Mode }
-
-// SetChanged sets Options.Changed before Run starts.
-func (s *Stager) SetChanged(f func(names []string)) { s.opts.Changed = f }
 
 // Run settles and commits until ctx ends. It first finishes what a
 // crashed predecessor left in the journal.
@@ -379,6 +373,7 @@ func (s *Stager) step(ctx context.Context, now bool) error {
 	defer s.commitMu.Unlock()
 	entries, err := s.scan(time.Now())
 	if err != nil {
+		s.transient(err)
 		return err
 	}
 	if len(entries) == 0 {
@@ -440,7 +435,6 @@ func (s *Stager) fail(g *group, msg string) {
 	if err := os.WriteFile(filepath.Join(s.opts.Dir, name), []byte(text), 0o644); err != nil {
 		s.log.Error("writing error file", "file", name, "err", err)
 	}
-	s.changed(name)
 }
 
 // alreadyReported tells whether a group failed before in this state. A
@@ -455,16 +449,9 @@ func (s *Stager) alreadyReported(g *group, now bool) bool {
 	return s.reported[g.name] == g.fp
 }
 
-func (s *Stager) changed(names ...string) {
-	if s.opts.Changed != nil && len(names) > 0 {
-		s.opts.Changed(names)
-	}
-}
-
 // done removes a committed group's files (those still the ones that
 // were committed) and its error file.
 func (s *Stager) done(g *group, entries []*entry) {
-	var removed []string
 	for _, e := range entries {
 		path := filepath.Join(s.opts.Dir, e.name)
 		var fresh entry
@@ -477,19 +464,13 @@ func (s *Stager) done(g *group, entries []*entry) {
 		if err != nil || fresh.fp != e.fp {
 			continue // changed since: a new version to stage, not ours to delete
 		}
-		if err := os.RemoveAll(path); err == nil {
-			removed = append(removed, e.name)
-		}
+		os.RemoveAll(path)
 	}
-	errName := g.name + ErrorSuffix
-	if os.Remove(filepath.Join(s.opts.Dir, errName)) == nil {
-		removed = append(removed, errName)
-	}
+	os.Remove(filepath.Join(s.opts.Dir, g.name+ErrorSuffix))
 	s.mu.Lock()
 	delete(s.reported, g.name)
 	delete(s.status, g.name)
 	s.mu.Unlock()
-	s.changed(removed...)
 }
 
 func (s *Stager) committed(snap *table.Snapshot, what string) {

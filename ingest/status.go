@@ -44,7 +44,7 @@ func (s *Stager) Status() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: settle time %s", s.opts.Mode, s.opts.Settle)
+	fmt.Fprintf(&b, "%s, staged in %s\nsettle time %s", s.opts.Mode, s.opts.Dir, s.opts.Settle)
 	if s.opts.LimitBytes > 0 {
 		fmt.Fprintf(&b, ", %d of %d bytes staged", s.stats.Staged, s.opts.LimitBytes)
 	} else {
