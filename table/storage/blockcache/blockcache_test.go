@@ -45,7 +45,9 @@ func (s *source) fetch(ctx context.Context, off int64, p []byte) error {
 	return nil
 }
 
-func (s *source) id(key string) ObjectID { return ObjectID{Key: key, Size: int64(len(s.data)), ETag: "e1"} }
+func (s *source) id(key string) ObjectID {
+	return ObjectID{Key: key, Size: int64(len(s.data)), ETag: "e1"}
+}
 
 func checkRead(t *testing.T, r io.ReaderAt, src *source, off int64, n int) {
 	t.Helper()
