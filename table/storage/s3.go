@@ -796,13 +796,7 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 // List implements Store.
 func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	var out []ObjectInfo
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.prefix + prefix)})
-	for p.HasMorePages() {
-		s.shared.stats.lists.Add(1)
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, s.wrap("LIST", prefix+"*", err)
-		}
+	err := s.listPages(ctx, prefix, "", func(page *s3.ListObjectsV2Output) {
 		for _, o := range page.Contents {
 			key := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
 			if CheckKey(key) != nil {
@@ -810,6 +804,9 @@ func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 			}
 			out = append(out, ObjectInfo{Key: key, Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)})
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
@@ -820,22 +817,69 @@ func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 // names however many objects lie below).
 func (s *S3) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 	var out []string
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.prefix + prefix), Delimiter: aws.String("/")})
-	for p.HasMorePages() {
-		s.shared.stats.lists.Add(1)
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, s.wrap("LIST", prefix+"*/", err)
-		}
+	err := s.listPages(ctx, prefix, "/", func(page *s3.ListObjectsV2Output) {
 		for _, cp := range page.CommonPrefixes {
 			name := strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), s.prefix+prefix), "/")
 			if name != "" && !strings.Contains(name, "/") {
 				out = append(out, name)
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// listPages calls f with every page of a ListObjectsV2 listing. A page
+// whose answer broke off (which the SDK does not retry: it fails while
+// decoding) is asked for again.
+func (s *S3) listPages(ctx context.Context, prefix, delimiter string, f func(*s3.ListObjectsV2Output)) error {
+	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.prefix + prefix)}
+	if delimiter != "" {
+		in.Delimiter = &delimiter
+	}
+	for {
+		var page *s3.ListObjectsV2Output
+		err := s.retryBroken(ctx, func() (err error) {
+			s.shared.stats.lists.Add(1)
+			page, err = s.client.ListObjectsV2(ctx, in)
+			return err
+		})
+		if err != nil {
+			return s.wrap("LIST", prefix+"*", err)
+		}
+		f(page)
+		if !aws.ToBool(page.IsTruncated) || aws.ToString(page.NextContinuationToken) == "" {
+			return nil
+		}
+		in.ContinuationToken = page.NextContinuationToken
+	}
+}
+
+// brokenAnswer reports whether err is an answer that broke off or could
+// not be decoded: the request may be repeated, the SDK does not.
+func brokenAnswer(err error) bool {
+	var de *smithy.DeserializationError
+	return errors.As(err, &de) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// retryBroken runs a read-only request again while its answer breaks off.
+func (s *S3) retryBroken(ctx context.Context, req func() error) error {
+	var err error
+	for attempt := 0; attempt < s.opts.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			s.shared.stats.retries.Add(1)
+			if berr := s.backoff(ctx, attempt); berr != nil {
+				return berr
+			}
+		}
+		if err = req(); err == nil || !brokenAnswer(err) {
+			return err
+		}
+	}
+	return err
 }
 
 // uploadMarker separates an object key from an upload id in the keys
@@ -856,8 +900,12 @@ func (s *S3) listUploads(ctx context.Context) ([]ObjectInfo, error) {
 	var out []ObjectInfo
 	in := &s3.ListMultipartUploadsInput{Bucket: &s.bucket, Prefix: aws.String(s.prefix)}
 	for {
-		s.shared.stats.lists.Add(1)
-		page, err := s.client.ListMultipartUploads(ctx, in)
+		var page *s3.ListMultipartUploadsOutput
+		err := s.retryBroken(ctx, func() (err error) {
+			s.shared.stats.lists.Add(1)
+			page, err = s.client.ListMultipartUploads(ctx, in)
+			return err
+		})
 		if err != nil {
 			return nil, s.wrap("list multipart uploads under", "", err)
 		}
