@@ -297,6 +297,9 @@ func apiCode(err error) string {
 func isNotFound(err error) bool {
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
+	if apiCode(err) == "NoSuchBucket" {
+		return false
+	}
 	return errors.As(err, &nsk) || errors.As(err, &nf) || httpStatus(err) == http.StatusNotFound || apiCode(err) == "NoSuchKey"
 }
 
@@ -309,10 +312,10 @@ func (s *S3) wrap(op, key string, err error) error {
 		kind = context.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		kind = context.DeadlineExceeded
+	case apiCode(err) == "NoSuchBucket":
+		return &s3Error{msg: fmt.Sprintf("storage: %s %s: the bucket %q does not exist", op, s.objectName(key), s.bucket)}
 	case isNotFound(err):
 		return &s3Error{msg: fmt.Sprintf("%v: %s", ErrNotFound, s.objectName(key)), kind: ErrNotFound}
-	case apiCode(err) == "NoSuchBucket":
-		return &s3Error{msg: fmt.Sprintf("storage: %s %s: the bucket %q does not exist", op, s.objectName(key), s.bucket), kind: ErrNotFound}
 	}
 	detail := err.Error()
 	var ae smithy.APIError
