@@ -39,8 +39,9 @@ start)
 		--secret "${FRAMEFS_S3_SECRET:-framefs-test-secret}" --quiet posix "$dir" >"$dir.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 100); do
-		code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/" || true)
-		if [ "$code" = 403 ] || [ "$code" = 200 ]; then
+		# Ready when it answers HTTP (403 to an anonymous request).
+		status=$( (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 && head -c 12 <&3) 2>/dev/null || true)
+		if [[ "$status" == HTTP/1.?" "[24]* ]]; then
 			echo "$pid"
 			exit 0
 		fi

@@ -134,3 +134,32 @@ func TestS3FaultyNetwork(t *testing.T) {
 		t.Fatalf("%d snapshots for %d episodes: a commit landed twice", len(ids), len(seen))
 	}
 }
+
+// TestS3GCAbortsStaleUploads: a multipart upload a crashed writer left is
+// the S3 form of a temporary file; gc aborts it once older than the grace
+// period, and only under its own table's prefix.
+func TestS3GCAbortsStaleUploads(t *testing.T) {
+	ctx := context.Background()
+	srv := s3test.Start(t)
+	store := srv.Open(t, "gc/table", nil)
+	tbl, err := Create(ctx, store, testSchema(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.StartUpload(t, "gc/table/video/crashed.video")
+	srv.StartUpload(t, "gc/other/video/crashed.video")
+	rep, err := tbl.GC(ctx, GCOptions{Grace: time.Hour})
+	if err != nil || len(rep.Removed) != 0 {
+		t.Fatalf("gc removed a young upload: %v %v", rep.Removed, err)
+	}
+	rep, err = tbl.GC(ctx, GCOptions{Grace: -time.Hour})
+	if err != nil || len(rep.Removed) != 1 {
+		t.Fatalf("gc: %v %v", rep.Removed, err)
+	}
+	if ups, _ := store.ListTemporaries(); len(ups) != 0 {
+		t.Fatalf("uploads left: %v", ups)
+	}
+	if ups, _ := srv.Open(t, "gc/other", nil).ListTemporaries(); len(ups) != 1 {
+		t.Fatalf("another table's upload was touched: %v", ups)
+	}
+}

@@ -22,7 +22,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/framefs/framefs/table/storage"
 )
@@ -237,4 +240,20 @@ func (s *Server) Open(t testing.TB, prefix string, tweak func(*storage.S3Options
 		t.Fatal(err)
 	}
 	return st
+}
+
+// StartUpload starts a multipart upload of key (a full key in the bucket)
+// and leaves it unfinished, as a writer that crashed mid-upload would.
+func (s *Server) StartUpload(t testing.TB, key string) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(s.Region),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = aws.String(s.Endpoint); o.UsePathStyle = true })
+	if _, err := client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.Bucket, Key: &key}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -257,12 +257,8 @@ func TestS3StaleUploads(t *testing.T) {
 	ctx := context.Background()
 	s := srv.Open(t, "stale/t1", nil)
 	other := srv.Open(t, "stale/t2", nil)
-	if err := s.StartUploadForTest(ctx, "video/crashed.video"); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.StartUploadForTest(ctx, "video/other.video"); err != nil {
-		t.Fatal(err)
-	}
+	srv.StartUpload(t, "stale/t1/video/crashed.video")
+	srv.StartUpload(t, "stale/t2/video/other.video")
 	ups, err := s.ListTemporaries()
 	if err != nil || len(ups) != 1 || !strings.HasPrefix(ups[0].Key, "video/crashed.video#") {
 		t.Fatalf("uploads %v %v", ups, err)
