@@ -584,23 +584,25 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	first := make([]byte, s.opts.PartSize)
-	n, err := io.ReadFull(r, first)
+	// Up to one part is buffered (growing with the data, so small objects
+	// cost little); an object that fits is one PutObject.
+	var first bytes.Buffer
+	n, err := io.CopyN(&first, r, s.opts.PartSize)
 	switch {
-	case err == io.EOF || err == io.ErrUnexpectedEOF:
+	case err == io.EOF:
 		s.shared.stats.puts.Add(1)
 		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-			Bucket: &s.bucket, Key: &full, Body: bytes.NewReader(first[:n]), ContentLength: aws.Int64(int64(n)),
+			Bucket: &s.bucket, Key: &full, Body: bytes.NewReader(first.Bytes()), ContentLength: aws.Int64(n),
 		})
 		if err != nil {
 			return 0, s.wrap("PUT", key, err)
 		}
-		s.shared.stats.bytesWritten.Add(int64(n))
-		return int64(n), nil
+		s.shared.stats.bytesWritten.Add(n)
+		return n, nil
 	case err != nil:
 		return 0, fmt.Errorf("storage: write %s: %w", s.objectName(key), err)
 	}
-	return s.putMultipart(ctx, key, full, first, r)
+	return s.putMultipart(ctx, key, full, first.Bytes()[:n:n], r)
 }
 
 func (s *S3) putMultipart(ctx context.Context, key, full string, first []byte, r io.Reader) (int64, error) {
@@ -668,9 +670,10 @@ func (s *S3) putMultipart(ctx context.Context, key, full string, first []byte, r
 		if ctx.Err() != nil {
 			break
 		}
-		if next == nil {
+		if cap(next) < int(s.opts.PartSize) {
 			next = make([]byte, s.opts.PartSize)
 		}
+		next = next[:s.opts.PartSize]
 		var err error
 		n, err = io.ReadFull(r, next)
 		if err == io.EOF {

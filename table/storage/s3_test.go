@@ -194,8 +194,59 @@ func TestS3MultipartPut(t *testing.T) {
 	if err != nil || sha256.Sum256(got) != sha256.Sum256(data) {
 		t.Fatalf("read back %d bytes: %v", len(got), err)
 	}
+	// Streams of exactly one and two parts end on a part boundary.
+	for _, size := range []int{5 << 20, 10 << 20} {
+		data := randomBytes(size, uint64(size))
+		key := fmt.Sprintf("video/%d.video", size)
+		if n, err := s.Put(ctx, key, unseekable{bytes.NewReader(data)}); err != nil || n != int64(size) {
+			t.Fatalf("put %d bytes: %d %v", size, n, err)
+		}
+		if got, err := s.ReadAll(ctx, key); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read back %d of %d bytes: %v", len(got), size, err)
+		}
+	}
 	if ups, err := s.ListTemporaries(); err != nil || len(ups) != 0 {
 		t.Fatalf("uploads left: %v %v", ups, err)
+	}
+}
+
+// TestS3CachedSequentialRead: a sequential reader costs one GET per 1 MiB
+// block (prefetched ahead), and another store with the same cache
+// directory none.
+func TestS3CachedSequentialRead(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	cacheDir := t.TempDir()
+	s := srv.Open(t, "seq", func(o *storage.S3Options) { o.CacheDir = cacheDir })
+	data := randomBytes(8<<20+5, 13)
+	if _, err := s.Put(ctx, "video/v.video", bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	read := func(s *storage.S3) {
+		obj, err := s.Open(ctx, "video/v.video")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer obj.Close()
+		got, err := io.ReadAll(io.NewSectionReader(obj, 0, obj.Size()))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("sequential read: %d bytes, %v", len(got), err)
+		}
+	}
+	start := time.Now()
+	read(s)
+	st := s.Stats()
+	t.Logf("cold sequential read of 8 MiB in %v: %d GETs, %d bytes fetched, %d prefetches, %d hits",
+		time.Since(start).Round(time.Millisecond), st.GETs, st.Cache.BytesFetched, st.Cache.Prefetches, st.Cache.Hits)
+	if st.GETs > 9 || st.Cache.BytesFetched != int64(len(data)) {
+		t.Errorf("%d GETs and %d bytes for 9 blocks", st.GETs, st.Cache.BytesFetched)
+	}
+	// The block cache is shared per directory within a process; the same
+	// directory after a restart is covered by the blockcache tests.
+	warm := srv.Open(t, "seq", func(o *storage.S3Options) { o.CacheDir = cacheDir })
+	read(warm)
+	if got := warm.Stats().GETs; got != 0 {
+		t.Errorf("warm read made %d GETs", got)
 	}
 }
 
