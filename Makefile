@@ -5,7 +5,7 @@ BIN      := bin/framefs
 FUZZTIME ?= 1m
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 
-.PHONY: all deps build run test vet fmt-check unit e2e bench fuzz soak fixtures golden clean
+.PHONY: all deps build run test vet fmt-check unit e2e versitygw bench fuzz soak fixtures golden clean
 
 all: build
 
@@ -37,6 +37,12 @@ unit:
 e2e: build
 	scripts/e2e-probe.sh $(BIN)
 	scripts/e2e-table.sh $(BIN)
+	scripts/e2e-s3.sh $(BIN)
+
+# versitygw, the S3-compatible server the S3 tests start (built once into
+# .cache/bin).
+versitygw:
+	scripts/versitygw.sh build
 
 # Side-by-side benchmarks: prints NAME VALUE UNIT lines and writes
 # bench-results.json.

@@ -28,13 +28,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runWriter ingests COUNT one-episode commits named PREFIX-N into DIR;
-// spec is "DIR|PREFIX|COUNT".
+// runWriter ingests COUNT one-episode commits named PREFIX-N into the
+// table at URI (a directory or s3:// URI); spec is "URI|PREFIX|COUNT".
 func runWriter(spec string) int {
 	parts := strings.Split(spec, "|")
 	count, _ := strconv.Atoi(parts[2])
 	ctx := context.Background()
-	store, err := storage.NewLocal(parts[0])
+	store, err := openTestStore(parts[0])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -55,23 +55,20 @@ func runWriter(spec string) int {
 	return 0
 }
 
-func nullableTable(t *testing.T, dir string) *Table {
+func nullableTable(t *testing.T, uri string) *Table {
 	t.Helper()
-	store, err := storage.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := Create(context.Background(), store, Schema{Columns: []Column{{Name: "note", Type: "string", Nullable: true}}}, Options{})
+	tbl, err := Create(context.Background(), mustStore(t, uri), Schema{Columns: []Column{{Name: "note", Type: "string", Nullable: true}}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tbl
 }
 
-func startWriter(t *testing.T, dir, prefix string, count int) *exec.Cmd {
+func startWriter(t *testing.T, uri, prefix string, count int, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("FRAMEFS_TEST_WRITER=%s|%s|%d", dir, prefix, count))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("FRAMEFS_TEST_WRITER=%s|%s|%d", uri, prefix, count))
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -79,16 +76,26 @@ func startWriter(t *testing.T, dir, prefix string, count int) *exec.Cmd {
 	return cmd
 }
 
-// TestConcurrentWriters runs four writer processes of 25 commits each
-// against one table: every episode lands once and snapshot ids are
-// contiguous.
+// TestConcurrentWriters runs writer processes against one table (locally
+// four of 25 commits each; on S3 eight of 5, each with its own block cache
+// directory, as separate machines would): every episode lands once and
+// snapshot ids are contiguous.
 func TestConcurrentWriters(t *testing.T) {
+	forEachStore(t, func(t *testing.T, k storeKind) {
+		writers, commits := 4, 25
+		if k.name == "s3" {
+			writers, commits = 8, 5
+		}
+		concurrentWriters(t, k.newURI(t), writers, commits)
+	})
+}
+
+func concurrentWriters(t *testing.T, uri string, writers, commits int) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	tbl := nullableTable(t, dir)
+	tbl := nullableTable(t, uri)
 	var cmds []*exec.Cmd
-	for w := 0; w < 4; w++ {
-		cmds = append(cmds, startWriter(t, dir, fmt.Sprintf("w%d", w), 25))
+	for w := 0; w < writers; w++ {
+		cmds = append(cmds, startWriter(t, uri, fmt.Sprintf("w%d", w), commits, "FRAMEFS_TEST_CACHE="+t.TempDir()))
 	}
 	for _, c := range cmds {
 		if err := c.Wait(); err != nil {
@@ -99,7 +106,8 @@ func TestConcurrentWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ids) != 100 || ids[0] != 1 || ids[99] != 100 {
+	total := writers * commits
+	if len(ids) != total || ids[0] != 1 || ids[total-1] != int64(total) {
 		t.Fatalf("snapshot ids %v", ids)
 	}
 	head, _ := tbl.Head(ctx)
@@ -114,7 +122,7 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 		seen[e.Episode] = true
 	}
-	if len(eps) != 100 || head.Episodes != 100 {
+	if len(eps) != total || head.Episodes != int64(total) {
 		t.Fatalf("%d episodes (snapshot says %d)", len(eps), head.Episodes)
 	}
 	if problems, err := tbl.Verify(ctx); err != nil || len(problems) > 0 {
@@ -168,10 +176,10 @@ func (f *faultyStore) List(ctx context.Context, prefix string) ([]storage.Object
 
 // checkHealthy opens the table fresh and checks that it is at a valid
 // head, verifies, and that gc leaves only live files.
-func checkHealthy(t *testing.T, dir string, wantEpisodes map[string]bool) {
+func checkHealthy(t *testing.T, uri string, wantEpisodes map[string]bool) {
 	t.Helper()
 	ctx := context.Background()
-	store, _ := storage.NewLocal(dir)
+	store := mustStore(t, uri)
 	tbl, err := Open(ctx, store, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +221,7 @@ func checkHealthy(t *testing.T, dir string, wantEpisodes map[string]bool) {
 			}
 		}
 	}
-	if temps, _ := store.ListTemporaries(); len(temps) > 0 {
+	if temps, _ := store.(temporaryLister).ListTemporaries(); len(temps) > 0 {
 		t.Fatalf("gc left temporaries %v", temps)
 	}
 	if problems, err := tbl.Verify(ctx); err != nil || len(problems) > 0 {
@@ -224,14 +232,24 @@ func checkHealthy(t *testing.T, dir string, wantEpisodes map[string]bool) {
 // TestCrashInjected aborts commits after K storage operations, for every
 // K up to the cost of a whole commit: the table always opens at a valid
 // head and gc removes the leftovers.
+//
+// On S3 every fourth K is tried (each trial costs a verify and a gc).
 func TestCrashInjected(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind storeKind) {
+		step := 1
+		if kind.name == "s3" {
+			step = 4
+		}
+		crashInjected(t, kind.newURI(t), step)
+	})
+}
+
+func crashInjected(t *testing.T, dir string, step int) {
 	ctx := context.Background()
-	dir := t.TempDir()
 	nullableTable(t, dir)
 	committed := map[string]bool{}
-	for k := 0; k < 40; k++ {
-		local, _ := storage.NewLocal(dir)
-		fs := &faultyStore{Store: local}
+	for k := 0; k < 40; k += step {
+		fs := &faultyStore{Store: mustStore(t, dir)}
 		fs.budget.Store(1 << 40)
 		tbl, err := Open(ctx, fs, Options{})
 		if err != nil {
@@ -264,16 +282,26 @@ func clone(m map[string]bool) map[string]bool {
 	return out
 }
 
-// TestCrashKill kills writer processes with SIGKILL at random moments.
+// TestCrashKill kills writer processes with SIGKILL at random moments
+// (20 times locally, 8 on S3).
 func TestCrashKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills processes")
 	}
-	dir := t.TempDir()
+	forEachStore(t, func(t *testing.T, k storeKind) {
+		trials := 20
+		if k.name == "s3" {
+			trials = 8
+		}
+		crashKill(t, k.newURI(t), trials)
+	})
+}
+
+func crashKill(t *testing.T, dir string, trials int) {
 	tbl := nullableTable(t, dir)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := 0; trial < 20; trial++ {
+	for trial := 0; trial < trials; trial++ {
 		cmd := startWriter(t, dir, fmt.Sprintf("t%02d", trial), 1000)
 		time.Sleep(time.Duration(20+rng.IntN(200)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)

@@ -74,8 +74,11 @@ func fileSHA(t *testing.T, path string) string {
 }
 
 func TestRoundTrip(t *testing.T) {
+	forEachStore(t, func(t *testing.T, k storeKind) { roundTrip(t, newTableAt(t, k.newURI(t))) })
+}
+
+func roundTrip(t *testing.T, tbl *Table) {
 	ctx := context.Background()
-	tbl := newTable(t)
 	var inputs []EpisodeInput
 	want := map[string]int{}
 	for i, name := range mp4Fixtures {

@@ -15,8 +15,11 @@ import (
 // TestTimeTravel changes a table in every way an operation can and checks
 // that each snapshot id and tag still reads its rows exactly as they were.
 func TestTimeTravel(t *testing.T) {
+	forEachStore(t, func(t *testing.T, k storeKind) { timeTravel(t, newTableAt(t, k.newURI(t))) })
+}
+
+func timeTravel(t *testing.T, tbl *Table) {
 	ctx := context.Background()
-	tbl := newTable(t)
 	add := func(ep, video string, n int) *Snapshot {
 		t.Helper()
 		s, err := tbl.AddEpisodes(ctx, []EpisodeInput{{Videos: map[string]VideoFile{"": {Path: fixture(video)}}, Sidecar: sidecarFor(t, ep, n)}}, AddOptions{})

@@ -43,6 +43,7 @@ func newRootCommand() *cobra.Command {
 			decoder.RouteLogs(logger)
 		},
 	}
+	globalStore.register(root.PersistentFlags())
 	root.PersistentFlags().BoolVar(&debug, "debug", false, "log debugging detail, FFmpeg's messages included, to stderr")
 	root.AddCommand(newProbeCommand(), newCreateCommand(), newIngestCommand(), newUpdateCommand(),
 		newReplaceCommand(), newDeleteCommand(), newLogCommand(), newTagCommand(), newLsCommand(),

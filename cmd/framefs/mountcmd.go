@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,7 +16,33 @@ import (
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/fusefs"
 	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/storage"
 )
+
+// writeS3Stats adds the S3 store's request and block-cache counters to
+// the mount's .stats.
+func writeS3Stats(b *strings.Builder, st storage.S3Stats) {
+	for _, c := range []struct {
+		name, kind string
+		v          int64
+	}{
+		{"framefs_s3_get_requests_total", "counter", st.GETs},
+		{"framefs_s3_head_requests_total", "counter", st.HEADs},
+		{"framefs_s3_put_requests_total", "counter", st.PUTs},
+		{"framefs_s3_list_requests_total", "counter", st.LISTs},
+		{"framefs_s3_read_bytes_total", "counter", st.BytesRead},
+		{"framefs_s3_read_retries_total", "counter", st.ReadRetries},
+		{"framefs_s3_metadata_cache_hits_total", "counter", st.MetadataHits},
+		{"framefs_s3_block_cache_hits_total", "counter", st.Cache.Hits},
+		{"framefs_s3_block_cache_misses_total", "counter", st.Cache.Misses},
+		{"framefs_s3_block_cache_prefetches_total", "counter", st.Cache.Prefetches},
+		{"framefs_s3_block_cache_evictions_total", "counter", st.Cache.Evictions},
+		{"framefs_s3_block_cache_corrupt_total", "counter", st.Cache.Corrupt},
+		{"framefs_s3_block_cache_bytes", "gauge", st.Cache.Bytes},
+	} {
+		fmt.Fprintf(b, "# TYPE %s %s\n%s %d\n", c.name, c.kind, c.name, c.v)
+	}
+}
 
 // mountFlags are the command line of `framefs mount`; they map onto
 // fusefs.Options and the decoder's options.
@@ -33,56 +58,11 @@ type mountFlags struct {
 	daemon      bool
 }
 
-// localWarehouse is a directory of tables.
-type localWarehouse struct{ dir string }
-
-func (w localWarehouse) Tables(ctx context.Context) ([]string, error) {
-	entries, err := os.ReadDir(w.dir)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() || table.CheckName("table", e.Name()) != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(w.dir, e.Name(), "table.json")); err == nil {
-			names = append(names, e.Name())
-		}
-	}
-	return names, nil
-}
-
-func (w localWarehouse) Open(ctx context.Context, name string) (*table.Table, error) {
-	if err := table.CheckName("table", name); err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(filepath.Join(w.dir, name, "table.json")); err != nil {
-		return nil, fmt.Errorf("%w: table %s", table.ErrNotFound, name)
-	}
-	return openTable(ctx, filepath.Join(w.dir, name))
-}
-
-func (w localWarehouse) Create(ctx context.Context, name string) (*table.Table, error) {
-	if err := table.CheckName("table", name); err != nil {
-		return nil, err
-	}
-	dir := filepath.Join(w.dir, name)
-	if _, err := os.Stat(dir); err == nil {
-		return nil, fmt.Errorf("%w: %s", table.ErrExists, dir)
-	}
-	store, err := openStore(dir)
-	if err != nil {
-		return nil, err
-	}
-	return table.Create(ctx, store, table.Schema{}, tableOptions())
-}
-
 func newMountCommand() *cobra.Command {
 	var f mountFlags
 	cmd := &cobra.Command{
 		Use:   "mount SRC MNT",
-		Short: "Mount a warehouse (a directory of tables) or one table",
+		Short: "Mount a warehouse (a directory or S3 prefix of tables) or one table",
 		Long: `mount serves SRC at the directory MNT until it is unmounted (umount MNT,
 fusermount3 -u MNT, or Ctrl-C / SIGTERM for a foreground mount). SRC is a
 warehouse directory (each table becomes MNT/TABLE) or one table (its latest,
@@ -188,8 +168,18 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 	if err != nil {
 		return err
 	}
-	if st, err := os.Stat(src); err != nil || !st.IsDir() {
-		return fmt.Errorf("%s: not a warehouse or table directory", src)
+	if !storage.IsS3URI(src) {
+		if st, err := os.Stat(src); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s: not a warehouse or table directory", src)
+		}
+	}
+	store, err := openStore(ctx, src, false)
+	if err != nil {
+		return err
+	}
+	isTbl, err := isTable(ctx, store)
+	if err != nil {
+		return err
 	}
 	pool := decoder.NewPool(decoder.Options{MaxOpenSessions: f.sessions})
 	defer pool.Close()
@@ -205,12 +195,18 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_misses_total counter\nframefs_image_cache_misses_total %d\n", cs.Misses)
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_bytes gauge\nframefs_image_cache_bytes %d\n", cs.Bytes)
 			fmt.Fprintf(b, "# TYPE framefs_decoder_sessions_open gauge\nframefs_decoder_sessions_open %d\n", ps.Open)
+			if s3, ok := store.(*storage.S3); ok {
+				writeS3Stats(b, s3.Stats())
+			}
 		},
 	}
-	abs, _ := filepath.Abs(src)
+	abs := src
+	if !storage.IsS3URI(src) {
+		abs, _ = filepath.Abs(src)
+	}
 	var srv *fusefs.Server
-	if _, err := os.Stat(filepath.Join(src, "table.json")); err == nil {
-		tbl, err := openTable(ctx, src)
+	if isTbl {
+		tbl, err := table.Open(ctx, store, tableOptions())
 		if err != nil {
 			return err
 		}
@@ -219,7 +215,7 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 			return err
 		}
 	} else {
-		srv, err = fusefs.MountWarehouse(mnt, abs, localWarehouse{dir: src}, frames, opts)
+		srv, err = fusefs.MountWarehouse(mnt, abs, storeWarehouse{store: store}, frames, opts)
 		if err != nil {
 			return err
 		}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
 )
 
@@ -29,26 +28,6 @@ func tableOptions() table.Options {
 			return decoder.IndexVideo(ctx, r, size, videoidx.BestStream)
 		},
 	}
-}
-
-func openStore(path string) (storage.Store, error) {
-	return storage.NewLocal(path)
-}
-
-func openTable(ctx context.Context, path string) (*table.Table, error) {
-	return openTableWith(ctx, path, tableOptions())
-}
-
-func openTableWith(ctx context.Context, path string, opts table.Options) (*table.Table, error) {
-	// NewLocal would create a missing directory; a typo must not.
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("table %s: %w", path, err)
-	}
-	store, err := openStore(path)
-	if err != nil {
-		return nil, err
-	}
-	return table.Open(ctx, store, opts)
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -104,17 +83,14 @@ give everything instead.`,
 			if jpegQuality != 0 {
 				s.Image.JPEGQuality = jpegQuality
 			}
-			name := filepath.Base(args[0])
+			name := baseName(args[0])
 			if err := table.CheckName("table", name); err != nil {
 				return err
 			}
-			if entries, err := os.ReadDir(args[0]); err == nil && len(entries) > 0 {
-				if _, err := os.Stat(filepath.Join(args[0], "table.json")); err == nil {
-					return fmt.Errorf("%s: %w: a table exists there", args[0], table.ErrExists)
-				}
-				return fmt.Errorf("%s: the directory is not empty", args[0])
+			if err := checkCreatable(cmd.Context(), args[0]); err != nil {
+				return err
 			}
-			store, err := openStore(args[0])
+			store, err := openStore(cmd.Context(), args[0], true)
 			if err != nil {
 				return err
 			}
@@ -611,15 +587,26 @@ func newGCCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			verb := "removed"
+			verb, abortVerb := "removed", "aborted"
 			if dryRun {
-				verb = "would remove"
+				verb, abortVerb = "would remove", "would abort"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %d files (%d bytes), kept %d\n", verb, len(rep.Removed), rep.Bytes, rep.Kept)
+			// On S3 the temporaries GC removes are multipart uploads that
+			// crashed writers left (their parts are stored until aborted).
+			uploads := 0
+			for _, key := range rep.Removed {
+				if strings.Contains(key, "#upload=") {
+					uploads++
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %d files (%d bytes), kept %d\n", verb, len(rep.Removed)-uploads, rep.Bytes, rep.Kept)
+			if uploads > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %d stale multipart uploads\n", abortVerb, uploads)
+			}
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&grace, "grace", time.Hour, "keep unreferenced files younger than this (commits in progress)")
+	cmd.Flags().DurationVar(&grace, "grace", time.Hour, "keep unreferenced files (and, on S3, multipart uploads) younger than this: commits in progress")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only list")
 	return cmd
 }

@@ -2,7 +2,9 @@
 // namespace of immutable objects named by slash-separated keys, with ranged
 // reads and an atomic create-if-absent that commits are built on.
 //
-// Implementations: Local (a directory) now; S3 later. Every method takes a
+// Implementations: Local (a directory) and S3 (a bucket prefix on S3 or an
+// S3-compatible server, reads cached by package blockcache); Open picks one
+// for a path or an s3:// URI. Every method takes a
 // context, returns ErrNotFound or ErrExists where those apply (test with
 // errors.Is), and never exposes a partially written object to readers.
 package storage

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/storage"
+)
+
+// storeFlags are the global flags that say how to reach tables on S3;
+// they map onto storage.S3Options.
+type storeFlags struct {
+	endpoint   string
+	pathStyle  string
+	cacheDir   string
+	cacheBytes int64
+}
+
+// globalStore holds the parsed global store flags (set once by the root
+// command's flag parsing, read by every subcommand).
+var globalStore storeFlags
+
+func (f *storeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.endpoint, "s3-endpoint", "", "URL of an S3-compatible server (default: AWS_ENDPOINT_URL, else AWS S3)")
+	fs.StringVar(&f.pathStyle, "s3-path-style", "auto", "path-style S3 addressing: auto (on with a custom endpoint), true or false")
+	fs.StringVar(&f.cacheDir, "s3-cache-dir", "", "local block cache for S3 reads (default $XDG_CACHE_HOME/framefs/s3 or ~/.cache/framefs/s3; \"off\" disables)")
+	fs.Int64Var(&f.cacheBytes, "s3-cache-bytes", 1<<30, "size limit of the S3 block cache, in bytes")
+}
+
+// s3Options maps the flags onto storage options.
+func (f storeFlags) s3Options() (storage.S3Options, error) {
+	opts := storage.S3Options{Endpoint: f.endpoint, CacheBytes: f.cacheBytes}
+	switch f.pathStyle {
+	case "", "auto":
+	case "true", "false":
+		v := f.pathStyle == "true"
+		opts.PathStyle = &v
+	default:
+		return opts, fmt.Errorf("--s3-path-style %q: want auto, true or false", f.pathStyle)
+	}
+	switch f.cacheDir {
+	case "off", "none":
+	case "":
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return opts, fmt.Errorf("no cache directory for S3 reads (%v): give --s3-cache-dir", err)
+		}
+		opts.CacheDir = filepath.Join(base, "framefs", "s3")
+	default:
+		opts.CacheDir = f.cacheDir
+	}
+	if f.cacheBytes <= 0 {
+		opts.CacheDir = ""
+	}
+	return opts, nil
+}
+
+// openStore opens a table or warehouse location: a directory (which must
+// exist unless create is set, so a typo never makes one) or an
+// s3://bucket/prefix URI.
+func openStore(ctx context.Context, uri string, create bool) (storage.Store, error) {
+	s3opts, err := globalStore.s3Options()
+	if err != nil {
+		return nil, err
+	}
+	return storage.Open(ctx, uri, storage.OpenOptions{Create: create, S3: s3opts})
+}
+
+func openTable(ctx context.Context, uri string) (*table.Table, error) {
+	return openTableWith(ctx, uri, tableOptions())
+}
+
+func openTableWith(ctx context.Context, uri string, opts table.Options) (*table.Table, error) {
+	store, err := openStore(ctx, uri, false)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", uri, err)
+	}
+	return table.Open(ctx, store, opts)
+}
+
+// checkCreatable refuses to create a table where one exists or where
+// other files are.
+func checkCreatable(ctx context.Context, uri string) error {
+	if !storage.IsS3URI(uri) {
+		if entries, err := os.ReadDir(uri); err == nil && len(entries) > 0 {
+			if _, err := os.Stat(filepath.Join(uri, "table.json")); err == nil {
+				return fmt.Errorf("%s: %w: a table exists there", uri, table.ErrExists)
+			}
+			return fmt.Errorf("%s: the directory is not empty", uri)
+		}
+		return nil
+	}
+	store, err := openStore(ctx, uri, false)
+	if err != nil {
+		return err
+	}
+	if _, err := store.ReadAll(ctx, "table.json"); err == nil {
+		return fmt.Errorf("%s: %w: a table exists there", uri, table.ErrExists)
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	objs, err := store.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	if len(objs) > 0 {
+		return fmt.Errorf("%s: the prefix is not empty (%d objects, e.g. %s)", uri, len(objs), objs[0].Key)
+	}
+	return nil
+}
+
+// baseName is the last element of a path or URI (a table's name).
+func baseName(uri string) string {
+	if storage.IsS3URI(uri) {
+		uri = strings.TrimRight(uri, "/")
+		return uri[strings.LastIndex(uri, "/")+1:]
+	}
+	return filepath.Base(uri)
+}
+
+// isTable reports whether the store holds a table (has a table.json).
+func isTable(ctx context.Context, store storage.Store) (bool, error) {
+	_, err := store.ReadAll(ctx, "table.json")
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// storeWarehouse is a warehouse over any store: its tables are the child
+// prefixes (directories) that hold a table.json.
+type storeWarehouse struct{ store storage.Store }
+
+func (w storeWarehouse) Tables(ctx context.Context) ([]string, error) {
+	dirs, err := storage.ListDirs(ctx, w.store, "")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, name := range dirs {
+		if table.CheckName("table", name) != nil {
+			continue
+		}
+		if _, err := w.store.ReadAll(ctx, name+"/table.json"); err == nil {
+			names = append(names, name)
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+func (w storeWarehouse) Open(ctx context.Context, name string) (*table.Table, error) {
+	if err := table.CheckName("table", name); err != nil {
+		return nil, err
+	}
+	sub, err := storage.Sub(w.store, name)
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := isTable(ctx, sub); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, fmt.Errorf("%w: table %s", table.ErrNotFound, name)
+	}
+	return table.Open(ctx, sub, tableOptions())
+}
+
+// Create makes a new, empty table NAME (its columns come with its first
+// data). A name already in use, even by a directory or prefix without a
+// table, is refused.
+func (w storeWarehouse) Create(ctx context.Context, name string) (*table.Table, error) {
+	if err := table.CheckName("table", name); err != nil {
+		return nil, err
+	}
+	dirs, err := storage.ListDirs(ctx, w.store, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
+		if d == name {
+			return nil, fmt.Errorf("%w: %s", table.ErrExists, storage.Join(w.store.String(), name))
+		}
+	}
+	sub, err := storage.Sub(w.store, name)
+	if err != nil {
+		return nil, err
+	}
+	return table.Create(ctx, sub, table.Schema{}, tableOptions())
+}

@@ -1,0 +1,477 @@
+// Package blockcache keeps fixed-size blocks of immutable remote objects in
+// files under a local directory, so repeated and sequential reads of an S3
+// object cost one ranged GET per block instead of one per read.
+//
+// It owns the cache directory and nothing else: it knows neither S3 nor the
+// table format. Callers identify an object by key, size and ETag (an object
+// that is replaced gets a new ETag and so new blocks) and supply a fetch
+// function for the bytes of a block. Only immutable objects may be cached.
+//
+// Block files end in a CRC-32C of their content; a file that fails the
+// check (a torn write, a disk error, someone editing the cache) is deleted
+// and fetched again, so a damaged cache costs a GET, never wrong bytes.
+package blockcache
+
+import (
+	"container/list"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// Options configure a Cache. The zero value of every field means its default.
+type Options struct {
+	// Dir is the cache directory (created if missing). Required.
+	Dir string
+	// MaxBytes bounds the bytes of block files kept (default 1 GiB).
+	MaxBytes int64
+	// BlockSize is the size of a block (default 1 MiB). Blocks cached
+	// with another size are not found and age out.
+	BlockSize int64
+	// Prefetch is how many blocks past a sequential reader's position are
+	// fetched ahead in the background (default 2; negative disables).
+	Prefetch int
+	// FetchConcurrency bounds the blocks one read fetches at once when it
+	// spans several missing blocks (default 4).
+	FetchConcurrency int
+}
+
+func (o *Options) applyDefaults() {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 1 << 30
+	}
+	if o.BlockSize <= 0 {
+		o.BlockSize = 1 << 20
+	}
+	if o.Prefetch == 0 {
+		o.Prefetch = 2
+	}
+	if o.FetchConcurrency <= 0 {
+		o.FetchConcurrency = 4
+	}
+}
+
+// ObjectID identifies one immutable version of an object.
+type ObjectID struct {
+	Key  string
+	Size int64
+	ETag string
+}
+
+// FetchFunc fills p with the object's bytes [off, off+len(p)); it returns
+// an error rather than fewer bytes.
+type FetchFunc func(ctx context.Context, off int64, p []byte) error
+
+// Stats are counters since the cache was opened.
+type Stats struct {
+	Hits         int64 // blocks served from the cache directory
+	Misses       int64 // blocks that had to be fetched (prefetches included)
+	Fetches      int64 // fetch calls made
+	BytesFetched int64 // bytes fetched
+	Prefetches   int64 // blocks fetched ahead of a sequential reader
+	Evictions    int64 // block files removed to stay within MaxBytes
+	Corrupt      int64 // block files that failed their checksum
+	Bytes        int64 // bytes of block files now cached
+	Blocks       int64 // block files now cached
+}
+
+const trailerSize = 4 // CRC-32C of the block data
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Cache is a directory of cached blocks shared by every reader of a
+// process. It is safe for concurrent use.
+type Cache struct {
+	opts   Options
+	flight singleflight.Group
+	// prefetchSlots bounds background prefetches in flight.
+	prefetchSlots chan struct{}
+
+	// mu guards lru, index and bytes.
+	mu    sync.Mutex
+	lru   *list.List               // of *entry, most recently used at the front
+	index map[string]*list.Element // block name -> element of lru
+	bytes int64
+
+	hits, misses, fetches, fetched, prefetches, evictions, corrupt atomic.Int64
+}
+
+type entry struct {
+	name string
+	size int64 // file size, trailer included
+}
+
+var (
+	sharedMu sync.Mutex
+	shared   = map[string]*Cache{}
+)
+
+// Shared returns the process's cache for opts.Dir, opening it on first
+// use; later calls with the same directory get the same Cache (and its
+// first options).
+func Shared(opts Options) (*Cache, error) {
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("blockcache: %w", err)
+	}
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if c := shared[dir]; c != nil {
+		return c, nil
+	}
+	opts.Dir = dir
+	c, err := Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	shared[dir] = c
+	return c, nil
+}
+
+// Open opens (or creates) the cache directory and rebuilds the index from
+// the block files in it, oldest first, trimming it to MaxBytes.
+func Open(opts Options) (*Cache, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("blockcache: no cache directory given")
+	}
+	opts.applyDefaults()
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("blockcache: %w", err)
+	}
+	c := &Cache{
+		opts:          opts,
+		prefetchSlots: make(chan struct{}, 4),
+		lru:           list.New(),
+		index:         map[string]*list.Element{},
+	}
+	type found struct {
+		name  string
+		size  int64
+		mtime int64
+	}
+	var files []found
+	err := filepath.WalkDir(opts.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".tmp-") {
+			os.Remove(p) // a write interrupted by a crash
+			return nil
+		}
+		if !strings.HasSuffix(d.Name(), ".blk") {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		files = append(files, found{d.Name(), info.Size(), info.ModTime().UnixNano()})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("blockcache: scan %s: %w", opts.Dir, err)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].mtime < files[j].mtime })
+	c.mu.Lock()
+	for _, f := range files {
+		c.index[f.name] = c.lru.PushFront(&entry{f.name, f.size})
+		c.bytes += f.size
+	}
+	victims := c.evictLocked()
+	c.mu.Unlock()
+	c.remove(victims)
+	return c, nil
+}
+
+// Dir returns the cache directory.
+func (c *Cache) Dir() string { return c.opts.Dir }
+
+// BlockSize returns the block size.
+func (c *Cache) BlockSize() int64 { return c.opts.BlockSize }
+
+// Stats returns the counters.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	bytes, blocks := c.bytes, int64(c.lru.Len())
+	c.mu.Unlock()
+	return Stats{
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Fetches: c.fetches.Load(), BytesFetched: c.fetched.Load(),
+		Prefetches: c.prefetches.Load(), Evictions: c.evictions.Load(), Corrupt: c.corrupt.Load(),
+		Bytes: bytes, Blocks: blocks,
+	}
+}
+
+// blockName names block idx of an object; the object part is a hash so
+// any key is a safe file name.
+func blockName(id ObjectID, idx int64) string {
+	h := sha256.Sum256([]byte(id.Key + "\x00" + strconv.FormatInt(id.Size, 10) + "\x00" + id.ETag))
+	return hex.EncodeToString(h[:16]) + "-" + strconv.FormatInt(idx, 10) + ".blk"
+}
+
+func (c *Cache) path(name string) string {
+	return filepath.Join(c.opts.Dir, name[:2], name)
+}
+
+// blockLen is the number of object bytes in block idx.
+func (c *Cache) blockLen(id ObjectID, idx int64) int64 {
+	return min(c.opts.BlockSize, id.Size-idx*c.opts.BlockSize)
+}
+
+// block returns the bytes of block idx, from the cache or fetched.
+func (c *Cache) block(ctx context.Context, id ObjectID, idx int64, fetch FetchFunc) ([]byte, error) {
+	name := blockName(id, idx)
+	want := c.blockLen(id, idx)
+	if data, ok := c.lookup(name, want); ok {
+		c.hits.Add(1)
+		return data, nil
+	}
+	v, err, _ := c.flight.Do(name, func() (any, error) {
+		// Another caller may have stored it while we waited for the flight.
+		if data, ok := c.lookup(name, want); ok {
+			return data, nil
+		}
+		c.misses.Add(1)
+		data := make([]byte, want)
+		c.fetches.Add(1)
+		if err := fetch(ctx, idx*c.opts.BlockSize, data); err != nil {
+			return nil, err
+		}
+		c.fetched.Add(want)
+		c.store(name, data)
+		return data, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+// lookup reads a cached block and checks its length and checksum; a bad
+// file is removed and reported as missing.
+func (c *Cache) lookup(name string, want int64) ([]byte, bool) {
+	c.mu.Lock()
+	el, ok := c.index[name]
+	if ok {
+		c.lru.MoveToFront(el)
+	}
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	raw, err := os.ReadFile(c.path(name))
+	if err != nil {
+		// Evicted meanwhile, or deleted behind our back.
+		c.forget(name)
+		return nil, false
+	}
+	if int64(len(raw)) != want+trailerSize ||
+		binary.BigEndian.Uint32(raw[want:]) != crc32.Checksum(raw[:want], castagnoli) {
+		c.corrupt.Add(1)
+		slog.Warn("blockcache: damaged block file removed", "file", c.path(name))
+		c.forget(name)
+		os.Remove(c.path(name))
+		return nil, false
+	}
+	return raw[:want], true
+}
+
+func (c *Cache) forget(name string) {
+	c.mu.Lock()
+	if el, ok := c.index[name]; ok {
+		c.bytes -= el.Value.(*entry).size
+		c.lru.Remove(el)
+		delete(c.index, name)
+	}
+	c.mu.Unlock()
+}
+
+// store writes a block file (temporary name, then rename) and indexes it.
+// Failing to cache is not an error for the reader: it logs and goes on.
+func (c *Cache) store(name string, data []byte) {
+	p := c.path(name)
+	if err := c.writeFile(p, data); err != nil {
+		slog.Warn("blockcache: cannot write block", "file", p, "err", err)
+		return
+	}
+	size := int64(len(data)) + trailerSize
+	c.mu.Lock()
+	if el, ok := c.index[name]; ok {
+		c.bytes -= el.Value.(*entry).size
+		c.lru.Remove(el)
+	}
+	c.index[name] = c.lru.PushFront(&entry{name, size})
+	c.bytes += size
+	victims := c.evictLocked()
+	c.mu.Unlock()
+	c.remove(victims)
+}
+
+func (c *Cache) writeFile(p string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(filepath.Dir(p), ".tmp-"+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	var sum [trailerSize]byte
+	binary.BigEndian.PutUint32(sum[:], crc32.Checksum(data, castagnoli))
+	_, err = f.Write(data)
+	if err == nil {
+		_, err = f.Write(sum[:])
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// evictLocked drops least recently used entries until the cache fits and
+// returns their names; the caller removes the files without holding mu.
+func (c *Cache) evictLocked() []string {
+	var victims []string
+	for c.bytes > c.opts.MaxBytes && c.lru.Len() > 0 {
+		el := c.lru.Back()
+		e := el.Value.(*entry)
+		c.lru.Remove(el)
+		delete(c.index, e.name)
+		c.bytes -= e.size
+		victims = append(victims, e.name)
+	}
+	return victims
+}
+
+func (c *Cache) remove(names []string) {
+	for _, name := range names {
+		c.evictions.Add(1)
+		os.Remove(c.path(name))
+	}
+}
+
+// Reader reads one object through the cache. It is an io.ReaderAt and is
+// safe for concurrent use.
+type Reader struct {
+	c     *Cache
+	ctx   context.Context
+	id    ObjectID
+	fetch FetchFunc
+
+	mu   sync.Mutex // guards next
+	next int64      // block after the last one read; sequential reads start there
+}
+
+// NewReader returns a reader of the object id whose missing blocks come
+// from fetch. Reads use ctx without its cancellation (a reader outlives the
+// call that opened it), keeping its values.
+func (c *Cache) NewReader(ctx context.Context, id ObjectID, fetch FetchFunc) *Reader {
+	return &Reader{c: c, ctx: context.WithoutCancel(ctx), id: id, fetch: fetch, next: -1}
+}
+
+// ReadAt implements io.ReaderAt.
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("blockcache: %s: negative offset %d", r.id.Key, off)
+	}
+	if off >= r.id.Size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(p)), r.id.Size-off))
+	bs := r.c.opts.BlockSize
+	first, last := off/bs, (off+int64(n)-1)/bs
+	blocks := make([][]byte, last-first+1)
+	errs := make([]error, len(blocks))
+	if len(blocks) == 1 {
+		blocks[0], errs[0] = r.c.block(r.ctx, r.id, first, r.fetch)
+	} else {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, r.c.opts.FetchConcurrency)
+		for i := range blocks {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(i int) {
+				defer func() { <-sem; wg.Done() }()
+				blocks[i], errs[i] = r.c.block(r.ctx, r.id, first+int64(i), r.fetch)
+			}(i)
+		}
+		wg.Wait()
+	}
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	copied := 0
+	for i, b := range blocks {
+		start := int64(0)
+		if i == 0 {
+			start = off - first*bs
+		}
+		copied += copy(p[copied:n], b[start:])
+	}
+	r.readAhead(first, last)
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// readAhead starts background fetches of the blocks after last when this
+// read continued where the previous one ended (or in its last block).
+func (r *Reader) readAhead(first, last int64) {
+	r.mu.Lock()
+	sequential := r.next >= 0 && (first == r.next || first == r.next-1)
+	r.next = last + 1
+	r.mu.Unlock()
+	if !sequential || r.c.opts.Prefetch < 0 {
+		return
+	}
+	nblocks := (r.id.Size + r.c.opts.BlockSize - 1) / r.c.opts.BlockSize
+	for idx := last + 1; idx <= last+int64(r.c.opts.Prefetch) && idx < nblocks; idx++ {
+		name := blockName(r.id, idx)
+		r.c.mu.Lock()
+		_, cached := r.c.index[name]
+		r.c.mu.Unlock()
+		if cached {
+			continue
+		}
+		select {
+		case r.c.prefetchSlots <- struct{}{}:
+		default:
+			return // enough in flight already
+		}
+		r.c.prefetches.Add(1)
+		go func(idx int64) {
+			defer func() { <-r.c.prefetchSlots }()
+			_, _ = r.c.block(r.ctx, r.id, idx, r.fetch)
+		}(idx)
+	}
+}
