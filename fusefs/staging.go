@@ -419,12 +419,6 @@ func (m *mountFS) stopStaging() {
 	m.wg.Wait()
 }
 
-func stagingDirAttr(m *mountFS, a *fuse.Attr) {
-	a.Mode = fuse.S_IFDIR | 0o755
-	a.Nlink = 2
-	m.owner(a)
-}
-
 // Mkdir makes an image folder.
 func (n *stagingNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	child, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)

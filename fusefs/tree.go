@@ -316,7 +316,11 @@ func (n *tableNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		return n.NewInode(ctx, &tagsNode{t: n, path: path}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
 	case nameIngest, nameReplace:
 		if root := n.staging[name]; root != nil {
-			stagingDirAttr(n.m, &out.Attr)
+			var st syscall.Stat_t
+			if err := syscall.Stat(root.st.Dir(), &st); err != nil {
+				return nil, errno("staging directory", err)
+			}
+			out.Attr.FromStat(&st)
 			return n.NewInode(ctx, root, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
 		}
 	case statsName:

@@ -43,18 +43,21 @@ if grep -qs " $mnt fuse" /proc/mounts; then
 	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"
 fi
 mkdir -p "$mnt"
-"$bin" mount "$wh" "$mnt" --daemon
+"$bin" mount "$wh" "$mnt" --daemon --staging-dir "$demo/staging"
 
 cat <<EOT
 
 framefs is serving demo/warehouse at ./mnt. Try:
 
-  ls mnt/robot                                  latest, snapshots, tags
+  ls mnt/robot                                  latest, snapshots, tags, ingest, replace
   ls -l mnt/robot/latest/task=pick/episode-00 | head
   cp mnt/robot/latest/task=pick/episode-00/000042.jpg /tmp/ && xdg-open /tmp/000042.jpg
   head -3 mnt/robot/latest/task=pick/episode-00/frames.jsonl
   getfattr -d mnt/robot/latest/task=pick/episode-00/000042.jpg
   cat mnt/.stats
+  cp demo/videos/episode-02.mp4 mnt/robot/ingest/new-02.mp4      drag a video in...
+  cp demo/videos/episode-02.jsonl mnt/robot/ingest/new-02.jsonl  ...with its rows;
+  cat mnt/robot/ingest/.status; ls mnt/robot/latest/task=place    2 s later it is committed
   $bin ls demo/warehouse/robot
   /usr/bin/python3 -c "import torchvision; ds = torchvision.datasets.ImageFolder('mnt/robot/tags/demo-v1/task=pick'); print(len(ds), ds.classes)"
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -56,6 +57,9 @@ type mountFlags struct {
 	refresh     time.Duration
 	foreground  bool
 	daemon      bool
+	stagingDir  string
+	settle      time.Duration
+	stagingMax  int64
 }
 
 func newMountCommand() *cobra.Command {
@@ -68,8 +72,14 @@ fusermount3 -u MNT, or Ctrl-C / SIGTERM for a foreground mount). SRC is a
 warehouse directory (each table becomes MNT/TABLE) or one table (its latest,
 snapshots and tags appear at MNT).
 
+Unless mounted read-only, every table has write directories: files dropped
+into TABLE/ingest/ (NAME.mp4 with NAME.jsonl, or a folder of images) commit
+as new episodes, and TABLE/replace/ replaces videos or rows of existing ones.
+They are staged on local disk (--staging-dir) until they commit.
+
 Mount options (-o) follow mount conventions: ro, allow_other, and the framefs
-options image_format=, jpeg_quality=, scale=WxH, cache_bytes=, refresh=.`,
+options image_format=, jpeg_quality=, scale=WxH, cache_bytes=, refresh=,
+staging_dir=, settle=, staging_limit=.`,
 		Example: `  framefs mount data/warehouse /mnt/frames
   framefs mount data/warehouse/robot /mnt/robot --image-format bmp --daemon
   mount -t fuse.framefs data/warehouse /mnt/frames -o ro,allow_other`,
@@ -89,6 +99,9 @@ options image_format=, jpeg_quality=, scale=WxH, cache_bytes=, refresh=.`,
 	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes")
 	fl.IntVar(&f.sessions, "max-sessions", 0, "decoder sessions open at once (default 2 x cores)")
 	fl.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often new snapshots and tags are looked for")
+	fl.StringVar(&f.stagingDir, "staging-dir", "", "local directory holding files dropped into ingest/ and replace/ until they commit (default $XDG_CACHE_HOME/framefs/staging or ~/.cache/framefs/staging)")
+	fl.DurationVar(&f.settle, "settle", 2*time.Second, "how long a dropped file must stay closed and unchanged before it commits")
+	fl.Int64Var(&f.stagingMax, "staging-limit", 0, "bytes each write directory may hold before writes fail with ENOSPC (0: no limit but the disk)")
 	fl.BoolVar(&f.foreground, "foreground", true, "stay in the foreground until unmounted (default)")
 	fl.BoolVar(&f.daemon, "daemon", false, "detach once mounted")
 	return cmd
@@ -122,6 +135,16 @@ func parseMountOptions(f *mountFlags) (ro, allowOther bool, err error) {
 		case "refresh":
 			if f.refresh, err = time.ParseDuration(value); err != nil {
 				return false, false, fmt.Errorf("-o refresh=%q: %v", value, err)
+			}
+		case "staging_dir":
+			f.stagingDir = value
+		case "settle":
+			if f.settle, err = time.ParseDuration(value); err != nil {
+				return false, false, fmt.Errorf("-o settle=%q: %v", value, err)
+			}
+		case "staging_limit":
+			if f.stagingMax, err = strconv.ParseInt(value, 10, 64); err != nil {
+				return false, false, fmt.Errorf("-o staging_limit=%q: not a number", value)
 			}
 		default:
 			return false, false, fmt.Errorf("unknown mount option %q", key)
@@ -185,8 +208,16 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 	defer pool.Close()
 	frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: f.cacheBytes})
 	defer frames.Close()
+	stagingDir, err := stagingDirFor(f.stagingDir, readOnly)
+	if err != nil {
+		return err
+	}
 	opts := fusefs.Options{
 		Image: setting, ImageOverride: override, Refresh: f.refresh, AllowOther: allowOther, ReadOnly: readOnly,
+		StagingDir: stagingDir, Settle: f.settle, StagingLimit: f.stagingMax,
+		EncodeImages: func(ctx context.Context, images []string, out string) error {
+			return decoder.EncodeImagesToVideo(ctx, images, out, decoder.VideoEncodeOptions{})
+		},
 		Debug: slog.Default().Enabled(ctx, slog.LevelDebug-4),
 		ExtraStats: func(b *strings.Builder) {
 			cs := frames.CacheStats()
@@ -237,6 +268,26 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 	}
 	<-done
 	return nil
+}
+
+// stagingDirFor picks the local directory for the write directories'
+// staged files; a read-only mount has none.
+func stagingDirFor(flag string, readOnly bool) (string, error) {
+	if readOnly {
+		return "", nil
+	}
+	dir := flag
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("no directory to stage dropped files in (%v): give --staging-dir or mount with -o ro", err)
+		}
+		dir = filepath.Join(base, "framefs", "staging")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("staging directory: %w", err)
+	}
+	return filepath.Abs(dir)
 }
 
 // daemonize starts the mount in a new session, with its log in a file,
