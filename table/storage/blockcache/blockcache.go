@@ -103,6 +103,7 @@ type Cache struct {
 	flight singleflight.Group
 	// prefetchSlots bounds background prefetches in flight.
 	prefetchSlots chan struct{}
+	prefetching   sync.WaitGroup
 
 	// mu guards lru, index and bytes.
 	mu    sync.Mutex
@@ -199,6 +200,9 @@ func Open(opts Options) (*Cache, error) {
 	c.remove(victims)
 	return c, nil
 }
+
+// Wait waits for the background prefetches in flight to finish.
+func (c *Cache) Wait() { c.prefetching.Wait() }
 
 // Dir returns the cache directory.
 func (c *Cache) Dir() string { return c.opts.Dir }
@@ -469,8 +473,9 @@ func (r *Reader) readAhead(first, last int64) {
 			return // enough in flight already
 		}
 		r.c.prefetches.Add(1)
+		r.c.prefetching.Add(1)
 		go func(idx int64) {
-			defer func() { <-r.c.prefetchSlots }()
+			defer func() { <-r.c.prefetchSlots; r.c.prefetching.Done() }()
 			_, _ = r.c.block(r.ctx, r.id, idx, r.fetch)
 		}(idx)
 	}

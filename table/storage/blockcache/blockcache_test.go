@@ -68,6 +68,7 @@ func TestReadsAndEviction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Wait)
 	src := newSource(100*4096+77, 1)
 	r := c.NewReader(context.Background(), src.id("a"), src.fetch)
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -119,6 +120,7 @@ func TestSingleflight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Wait)
 	src := newSource(1<<16, 2)
 	src.delay = 50 * time.Millisecond
 	var wg sync.WaitGroup
@@ -144,6 +146,7 @@ func TestDamagedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Wait)
 	src := newSource(8*4096, 3)
 	r := c.NewReader(context.Background(), src.id("d"), src.fetch)
 	checkRead(t, r, src, 0, len(src.data))
@@ -186,6 +189,7 @@ func TestSequentialPrefetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Wait)
 	src := newSource(64*4096, 5)
 	r := c.NewReader(context.Background(), src.id("s"), src.fetch)
 	for off := 0; off < len(src.data); off += 1000 {
@@ -206,6 +210,7 @@ func TestKeysAreIsolated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.Wait)
 	a, b := newSource(4096, 6), newSource(4096, 7)
 	checkRead(t, c.NewReader(context.Background(), a.id("x"), a.fetch), a, 0, 4096)
 	// Same key, another ETag (the object was replaced): other blocks.
