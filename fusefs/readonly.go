@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"strings"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -10,7 +11,7 @@ import (
 
 // readOnly answers every change to a node with EROFS. Snapshots, tags and
 // latest are read-only views of immutable data.
-type readOnly struct{}
+type readOnly struct{ noXattrs }
 
 func (readOnly) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	return nil, syscall.EROFS
@@ -49,6 +50,24 @@ func (readOnly) Setxattr(ctx context.Context, attr string, data []byte, flags ui
 }
 
 func (readOnly) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.EROFS }
+
+// userXattrPrefix is the only extended attribute namespace of the mount:
+// frames carry their row's columns as user.COLUMN.
+const userXattrPrefix = "user."
+
+// noXattrs answers attribute reads of nodes without attributes. Other
+// namespaces than user. (SELinux labels, ACLs) are unsupported rather than
+// empty: ls -l asks every file for security.selinux and
+// system.posix_acl_access, but stops asking for the whole file system at
+// the first "not supported", which saves two round trips per file.
+type noXattrs struct{}
+
+func (noXattrs) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if strings.HasPrefix(attr, userXattrPrefix) {
+		return 0, syscall.ENODATA
+	}
+	return 0, syscall.ENOTSUP
+}
 
 // bytesHandle serves an open file from memory.
 type bytesHandle struct {

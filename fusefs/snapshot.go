@@ -331,10 +331,8 @@ func (n *frameNode) xattrs(ctx context.Context) (map[string][]byte, error) {
 }
 
 func (n *frameNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	// ls -l asks every file for security.* and system.* attributes; answer
-	// those without reading the rows.
-	if !strings.HasPrefix(attr, "user.") {
-		return 0, syscall.ENODATA
+	if !strings.HasPrefix(attr, userXattrPrefix) {
+		return noXattrs{}.Getxattr(ctx, attr, dest)
 	}
 	attrs, err := n.xattrs(ctx)
 	if err != nil {
