@@ -102,16 +102,17 @@ func (s *Stager) commitAdd(ctx context.Context, tbl *table.Table, schema *table.
 		s.transient(err)
 		return err
 	}
+	defer s.setRunning("")
 	for len(batch) > 0 {
 		inputs := make([]table.EpisodeInput, len(batch))
+		names := make([]string, len(batch))
 		for i, p := range batch {
-			inputs[i] = p.input
+			inputs[i], names[i] = p.input, p.g.name
 		}
+		s.setRunning("adding " + strings.Join(names, ", "))
 		snap, err := tbl.AddEpisodes(ctx, inputs, opts)
 		if err == nil {
-			names := make([]string, len(batch))
-			for i, p := range batch {
-				names[i] = p.g.name
+			for _, p := range batch {
 				s.done(p.g, p.g.entries)
 			}
 			s.mu.Lock()
@@ -368,12 +369,14 @@ func (s *Stager) replaceGroup(ctx context.Context, tbl *table.Table, schema *tab
 		return err
 	}
 	defer os.RemoveAll(dir)
+	defer s.setRunning("")
 	for col, e := range columns {
 		link := filepath.Join(dir, e.name)
 		if err := os.Link(filepath.Join(s.opts.Dir, e.name), link); err != nil {
 			s.transient(err)
 			return err
 		}
+		s.setRunning(fmt.Sprintf("replacing video %s of %s", col, g.name))
 		snap, err := tbl.ReplaceVideo(ctx, g.name, col, table.VideoFile{Path: link}, s.opts.AddOptions)
 		if err != nil {
 			return s.replaceFailed(g, err)
@@ -383,6 +386,7 @@ func (s *Stager) replaceGroup(ctx context.Context, tbl *table.Table, schema *tab
 		s.committed(snap, fmt.Sprintf("replaced video %s of %s", col, g.name))
 	}
 	if sc != nil {
+		s.setRunning("updating the rows of " + g.name)
 		snap, err := tbl.UpdateRows(ctx, g.name, sc)
 		if err != nil {
 			return s.replaceFailed(g, err)
@@ -501,4 +505,10 @@ func writeFileSync(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+func (s *Stager) setRunning(what string) {
+	s.mu.Lock()
+	s.running = what
+	s.mu.Unlock()
 }

@@ -83,6 +83,7 @@ type Stager struct {
 	status   map[string]string      // group -> state shown in .status
 	history  []string               // last commits, newest last
 	lines    []string               // the staged groups, for .status
+	running  string                 // what is being committed now
 	stats    Stats
 	lastErr  string
 	retryAt  time.Time

@@ -157,6 +157,8 @@ func TestBadGroupsDoNotHoldBackGoodOnes(t *testing.T) {
 	e.write("toomany.jsonl", rows(1000))
 	e.copy(fixture("h264_faststart.mp4"), "badjson.mp4")
 	e.write("badjson.jsonl", `{"timestamp": 0.1}`+"\n"+`{"timestamp": `+"\n")
+	e.copy(fixture("h264_faststart.mp4"), "badcsv.mp4")
+	e.write("badcsv.csv", "timestamp,action\n0.1,1\n\"0.2,2\n")
 	e.copy(fixture("h264_faststart.mp4"), "wrongtype.mp4")
 	e.write("wrongtype.jsonl", `{"timestamp": "noon"}`+"\n")
 	e.copy(fixture("h264_faststart.mp4"), "unknowncol.mp4")

@@ -57,6 +57,9 @@ func (s *Stager) Status() string {
 	for _, l := range s.lines {
 		b.WriteString(l + "\n")
 	}
+	if s.running != "" {
+		fmt.Fprintf(&b, "\ncommitting: %s\n", s.running)
+	}
 	if s.lastErr != "" {
 		fmt.Fprintf(&b, "\nlast error (retrying): %s\n", s.lastErr)
 	}
