@@ -54,6 +54,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMP4$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
 	$(GO) test -run '^$$' -fuzz '^FuzzScanIndex$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./decoder
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSidecar$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table
 
 # 16 readers of random frames through a real mount for 60 s.
 soak:
