@@ -229,4 +229,18 @@ func TestRandomReaderDrains(t *testing.T) {
 	if s.drains == 0 {
 		t.Error("no request drained the decoder")
 	}
+	// After random requests, a reader that says it reads on does not
+	// drain its first (far) request.
+	for _, f := range []int{3, 75} {
+		if _, err := s.image(ctx, f, ImageSetting{Format: FormatBMP}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.readOn()
+	if _, err := s.image(ctx, 47, ImageSetting{Format: FormatBMP}); err != nil {
+		t.Fatal(err)
+	}
+	if s.draining {
+		t.Error("a request after readOn drained")
+	}
 }

@@ -501,6 +501,11 @@ func (s *session) land(k int, fromStart bool, ordinal int) (landed bool, err err
 	return true, nil
 }
 
+// readOn tells the session that the caller will read the frames after the
+// next one in order (read-ahead, frame sizes), so that the next request does
+// not drain whatever random requests the session served before.
+func (s *session) readOn() { s.lastFar = false }
+
 // ordinalOf returns the ordinal of the presented frame with PTS pts (index
 // units). Frames with equal PTS come out in decode order and take
 // consecutive ordinals.
