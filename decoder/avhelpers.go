@@ -139,14 +139,15 @@ package decoder
 // 	}
 // }
 //
-// // framefs_rgb_to_jpeg_ycbcr fills the planes of a yuvj420p frame from a
+// // framefs_rgb_to_jpeg_ycbcr_simple is the plain statement of the conversion
+// // below, kept as the reference that tests hold the fast version to. It fills the planes of a yuvj420p frame from a
 // // rgb24 frame of the same size with the colour transform JFIF prescribes
 // // (BT.601 matrix, full range), 16-bit fixed point rounded to nearest.
 // // Chroma is the transform of the 2x2 block's summed colour, edge pixels
 // // repeated for odd sizes. The weights of each row of the matrix sum to
 // // 65536 (Y) or 0 (Cb, Cr), so grey stays grey; chroma rounds half down
 // // because pure blue and red land exactly on 255.5, which must not wrap.
-// static int framefs_rgb_to_jpeg_ycbcr(void *srcp, void *dstp) {
+// static int framefs_rgb_to_jpeg_ycbcr_simple(void *srcp, void *dstp) {
 // 	AVFrame *src = srcp, *dst = dstp;
 // 	int w = src->width, h = src->height;
 // 	if (dst->width != w || dst->height != h || src->format != AV_PIX_FMT_RGB24 || dst->format != AV_PIX_FMT_YUVJ420P)
@@ -169,6 +170,51 @@ package decoder
 // 			int b = r0[x0 + 2] + r0[x1 + 2] + r1[x0 + 2] + r1[x1 + 2];
 // 			cb[cx] = (uint8_t)((-11059 * r - 21709 * g + 32768 * b + (128 << 18) + (1 << 17) - 1) >> 18);
 // 			cr[cx] = (uint8_t)((32768 * r - 27439 * g - 5329 * b + (128 << 18) + (1 << 17) - 1) >> 18);
+// 		}
+// 	}
+// 	return 0;
+// }
+//
+// // framefs_rgb_to_jpeg_ycbcr computes exactly what
+// // framefs_rgb_to_jpeg_ycbcr_simple does in one pass over the RGB rows,
+// // two rows at a time: each 2x2 block's pixels are read once for their
+// // four Y samples and the block's Cb and Cr, instead of once per plane.
+// #define FRAMEFS_Y(r, g, b) ((uint8_t)((19595 * (r) + 38470 * (g) + 7471 * (b) + 32768) >> 16))
+// #define FRAMEFS_CB(r, g, b) ((uint8_t)((-11059 * (r) - 21709 * (g) + 32768 * (b) + (128 << 18) + (1 << 17) - 1) >> 18))
+// #define FRAMEFS_CR(r, g, b) ((uint8_t)((32768 * (r) - 27439 * (g) - 5329 * (b) + (128 << 18) + (1 << 17) - 1) >> 18))
+// static int framefs_rgb_to_jpeg_ycbcr(void *srcp, void *dstp) {
+// 	AVFrame *src = srcp, *dst = dstp;
+// 	int w = src->width, h = src->height;
+// 	if (dst->width != w || dst->height != h || src->format != AV_PIX_FMT_RGB24 || dst->format != AV_PIX_FMT_YUVJ420P)
+// 		return AVERROR_BUG;
+// 	for (int cy = 0; cy < (h + 1) / 2; cy++) {
+// 		int two = 2 * cy + 1 < h;
+// 		const uint8_t *s0 = src->data[0] + (ptrdiff_t)(2 * cy) * src->linesize[0];
+// 		const uint8_t *s1 = two ? s0 + src->linesize[0] : s0;
+// 		uint8_t *y0 = dst->data[0] + (ptrdiff_t)(2 * cy) * dst->linesize[0];
+// 		// A last odd row repeats into its block: write its Y twice.
+// 		uint8_t *y1 = two ? y0 + dst->linesize[0] : y0;
+// 		uint8_t *cb = dst->data[1] + (ptrdiff_t)cy * dst->linesize[1];
+// 		uint8_t *cr = dst->data[2] + (ptrdiff_t)cy * dst->linesize[2];
+// 		int cx = 0;
+// 		for (; 2 * cx + 1 < w; cx++, s0 += 6, s1 += 6) {
+// 			int ra = s0[0], ga = s0[1], ba = s0[2], rb = s0[3], gb = s0[4], bb = s0[5];
+// 			int rc = s1[0], gc = s1[1], bc = s1[2], rd = s1[3], gd = s1[4], bd = s1[5];
+// 			y0[2 * cx] = FRAMEFS_Y(ra, ga, ba);
+// 			y0[2 * cx + 1] = FRAMEFS_Y(rb, gb, bb);
+// 			y1[2 * cx] = FRAMEFS_Y(rc, gc, bc);
+// 			y1[2 * cx + 1] = FRAMEFS_Y(rd, gd, bd);
+// 			int r = ra + rb + rc + rd, g = ga + gb + gc + gd, b = ba + bb + bc + bd;
+// 			cb[cx] = FRAMEFS_CB(r, g, b);
+// 			cr[cx] = FRAMEFS_CR(r, g, b);
+// 		}
+// 		if (2 * cx < w) { // odd width: the last column repeats into its block
+// 			int ra = s0[0], ga = s0[1], ba = s0[2], rc = s1[0], gc = s1[1], bc = s1[2];
+// 			y0[2 * cx] = FRAMEFS_Y(ra, ga, ba);
+// 			y1[2 * cx] = FRAMEFS_Y(rc, gc, bc);
+// 			int r = 2 * (ra + rc), g = 2 * (ga + gc), b = 2 * (ba + bc);
+// 			cb[cx] = FRAMEFS_CB(r, g, b);
+// 			cr[cx] = FRAMEFS_CR(r, g, b);
 // 		}
 // 	}
 // 	return 0;
@@ -354,10 +400,22 @@ func appendBMPPixels(dst []byte, f *astiav.Frame, w, h, stride int) []byte {
 // rgbToJPEGYCbCr converts the rgb24 frame src into dst, a yuvj420p frame of
 // the same size, making dst's buffer writable first.
 func rgbToJPEGYCbCr(src, dst *astiav.Frame) error {
+	return rgbToJPEGYCbCrWith(src, dst, false)
+}
+
+// rgbToJPEGYCbCrWith is rgbToJPEGYCbCr, by the plain reference code if
+// simple is set (tests compare the two).
+func rgbToJPEGYCbCrWith(src, dst *astiav.Frame, simple bool) error {
 	if ret := C.framefs_frame_make_writable(dst.UnsafePointer()); ret < 0 {
 		return fmt.Errorf("decoder: make frame writable: %w", astiav.Error(ret))
 	}
-	if ret := C.framefs_rgb_to_jpeg_ycbcr(src.UnsafePointer(), dst.UnsafePointer()); ret < 0 {
+	var ret C.int
+	if simple {
+		ret = C.framefs_rgb_to_jpeg_ycbcr_simple(src.UnsafePointer(), dst.UnsafePointer())
+	} else {
+		ret = C.framefs_rgb_to_jpeg_ycbcr(src.UnsafePointer(), dst.UnsafePointer())
+	}
+	if ret < 0 {
 		return errors.New("decoder: internal error: RGB to YCbCr conversion got frames of different sizes or formats")
 	}
 	return nil

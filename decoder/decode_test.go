@@ -436,3 +436,45 @@ func TestConcurrentDeterminism(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainMatchesSequential: a request that drains the decoder after the
+// target's packet (what random readers get) decodes only the reference
+// pictures before the target and the target itself; every frame of every
+// fixture (B-frames, open GOPs, edit lists, HEVC, AV1, ...) reached that
+// way, in shuffled order, must have the bytes sequential decoding gave,
+// with one decoder thread and with frame threading.
+func TestDrainMatchesSequential(t *testing.T) {
+	ctx := context.Background()
+	ppm := ImageSetting{Format: FormatPPM}
+	for _, fx := range fixtures(t) {
+		t.Run(fx.name, func(t *testing.T) {
+			t.Parallel()
+			want := sequentialHashes(t, fx)
+			v := openVideo(t, fx.path, fx.stream)
+			n := v.Index.Frames()
+			for _, tc := range []struct{ threads, limit int }{{1, n}, {2, 60}} {
+				s, err := openSession(ctx, v, tc.threads)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.alwaysDrain = true
+				s.bind(ctx, v.R)
+				for _, i := range shuffled(n, tc.limit, 3) {
+					b, err := s.image(ctx, i, ppm)
+					if err != nil {
+						s.close()
+						t.Fatalf("%d threads, frame %d: %v", tc.threads, i, err)
+					}
+					if sha256.Sum256(b) != want[i] {
+						s.close()
+						t.Fatalf("%d threads, frame %d differs from sequential decoding", tc.threads, i)
+					}
+				}
+				if v.Index.HasBFrames() && s.drains == 0 {
+					t.Errorf("%d threads: no request drained", tc.threads)
+				}
+				s.close()
+			}
+		})
+	}
+}

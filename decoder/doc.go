@@ -11,7 +11,9 @@
 // It serves frames as image files: a Pool keeps decoder sessions open
 // between requests and reaches frame N by seeking to the index's decode
 // start and decoding forward to N's timestamp (or decoding on, when the
-// session already stands in N's GOP); frames are converted to RGB by a
+// session already stands in N's GOP; a random reader's request stops
+// feeding the decoder at N's own packet and skips the unreferenced pictures
+// before it); frames are converted to RGB by a
 // libavfilter graph, which reproduces the ffmpeg command line's pixels bit
 // for bit, and encoded as JPEG, PNG, BMP or PPM (ImageSetting). FrameSource
 // adds a byte-bounded cache of encoded images (package cache), read-ahead

@@ -3,9 +3,11 @@ package decoder
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"image/png"
+	"math/rand/v2"
 	"os/exec"
 	"strings"
 	"testing"
@@ -280,5 +282,61 @@ func TestRGBToJPEGYCbCr(t *testing.T) {
 			src.Free()
 			dst.Free()
 		}
+	}
+}
+
+// TestRGBToJPEGYCbCrMatchesSimple holds the one-pass conversion to the
+// plain reference code, byte for byte, on random pixels of even, odd and
+// tiny sizes.
+func TestRGBToJPEGYCbCrMatchesSimple(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, size := range [][2]int{{640, 480}, {1, 1}, {2, 1}, {1, 2}, {3, 3}, {17, 9}, {200, 133}, {481, 271}} {
+		w, h := size[0], size[1]
+		src := newTestFrame(t, w, h, astiav.PixelFormatRgb24)
+		data, _ := src.Data().Bytes(1)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		fillFrame(t, src, data)
+		var out [2][]byte
+		for k, simple := range []bool{false, true} {
+			dst := newTestFrame(t, w, h, astiav.PixelFormatYuvj420P)
+			if err := rgbToJPEGYCbCrWith(src, dst, simple); err != nil {
+				t.Fatal(err)
+			}
+			out[k], _ = dst.Data().Bytes(1)
+			dst.Free()
+		}
+		if !bytes.Equal(out[0], out[1]) {
+			t.Errorf("%dx%d: the one-pass conversion differs from the reference", w, h)
+		}
+		src.Free()
+	}
+}
+
+func newTestFrame(t testing.TB, w, h int, pf astiav.PixelFormat) *astiav.Frame {
+	f := astiav.AllocFrame()
+	f.SetWidth(w)
+	f.SetHeight(h)
+	f.SetPixelFormat(pf)
+	if err := f.AllocBuffer(0); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func BenchmarkRGBToJPEGYCbCr(b *testing.B) {
+	for _, simple := range []bool{false, true} {
+		b.Run(fmt.Sprintf("simple=%v", simple), func(b *testing.B) {
+			src := newTestFrame(b, 640, 480, astiav.PixelFormatRgb24)
+			dst := newTestFrame(b, 640, 480, astiav.PixelFormatYuvj420P)
+			defer src.Free()
+			defer dst.Free()
+			for b.Loop() {
+				if err := rgbToJPEGYCbCrWith(src, dst, simple); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

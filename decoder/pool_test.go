@@ -181,3 +181,66 @@ func TestPoolContextCancel(t *testing.T) {
 		t.Errorf("after a cancelled request: %v", err)
 	}
 }
+
+// TestRandomReaderDrains: the second request in a row that no position
+// could reach by decoding on drains; a request that follows on from a
+// drained one seeks once, does not drain, and the reader continues from
+// there.
+func TestRandomReaderDrains(t *testing.T) {
+	t.Parallel()
+	v := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
+	ctx := context.Background()
+	s, err := openSession(ctx, v, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	s.bind(ctx, v.R)
+	steps := []struct {
+		frame     int
+		wantDrain bool
+		wantSeeks int // total so far
+	}{
+		{40, false, 1}, // first seek: may be the start of a sequential reader
+		{41, false, 1}, // continues
+		{75, false, 2}, // seeks after a continuation
+		{46, true, 3},  // second far request in a row: drains
+		{47, false, 4}, // the drained session seeks, but the reader reads on
+		{48, false, 4}, // continues
+		{49, false, 4},
+		{3, false, 5},   // far after a continuation
+		{80, true, 6},   // second far request
+		{12, true, 7},   // and the third, but it comes out without a flush
+		{13, false, 7},  // so the session continues
+		{46, false, 8},  // far after a continuation
+		{3, true, 9},    // second far request
+		{47, true, 10},  // third, flushed after its packet
+		{48, false, 11}, // near the drained one: one seek
+		{49, false, 11}, // continues
+	}
+	for _, st := range steps {
+		if _, err := s.image(ctx, st.frame, ImageSetting{Format: FormatBMP}); err != nil {
+			t.Fatalf("frame %d: %v", st.frame, err)
+		}
+		if s.draining != st.wantDrain || s.seeks != st.wantSeeks {
+			t.Errorf("frame %d: drain %v after %d seeks, want %v after %d", st.frame, s.draining, s.seeks, st.wantDrain, st.wantSeeks)
+		}
+	}
+	if s.drains == 0 {
+		t.Error("no request drained the decoder")
+	}
+	// After random requests, a reader that says it reads on does not
+	// drain its first (far) request.
+	for _, f := range []int{3, 75} {
+		if _, err := s.image(ctx, f, ImageSetting{Format: FormatBMP}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.readOn()
+	if _, err := s.image(ctx, 47, ImageSetting{Format: FormatBMP}); err != nil {
+		t.Fatal(err)
+	}
+	if s.draining {
+		t.Error("a request after readOn drained")
+	}
+}

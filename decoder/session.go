@@ -116,6 +116,16 @@ type session struct {
 	lastPTS     int64
 	lastOrdinal int
 	inputEOF    bool
+	// drained means the decoder was sent the end-of-stream flush right
+	// after the target's packet (see decodeTo); it holds no position.
+	drained bool
+	// lastFar says whether the previous request was one that no session
+	// position could have reached by decoding on; a second such request
+	// in a row marks a random reader (see decodeTo). draining is the
+	// decision of the last request.
+	lastFar, draining bool
+	// alwaysDrain makes every request that seeks drain (tests).
+	alwaysDrain bool
 
 	// broken is set after any error: the demuxer and decoder are in an
 	// unknown state and the session must be closed, not reused.
@@ -125,7 +135,7 @@ type session struct {
 	encs  map[encKey]imageEncoder
 
 	// Counters for tests and statistics.
-	seeks, decoded int
+	seeks, decoded, drains int
 }
 
 type sessionKey struct {
@@ -382,7 +392,7 @@ func (s *session) endOfInput(i, ordinal int) error {
 
 // resetPosition forgets where the decoder stands and flushes it.
 func (s *session) resetPosition() error {
-	s.running, s.held, s.haveLast, s.inputEOF = false, false, false, false
+	s.running, s.held, s.haveLast, s.inputEOF, s.drained = false, false, false, false, false
 	s.pkt.Unref()
 	s.frame.Unref()
 	return flushDecoder(s.cc)
@@ -491,6 +501,11 @@ func (s *session) land(k int, fromStart bool, ordinal int) (landed bool, err err
 	return true, nil
 }
 
+// readOn tells the session that the caller will read the frames after the
+// next one in order (read-ahead, frame sizes), so that the next request does
+// not drain whatever random requests the session served before.
+func (s *session) readOn() { s.lastFar = false }
+
 // ordinalOf returns the ordinal of the presented frame with PTS pts (index
 // units). Frames with equal PTS come out in decode order and take
 // consecutive ordinals.
@@ -512,6 +527,20 @@ func (s *session) ordinalOf(pts int64) (int, bool) {
 // mean converting and encoding a GOP prefix per random request, most of
 // it never read; sequential readers get theirs from read-ahead instead.
 // Any error breaks the session.
+//
+// A request that seeks right after another request that had to seek
+// comes from a random reader, which is unlikely to continue from here.
+// Such a request drains: once the target's own packet has been sent, the decoder gets the
+// end-of-stream flush instead of the packets after it, which it would
+// otherwise need (and fully decode) before it outputs the target through
+// its reorder delay (and the frame-threading delay); and every picture
+// before the target in decode order other than the target itself is
+// decoded only if others reference it. The decoded pixels are the same
+// (a picture depends only on the packets before it in decode order); the
+// session just loses its position, so the next request seeks, as it would
+// have anyway. If the reader was not random after all (the next request
+// could have decoded on), that costs one seek, and that request neither
+// drains nor counts as random.
 func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, err error) {
 	defer func() {
 		if err != nil {
@@ -522,8 +551,14 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 		return nil, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", ErrFrameRange, ordinal, s.key.video, s.ix.Frames())
 	}
 	target := s.ix.Frame(ordinal).PTS
+	targetSample := s.ix.SampleOf(ordinal)
 	start := s.ix.DecodeStart(ordinal)
-	if !s.canContinue(target, start) {
+	sought := !s.canContinue(target, start)
+	// near: decoding on would have reached the frame, but for a drain.
+	near := !sought || s.drained && start >= s.start && start <= s.next && (!s.haveLast || target > s.lastPTS)
+	drain := sought && (s.alwaysDrain || s.lastFar && !near)
+	s.lastFar, s.draining = !near, drain
+	if sought {
 		if err := s.seekTo(start, ordinal); err != nil {
 			return nil, err
 		}
@@ -567,6 +602,10 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 			continue
 		case errors.Is(err, astiav.ErrEof):
 			s.running = false
+			if s.drained {
+				return nil, fmt.Errorf("%w: frame %d of %s: the decoder did not produce it from the packets up to its own; the video is damaged",
+					ErrFrameDecode, ordinal, s.key.video)
+			}
 			if s.next < len(s.ix.Samples) {
 				return nil, s.endOfInput(s.next, ordinal)
 			}
@@ -579,8 +618,17 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 		// The decoder wants input.
 		if s.held {
 			s.held = false
-			if err := s.send(ordinal, target); err != nil {
+			if err := s.send(ordinal, target, drain, targetSample); err != nil {
 				return nil, err
+			}
+			continue
+		}
+		if drain && !s.inputEOF && s.next > targetSample {
+			// The target's packet is in: flush rather than decode on.
+			s.inputEOF, s.drained, s.running = true, true, false
+			s.drains++
+			if err := s.cc.SendPacket(nil); err != nil && !errors.Is(err, astiav.ErrEof) {
+				return nil, fmt.Errorf("%w: frame %d of %s: flush decoder: %v", ErrFrameDecode, ordinal, s.key.video, err)
 			}
 			continue
 		}
@@ -602,7 +650,7 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 			return nil, s.unexpectedPacket(s.next, ordinal)
 		}
 		s.next++
-		if err := s.send(ordinal, target); err != nil {
+		if err := s.send(ordinal, target, drain, targetSample); err != nil {
 			return nil, err
 		}
 	}
@@ -615,10 +663,12 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 // frame after the last one output). Skipping those pictures saves about a
 // third of the work of reaching a frame in the middle of a GOP with
 // B-frames. Pictures after the target are all decoded, so that the
-// session can continue to them.
-func (s *session) send(ordinal int, target int64) error {
-	sm := &s.ix.Samples[s.next-1]
-	if skip := sm.Hidden || sm.PTS < target; skip != s.skipping {
+// session can continue to them, unless the request drains (see decodeTo):
+// then no picture but the target is wanted for itself.
+func (s *session) send(ordinal int, target int64, drain bool, targetSample int) error {
+	i := s.next - 1
+	sm := &s.ix.Samples[i]
+	if skip := sm.Hidden || sm.PTS < target || (drain && i != targetSample); skip != s.skipping {
 		setSkipNonRef(s.ccAddr, skip)
 		s.skipping = skip
 	}

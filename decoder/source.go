@@ -400,6 +400,7 @@ func (fs *FrameSource) decodeBatch(s *session, setting ImageSetting, batch []*ca
 			p.Abandon()
 		}
 	}()
+	s.readOn()
 	for ; i < len(batch); i++ {
 		p := batch[i]
 		f, err := s.decodeTo(fs.ctx, p.Key().ordinal)
@@ -488,6 +489,7 @@ func (fs *FrameSource) FrameSizes(ctx context.Context, v Video, setting ImageSet
 					return
 				}
 				err := fs.pool.with(ctx, v, chunks[c].from, func(s *session) error {
+					s.readOn()
 					for ord := chunks[c].from; ord < chunks[c].to; ord++ {
 						b, err := s.image(ctx, ord, setting)
 						if err != nil {
