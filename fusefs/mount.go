@@ -41,7 +41,11 @@ func (s *Server) Unmount() error { return s.Server.Unmount() }
 func MountWarehouse(dir, source string, wh Warehouse, frames FrameServer, opts Options) (*Server, error) {
 	m := newMountFS(frames, opts)
 	root := &rootNode{m: m, wh: wh, tables: map[string]*tableNode{}}
-	return mount(dir, source, root, m)
+	srv, err := mount(dir, source, root, m)
+	if err == nil {
+		go root.resumeStaging()
+	}
+	return srv, err
 }
 
 // MountTable mounts one table at dir: its latest, snapshots and tags at

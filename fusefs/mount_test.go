@@ -60,6 +60,8 @@ func (w dirWarehouse) Open(ctx context.Context, name string) (*table.Table, erro
 	return table.Open(ctx, store, tableOptions())
 }
 
+func (w dirWarehouse) Location(name string) string { return filepath.Join(w.dir, name) }
+
 func (w dirWarehouse) Create(ctx context.Context, name string) (*table.Table, error) {
 	store, err := storage.NewLocal(filepath.Join(w.dir, name))
 	if err != nil {

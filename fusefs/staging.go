@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -338,6 +339,13 @@ func (m *mountFS) startStaging(tn *tableNode) error {
 		return nil
 	}
 	base := filepath.Join(m.opts.StagingDir, stagingKey(tn.tbl.String()))
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return err
+	}
+	// Which table this is, for resumeStaging after a restart.
+	if err := os.WriteFile(filepath.Join(base, ownerFile), []byte(tn.tbl.String()+"\n"), 0o644); err != nil {
+		return err
+	}
 	tn.staging = map[string]*stagingNode{}
 	for _, mode := range []ingest.Mode{ingest.Add, ingest.Replace} {
 		name := mode.String()
@@ -367,6 +375,53 @@ func (m *mountFS) startStaging(tn *tableNode) error {
 		}()
 	}
 	return nil
+}
+
+// ownerFile, in a table's staging area, names the table.
+const ownerFile = ".table"
+
+// resumeStaging opens, in the background, every table of the warehouse
+// that has files staged from an earlier mount (a crash, or an unmount
+// before they committed), so that they commit without waiting for
+// someone to look at the table.
+func (n *rootNode) resumeStaging() {
+	if n.m.opts.ReadOnly || n.m.opts.StagingDir == "" {
+		return
+	}
+	areas, err := os.ReadDir(n.m.opts.StagingDir)
+	if err != nil {
+		return
+	}
+	pending := map[string]bool{}
+	for _, a := range areas {
+		base := filepath.Join(n.m.opts.StagingDir, a.Name())
+		owner, err := os.ReadFile(filepath.Join(base, ownerFile))
+		if err != nil {
+			continue
+		}
+		for _, dir := range []string{nameIngest, nameReplace} {
+			if entries, _ := os.ReadDir(filepath.Join(base, dir)); len(entries) > 0 {
+				pending[strings.TrimSpace(string(owner))] = true
+			}
+		}
+	}
+	if len(pending) == 0 {
+		return
+	}
+	ctx := n.m.bg
+	names, err := n.wh.Tables(ctx)
+	if err != nil {
+		slog.Warn("looking for staged files of earlier mounts", "err", err)
+		return
+	}
+	for _, name := range names {
+		if !pending[n.wh.Location(name)] {
+			continue
+		}
+		if _, err := n.table(ctx, name); err != nil {
+			slog.Warn("resuming staged files", "table", name, "err", err)
+		}
+	}
 }
 
 // stagingKey names a table's staging area: readable, and unique per

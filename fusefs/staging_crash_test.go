@@ -23,6 +23,13 @@ type daemon struct {
 
 func startDaemon(t *testing.T, wh, mnt, staging string) *daemon {
 	t.Helper()
+	return startDaemonReady(t, wh, mnt, staging, filepath.Join("robot", "ingest", ".status"))
+}
+
+// startDaemonReady starts a daemon and waits until the file ready (a path
+// in the mount) can be read.
+func startDaemonReady(t *testing.T, wh, mnt, staging, ready string) *daemon {
+	t.Helper()
 	os.MkdirAll(mnt, 0o755)
 	d := &daemon{t: t, wh: wh, mnt: mnt, staging: staging}
 	d.cmd = exec.Command(os.Args[0], "-test.run=^$")
@@ -35,7 +42,7 @@ func startDaemon(t *testing.T, wh, mnt, staging string) *daemon {
 	// Reading .status needs the daemon itself: a dead predecessor's
 	// mount may still answer stat from the kernel's caches.
 	waitFor(t, func() bool {
-		_, err := os.ReadFile(filepath.Join(mnt, "robot", "ingest", ".status"))
+		_, err := os.ReadFile(filepath.Join(mnt, ready))
 		return err == nil
 	}, "the daemon's mount")
 	return d
@@ -164,6 +171,24 @@ func TestIngestSurvivesKill9(t *testing.T) {
 	}, "the staging directory to empty")
 	d.stop()
 	checkTable(t, tbl, all)
+}
+
+// Files staged before a crash commit after the restart even if nobody
+// looks at their table.
+func TestStagedFilesResumeAfterRestart(t *testing.T) {
+	requireFUSE(t)
+	wh, staging := t.TempDir(), t.TempDir()
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	tbl := robotTable(t, wh)
+	d := startDaemon(t, wh, mnt, staging)
+	eps := episodeNames("resumed", 2)
+	stagePairs(t, mnt, eps...)
+	d.kill()
+	// Only the warehouse root is touched: .stats is not in any table.
+	d = startDaemonReady(t, wh, mnt, staging, ".stats")
+	waitEpisodes(t, tbl, eps...)
+	d.stop()
+	checkTable(t, tbl, eps)
 }
 
 func TestTwoMountsIngestAtOnce(t *testing.T) {

@@ -29,6 +29,9 @@ type Warehouse interface {
 	// Create makes a new, empty table (no columns but the episode id
 	// and the video; its first sidecars add the rest).
 	Create(ctx context.Context, name string) (*table.Table, error)
+	// Location names a table's storage as its Table.String() does,
+	// without opening it.
+	Location(name string) string
 }
 
 // mountFS holds what every node of one mount shares.
@@ -92,7 +95,7 @@ type rootNode struct {
 	m  *mountFS
 	wh Warehouse
 
-	mu     sync.Mutex // guards tables
+	mu     sync.Mutex // guards tables, and opening one
 	tables map[string]*tableNode
 }
 
@@ -123,30 +126,35 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	if table.CheckName("table", name) != nil {
 		return nil, syscall.ENOENT
 	}
-	n.mu.Lock()
-	tn := n.tables[name]
-	n.mu.Unlock()
-	if tn == nil {
-		tbl, err := n.wh.Open(ctx, name)
-		if err != nil {
-			return nil, errno("open table "+name, err)
-		}
-		tn, err = newTableNode(ctx, n.m, tbl, "/"+name)
-		if err != nil {
-			return nil, errno("open table "+name, err)
-		}
-		n.mu.Lock()
-		if existing := n.tables[name]; existing != nil {
-			tn = existing
-		} else {
-			n.tables[name] = tn
-		}
-		n.mu.Unlock()
+	tn, err := n.table(ctx, name)
+	if err != nil {
+		return nil, errno("open table "+name, err)
 	}
 	dirAttr(n.m, &out.Attr, n.m.started)
 	in := n.NewInode(ctx, tn, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(tn.path)})
 	tn.live.Store(true)
 	return in, 0
+}
+
+// table returns the node of a table, opening the table on first use.
+// There is one node per table for the life of the mount, so one set of
+// write directories (two stagers on one directory would commit twice).
+func (n *rootNode) table(ctx context.Context, name string) (*tableNode, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if tn := n.tables[name]; tn != nil {
+		return tn, nil
+	}
+	tbl, err := n.wh.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	tn, err := newTableNode(ctx, n.m, tbl, "/"+name)
+	if err != nil {
+		return nil, err
+	}
+	n.tables[name] = tn
+	return tn, nil
 }
 
 // --- a table ----------------------------------------------------------------

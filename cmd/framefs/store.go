@@ -173,6 +173,14 @@ func (w storeWarehouse) Open(ctx context.Context, name string) (*table.Table, er
 	return table.Open(ctx, sub, tableOptions())
 }
 
+// Location names table NAME's store as its String does.
+func (w storeWarehouse) Location(name string) string {
+	if sub, err := storage.Sub(w.store, name); err == nil {
+		return sub.String()
+	}
+	return storage.Join(w.store.String(), name)
+}
+
 // Create makes a new, empty table NAME (its columns come with its first
 // data). A name already in use, even by a directory or prefix without a
 // table, is refused.
