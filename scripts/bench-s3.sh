@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# S3 mount benchmarks against a real versitygw on loopback (built by
+# scripts/versitygw.sh), side by side with the same episode mounted from a
+# local-disk table in the same run. Prints NAME VALUE UNIT lines (see
+# scripts/bench.sh).
+#   (a) cold block cache, every frame of a 60 s 640x480 30 fps H.264
+#       episode read in order through the mount: bytes fetched from S3 /
+#       the episode's video payload (target <= 1.2), GETs, GETs and bytes
+#       per frame (from the mount's .stats framefs_s3_* counters)
+#   (b) warm block cache (a new mount over the cache (a) filled): frames/s
+#       of the same sequential read vs the local-disk mount (target >= 0.9)
+#   (c) cold block cache, 300 frames in a fixed random order: GETs and
+#       bytes fetched per frame
+# Every mount is a fresh process, so only the block cache carries over.
+# Without versitygw it prints nothing, unless FRAMEFS_REQUIRE_S3=1.
+set -euo pipefail
+export LC_ALL=C
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(realpath "${1:-$root/bin/framefs}")
+cache="$root/.cache/bench"
+py=/usr/bin/python3
+random_frames=${RANDOM_FRAMES:-300}
+mkdir -p "$cache"
+
+if ! gw=$("$root/scripts/versitygw.sh" build 2>/dev/null) || [ ! -x "$gw" ]; then
+	if [ "${FRAMEFS_REQUIRE_S3:-}" = 1 ]; then
+		echo "bench-s3: versitygw missing (scripts/versitygw.sh build)" >&2
+		exit 1
+	fi
+	echo "bench-s3: versitygw missing, skipped (scripts/versitygw.sh build)" >&2
+	exit 0
+fi
+
+work=$(mktemp -d -p "$cache")
+mnt="$work/mnt"
+pid=
+cleanup() {
+	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+	rm -rf "$work"
+	rm -f "${TMPDIR:-/tmp}/framefs-$(tr / _ <<<"${mnt#/}").log" # the mount daemon's log
+
+}
+trap cleanup EXIT
+
+emit() { printf '%s %s %s\n' "$1" "$2" "$3"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a/b}'; }
+
+# 60 s of 640x480 30 fps H.264 (GOP 30, B-frames), made once.
+video="$cache/s3_640x480_60s.mp4"
+if [ ! -f "$video" ]; then
+	ffmpeg -v error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 60 -c:v libx264 -preset veryfast \
+		-g 30 -bf 2 -pix_fmt yuv420p "$video.tmp.mp4"
+	mv "$video.tmp.mp4" "$video"
+fi
+frames=1800
+payload=$(stat -c %s "$video") # stored byte for byte: the episode's video payload
+
+port=$((20000 + RANDOM % 20000))
+mkdir -p "$work/data/frames" "$mnt"
+export FRAMEFS_S3_ACCESS=bench-access FRAMEFS_S3_SECRET="bench-secret-$RANDOM$RANDOM"
+pid=$("$root/scripts/versitygw.sh" start "$work/data" "$port")
+export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ACCESS_KEY_ID=$FRAMEFS_S3_ACCESS AWS_SECRET_ACCESS_KEY=$FRAMEFS_S3_SECRET \
+	AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+
+ln -s "$video" "$work/ep.mp4"
+"$bin" create s3://frames/wh/bench --column 'note:string?' --s3-cache-dir "$work/ingest-cache" >/dev/null
+"$bin" ingest s3://frames/wh/bench "$work/ep.mp4" --s3-cache-dir "$work/ingest-cache" >/dev/null # stores JPEG sizes
+"$bin" create "$work/local/bench" --column 'note:string?' >/dev/null
+"$bin" ingest "$work/local/bench" "$work/ep.mp4" >/dev/null
+
+# mount SRC ARGS...: a fresh, read-only mount daemon at $mnt.
+mount_src() {
+	fusermount3 -u "$mnt" 2>/dev/null || true
+	local src=$1
+	shift
+	"$bin" mount "$src" "$mnt" -o ro --daemon "$@" >/dev/null
+}
+# counter NAME: a counter of the mount's .stats.
+counter() { awk -v n="$1" '$1==n {print $2}' "$mnt/.stats"; }
+snapshot() { gets0=$(counter framefs_s3_get_requests_total) bytes0=$(counter framefs_s3_read_bytes_total); }
+delta_gets() { echo $(($(counter framefs_s3_get_requests_total) - gets0)); }
+delta_bytes() { echo $(($(counter framefs_s3_read_bytes_total) - bytes0)); }
+
+# read_seq DIR: reads every frame of DIR in name order (stat, then the
+# whole file, as a loader would); prints frames/s.
+read_seq() {
+	"$py" - "$1" <<'PY'
+import os, sys, time
+d = sys.argv[1]
+names = sorted(n for n in os.listdir(d) if n.endswith(".jpg"))
+start = time.time()
+total = 0
+for n in names:
+    p = os.path.join(d, n)
+    size = os.stat(p).st_size
+    with open(p, "rb") as f:
+        data = f.read()
+    if len(data) != size:
+        sys.exit("%s: read %d bytes, stat said %d" % (p, len(data), size))
+print("%.1f" % (len(names) / (time.time() - start)))
+PY
+}
+
+# read_random DIR N: reads N frames of DIR in a fixed pseudo-random order.
+read_random() {
+	"$py" - "$1" "$2" <<'PY'
+import os, random, sys
+d, n = sys.argv[1], int(sys.argv[2])
+names = sorted(x for x in os.listdir(d) if x.endswith(".jpg"))
+for name in random.Random(7).sample(names, n):
+    with open(os.path.join(d, name), "rb") as f:
+        f.read()
+PY
+}
+
+ep="$mnt/bench/latest/ep"
+
+# (a) cold block cache, sequential.
+mount_src s3://frames/wh --s3-cache-dir "$work/cache-seq"
+snapshot
+read_seq "$ep" >/dev/null
+gets=$(delta_gets)
+bytes=$(delta_bytes)
+emit s3_cold_seq_fetched_vs_payload "$(ratio "$bytes" "$payload")" x
+emit s3_cold_seq_gets "$gets" requests
+emit s3_cold_seq_gets_per_frame "$(awk -v g="$gets" -v n="$frames" 'BEGIN {printf "%.4f", g/n}')" requests/frame
+emit s3_cold_seq_bytes_per_frame "$(awk -v b="$bytes" -v n="$frames" 'BEGIN {printf "%.0f", b/n}')" bytes/frame
+
+# (b) warm block cache vs local disk, each on a fresh mount; the better
+# of two runs each (a shared machine's noise only slows runs down).
+best() { awk 'NR==1 || $1>m {m=$1} END {print m}'; }
+warm_fps=$(for _ in 1 2; do
+	mount_src s3://frames/wh --s3-cache-dir "$work/cache-seq"
+	snapshot
+	read_seq "$ep"
+	echo "$(delta_bytes) $(delta_gets)" >"$work/warm-requests" # the last run's
+done | best)
+read -r warm_bytes warm_gets <"$work/warm-requests"
+local_fps=$(for _ in 1 2; do
+	mount_src "$work/local"
+	read_seq "$ep"
+done | best)
+emit s3_warm_seq_fps "$warm_fps" frames/s
+emit local_seq_fps "$local_fps" frames/s
+emit s3_warm_seq_gets "$warm_gets" requests # whole reads of table metadata only
+emit s3_warm_seq_fetched_bytes "$warm_bytes" bytes
+emit ratio:s3_warm_seq_vs_local "$(ratio "$warm_fps" "$local_fps")" x
+
+# (c) cold block cache, random order.
+mount_src s3://frames/wh --s3-cache-dir "$work/cache-random"
+snapshot
+read_random "$ep" "$random_frames"
+gets=$(delta_gets)
+bytes=$(delta_bytes)
+emit s3_cold_random_${random_frames}_gets_per_frame "$(awk -v g="$gets" -v n="$random_frames" 'BEGIN {printf "%.4f", g/n}')" requests/frame
+emit s3_cold_random_${random_frames}_bytes_per_frame "$(awk -v b="$bytes" -v n="$random_frames" 'BEGIN {printf "%.0f", b/n}')" bytes/frame
+emit s3_cold_random_${random_frames}_fetched_vs_payload "$(ratio "$bytes" "$payload")" x
