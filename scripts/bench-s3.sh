@@ -6,7 +6,8 @@
 #   (a) cold block cache, every frame of a 60 s 640x480 30 fps H.264
 #       episode read in order through the mount: bytes fetched from S3 /
 #       the episode's video payload (target <= 1.2), GETs, GETs and bytes
-#       per frame (from the mount's .stats framefs_s3_* counters)
+#       per frame (from the mount's .stats framefs_s3_* counters), and
+#       its frames/s (on loopback, so mostly decoding)
 #   (b) warm block cache (a new mount over the cache (a) filled): frames/s
 #       of the same sequential read vs the local-disk mount (target >= 0.9)
 #   (c) cold block cache, 300 frames in a fixed random order: GETs and
@@ -119,28 +120,30 @@ ep="$mnt/bench/latest/ep"
 # (a) cold block cache, sequential.
 mount_src s3://frames/wh --s3-cache-dir "$work/cache-seq"
 snapshot
-read_seq "$ep" >/dev/null
+cold_fps=$(read_seq "$ep")
 gets=$(delta_gets)
 bytes=$(delta_bytes)
 emit s3_cold_seq_fetched_vs_payload "$(ratio "$bytes" "$payload")" x
 emit s3_cold_seq_gets "$gets" requests
 emit s3_cold_seq_gets_per_frame "$(awk -v g="$gets" -v n="$frames" 'BEGIN {printf "%.4f", g/n}')" requests/frame
 emit s3_cold_seq_bytes_per_frame "$(awk -v b="$bytes" -v n="$frames" 'BEGIN {printf "%.0f", b/n}')" bytes/frame
+emit s3_cold_seq_fps "$cold_fps" frames/s
 
-# (b) warm block cache vs local disk, each on a fresh mount; the better
-# of two runs each (a shared machine's noise only slows runs down).
-best() { awk 'NR==1 || $1>m {m=$1} END {print m}'; }
-warm_fps=$(for _ in 1 2; do
+# (b) warm block cache vs local disk, each on a fresh mount, alternately;
+# the better of two runs each (a shared machine's noise only slows runs
+# down).
+warm_runs=() local_runs=()
+for _ in 1 2; do
 	mount_src s3://frames/wh --s3-cache-dir "$work/cache-seq"
 	snapshot
-	read_seq "$ep"
-	echo "$(delta_bytes) $(delta_gets)" >"$work/warm-requests" # the last run's
-done | best)
-read -r warm_bytes warm_gets <"$work/warm-requests"
-local_fps=$(for _ in 1 2; do
+	warm_runs+=("$(read_seq "$ep")")
+	warm_gets=$(delta_gets) warm_bytes=$(delta_bytes)
 	mount_src "$work/local"
-	read_seq "$ep"
-done | best)
+	local_runs+=("$(read_seq "$ep")")
+done
+best() { printf '%s\n' "$@" | sort -g | tail -1; }
+warm_fps=$(best "${warm_runs[@]}")
+local_fps=$(best "${local_runs[@]}")
 emit s3_warm_seq_fps "$warm_fps" frames/s
 emit local_seq_fps "$local_fps" frames/s
 emit s3_warm_seq_gets "$warm_gets" requests # whole reads of table metadata only
