@@ -46,7 +46,10 @@ type Options struct {
 	// with another size are not found and age out.
 	BlockSize int64
 	// Prefetch is how many blocks past a sequential reader's position are
-	// fetched ahead in the background (default 2; negative disables).
+	// fetched ahead in the background (default 2; negative disables). A
+	// reader counts as sequential once it has read a block's worth of
+	// bytes in order; shorter runs (a decoder seeking to a random frame
+	// reads one GOP) prefetch nothing.
 	Prefetch int
 	// FetchConcurrency bounds the blocks one read fetches at once when it
 	// spans several missing blocks (default 4).
@@ -105,11 +108,12 @@ type Cache struct {
 	prefetchSlots chan struct{}
 	prefetching   sync.WaitGroup
 
-	// mu guards lru, index and bytes.
-	mu    sync.Mutex
-	lru   *list.List               // of *entry, most recently used at the front
-	index map[string]*list.Element // block name -> element of lru
-	bytes int64
+	// mu guards lru, index, bytes and prefetching.
+	mu          sync.Mutex
+	lru         *list.List               // of *entry, most recently used at the front
+	index       map[string]*list.Element // block name -> element of lru
+	bytes       int64
+	prefetchSet map[string]bool // blocks a background prefetch is fetching
 
 	hits, misses, fetches, fetched, prefetches, evictions, corrupt atomic.Int64
 }
@@ -161,6 +165,7 @@ func Open(opts Options) (*Cache, error) {
 		prefetchSlots: make(chan struct{}, 4),
 		lru:           list.New(),
 		index:         map[string]*list.Element{},
+		prefetchSet:   map[string]bool{},
 	}
 	type found struct {
 		name  string
@@ -386,15 +391,29 @@ type Reader struct {
 	id    ObjectID
 	fetch FetchFunc
 
-	mu   sync.Mutex // guards next
-	next int64      // block after the last one read; sequential reads start there
+	mu      sync.Mutex // guards streams and clock
+	streams [maxStreams]stream
+	clock   uint64
+}
+
+// maxStreams is how many sequential readers of one object a Reader tells
+// apart: the decoder sessions and read-ahead of one video share it, and
+// their reads interleave.
+const maxStreams = 4
+
+// stream is a run of reads, each starting where the previous one ended
+// (give or take a small gap, as when a demuxer skips another track's
+// packets).
+type stream struct {
+	start, end int64  // bytes [start, end) were read in order
+	used       uint64 // Reader.clock at the last read; 0: slot unused
 }
 
 // NewReader returns a reader of the object id whose missing blocks come
 // from fetch. Reads use ctx without its cancellation (a reader outlives the
 // call that opened it), keeping its values.
 func (c *Cache) NewReader(ctx context.Context, id ObjectID, fetch FetchFunc) *Reader {
-	return &Reader{c: c, ctx: context.WithoutCancel(ctx), id: id, fetch: fetch, next: -1}
+	return &Reader{c: c, ctx: context.WithoutCancel(ctx), id: id, fetch: fetch}
 }
 
 // ReadAt implements io.ReaderAt.
@@ -441,41 +460,79 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 		}
 		copied += copy(p[copied:n], b[start:])
 	}
-	r.readAhead(first, last)
+	r.readAhead(off, off+int64(n), last)
 	if n < len(p) {
 		return n, io.EOF
 	}
 	return n, nil
 }
 
-// readAhead starts background fetches of the blocks after last when this
-// read continued where the previous one ended (or in its last block).
-func (r *Reader) readAhead(first, last int64) {
-	r.mu.Lock()
-	sequential := r.next >= 0 && (first == r.next || first == r.next-1)
-	r.next = last + 1
-	r.mu.Unlock()
-	if !sequential || r.c.opts.Prefetch < 0 {
+// readAhead records the read [off, end), whose last block is last, in the
+// stream it continues (or a new one, replacing the least recently used),
+// and once that stream has read a block's worth of bytes in order starts
+// background fetches of the blocks after last.
+func (r *Reader) readAhead(off, end, last int64) {
+	if r.c.opts.Prefetch < 0 {
 		return
 	}
-	nblocks := (r.id.Size + r.c.opts.BlockSize - 1) / r.c.opts.BlockSize
+	bs := r.c.opts.BlockSize
+	gap := bs / 4
+	r.mu.Lock()
+	r.clock++
+	var s *stream
+	for i := range r.streams {
+		if c := &r.streams[i]; c.used != 0 && off >= c.start && off >= c.end-gap && off <= c.end+gap {
+			s = c
+			break
+		}
+	}
+	if s == nil {
+		s = &r.streams[0]
+		for i := range r.streams {
+			if r.streams[i].used < s.used {
+				s = &r.streams[i]
+			}
+		}
+		*s = stream{start: off, end: off}
+	}
+	s.end = max(s.end, end)
+	s.used = r.clock
+	sequential := s.end-s.start >= bs
+	r.mu.Unlock()
+	if !sequential {
+		return
+	}
+	nblocks := (r.id.Size + bs - 1) / bs
 	for idx := last + 1; idx <= last+int64(r.c.opts.Prefetch) && idx < nblocks; idx++ {
 		name := blockName(r.id, idx)
 		r.c.mu.Lock()
 		_, cached := r.c.index[name]
+		busy := r.c.prefetchSet[name]
+		if !cached && !busy {
+			r.c.prefetchSet[name] = true
+		}
 		r.c.mu.Unlock()
-		if cached {
+		if cached || busy {
 			continue
 		}
 		select {
 		case r.c.prefetchSlots <- struct{}{}:
 		default:
+			r.c.mu.Lock()
+			delete(r.c.prefetchSet, name)
+			r.c.mu.Unlock()
 			return // enough in flight already
 		}
 		r.c.prefetches.Add(1)
 		r.c.prefetching.Add(1)
 		go func(idx int64) {
-			defer func() { <-r.c.prefetchSlots; r.c.prefetching.Done() }()
+			defer func() {
+				r.c.mu.Lock()
+				delete(r.c.prefetchSet, name)
+				r.c.mu.Unlock()
+				<-r.c.prefetchSlots
+				r.c.prefetching.Done()
+			}()
 			_, _ = r.c.block(r.ctx, r.id, idx, r.fetch)
 		}(idx)
 	}
