@@ -53,6 +53,8 @@ func (w storeWarehouse) Open(ctx context.Context, name string) (*table.Table, er
 	return table.Open(ctx, sub, tableOptions())
 }
 
+func (w storeWarehouse) Location(name string) string { return storage.Join(w.store.String(), name) }
+
 func (w storeWarehouse) Create(ctx context.Context, name string) (*table.Table, error) {
 	sub, err := storage.Sub(w.store, name)
 	if err != nil {
