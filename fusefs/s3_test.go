@@ -399,6 +399,9 @@ func TestS3MountFaults(t *testing.T) {
 	if f.proxy.Errors.Load()+f.proxy.Drops.Load()+f.proxy.Truncations.Load() == 0 {
 		t.Fatal("no fault was injected")
 	}
+	if ok == 0 {
+		t.Fatal("no frame could be read while faults were injected")
+	}
 	f.proxy.SetFaults(s3test.Faults{})
 	for rel, want := range ref {
 		got, err := os.ReadFile(filepath.Join(snap, rel))

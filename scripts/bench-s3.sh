@@ -9,7 +9,9 @@
 #       per frame (from the mount's .stats framefs_s3_* counters), and
 #       its frames/s (on loopback, so mostly decoding)
 #   (b) warm block cache (a new mount over the cache (a) filled): frames/s
-#       of the same sequential read vs the local-disk mount (target >= 0.9)
+#       of the same sequential read vs the local-disk mount (target >= 0.9),
+#       and the mount daemons' CPU time for it (local / S3: steadier than
+#       frames/s when other jobs share the machine)
 #   (c) cold block cache, 300 frames in a fixed random order: GETs and
 #       bytes fetched per frame
 #   (d) the same for 8 random frames of a 3-minute GOP-250 episode served
@@ -82,13 +84,17 @@ ln -s "$sparse_video" "$work/long.mp4"
 "$bin" create "$work/local/bench" --column 'note:string?' >/dev/null
 "$bin" ingest "$work/local/bench" "$work/ep.mp4" >/dev/null
 
-# mount SRC ARGS...: a fresh, read-only mount daemon at $mnt.
+# mount SRC ARGS...: a fresh, read-only mount daemon at $mnt; its pid in
+# $daemon.
 mount_src() {
 	fusermount3 -u "$mnt" 2>/dev/null || true
 	local src=$1
 	shift
-	"$bin" mount "$src" "$mnt" -o ro --daemon "$@" >/dev/null
+	daemon=$("$bin" mount "$src" "$mnt" -o ro --daemon "$@" | sed -n 's/.*(pid \([0-9]*\).*/\1/p')
 }
+# cpu_seconds: user + system CPU time of the mount daemon so far (less
+# disturbed by other processes on a shared machine than wall time).
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$daemon/stat"; }
 # counter NAME: a counter of the mount's .stats.
 counter() { awk -v n="$1" '$1==n {print $2}' "$mnt/.stats"; }
 snapshot() { gets0=$(counter framefs_s3_get_requests_total) bytes0=$(counter framefs_s3_read_bytes_total); }
@@ -144,24 +150,32 @@ emit s3_cold_seq_fps "$cold_fps" frames/s
 
 # (b) warm block cache vs local disk, each on a fresh mount, alternately;
 # the best of three runs each (a shared machine's noise only slows runs
-# down).
-warm_runs=() local_runs=()
+# down), and the mount daemon's CPU time for the read.
+warm_runs=() local_runs=() warm_cpus=() local_cpus=()
 for _ in 1 2 3; do
 	mount_src s3://frames/wh --s3-cache-dir "$work/cache-seq"
 	snapshot
 	warm_runs+=("$(read_seq "$ep")")
+	warm_cpus+=("$(cpu_seconds)")
 	warm_gets=$(delta_gets) warm_bytes=$(delta_bytes)
 	mount_src "$work/local"
 	local_runs+=("$(read_seq "$ep")")
+	local_cpus+=("$(cpu_seconds)")
 done
 best() { printf '%s\n' "$@" | sort -g | tail -1; }
+least() { printf '%s\n' "$@" | sort -g | head -1; }
 warm_fps=$(best "${warm_runs[@]}")
 local_fps=$(best "${local_runs[@]}")
+warm_cpu=$(least "${warm_cpus[@]}")
+local_cpu=$(least "${local_cpus[@]}")
 emit s3_warm_seq_fps "$warm_fps" frames/s
 emit local_seq_fps "$local_fps" frames/s
 emit s3_warm_seq_gets "$warm_gets" requests # whole reads of table metadata only
 emit s3_warm_seq_fetched_bytes "$warm_bytes" bytes
 emit ratio:s3_warm_seq_vs_local "$(ratio "$warm_fps" "$local_fps")" x
+emit s3_warm_seq_daemon_cpu "$warm_cpu" s
+emit local_seq_daemon_cpu "$local_cpu" s
+emit ratio:s3_warm_seq_daemon_cpu_vs_local "$(ratio "$local_cpu" "$warm_cpu")" x
 
 # (c) cold block cache, random order.
 mount_src s3://frames/wh --s3-cache-dir "$work/cache-random"
