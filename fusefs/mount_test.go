@@ -38,36 +38,13 @@ func tableOptions() table.Options {
 	}}
 }
 
-type dirWarehouse struct{ dir string }
-
-func (w dirWarehouse) Tables(ctx context.Context) ([]string, error) {
-	entries, err := os.ReadDir(w.dir)
+// dirWarehouse is the warehouse in directory dir.
+func dirWarehouse(t testing.TB, dir string) *table.Warehouse {
+	store, err := storage.NewLocal(dir)
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out, nil
-}
-
-func (w dirWarehouse) Open(ctx context.Context, name string) (*table.Table, error) {
-	store, err := storage.NewLocal(filepath.Join(w.dir, name))
-	if err != nil {
-		return nil, err
-	}
-	return table.Open(ctx, store, tableOptions())
-}
-
-func (w dirWarehouse) Location(name string) string { return filepath.Join(w.dir, name) }
-
-func (w dirWarehouse) Create(ctx context.Context, name string) (*table.Table, error) {
-	store, err := storage.NewLocal(filepath.Join(w.dir, name))
-	if err != nil {
-		return nil, err
-	}
-	return table.Create(ctx, store, table.Schema{}, tableOptions())
+	return table.NewWarehouse(store, tableOptions())
 }
 
 // fixture is a warehouse with table "robot" (partitioned by task, one
@@ -134,7 +111,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	if opts.Refresh == 0 {
 		opts.Refresh = 100 * time.Millisecond
 	}
-	f.srv, err = MountWarehouse(f.mnt, f.wh, dirWarehouse{f.wh}, f.frames, opts)
+	f.srv, err = MountWarehouse(f.mnt, f.wh, dirWarehouse(t, f.wh), f.frames, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,44 +25,6 @@ import (
 // mount, and the mount's own S3 store with its block cache, as
 // `framefs mount s3://...` builds them.
 
-// storeWarehouse is a warehouse over any store: its tables are the child
-// prefixes holding a table.json (as cmd/framefs mounts S3 prefixes).
-type storeWarehouse struct{ store storage.Store }
-
-func (w storeWarehouse) Tables(ctx context.Context) ([]string, error) {
-	dirs, err := storage.ListDirs(ctx, w.store, "")
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, name := range dirs {
-		if _, err := w.store.ReadAll(ctx, name+"/table.json"); err == nil {
-			names = append(names, name)
-		} else if !errors.Is(err, storage.ErrNotFound) {
-			return nil, err
-		}
-	}
-	return names, nil
-}
-
-func (w storeWarehouse) Open(ctx context.Context, name string) (*table.Table, error) {
-	sub, err := storage.Sub(w.store, name)
-	if err != nil {
-		return nil, err
-	}
-	return table.Open(ctx, sub, tableOptions())
-}
-
-func (w storeWarehouse) Location(name string) string { return storage.Join(w.store.String(), name) }
-
-func (w storeWarehouse) Create(ctx context.Context, name string) (*table.Table, error) {
-	sub, err := storage.Sub(w.store, name)
-	if err != nil {
-		return nil, err
-	}
-	return table.Create(ctx, sub, table.Schema{}, tableOptions())
-}
-
 // s3Fixture is table "robot" (as robotTable makes it) in an S3 warehouse,
 // mounted at mnt through a fault proxy.
 type s3Fixture struct {
@@ -130,7 +92,7 @@ func newS3Fixture(t *testing.T, opts Options, poolOpts decoder.Options, frameOpt
 		opts.Refresh = 100 * time.Millisecond
 	}
 	var err error
-	f.srv, err = MountWarehouse(f.mnt, f.wh, storeWarehouse{f.store}, f.frames, opts)
+	f.srv, err = MountWarehouse(f.mnt, f.wh, table.NewWarehouse(f.store, tableOptions()), f.frames, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,13 @@ func serveMount(spec string) int {
 	parts := strings.Split(spec, "|")
 	pool := decoder.NewPool(decoder.Options{})
 	frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 16 << 20})
-	srv, err := MountWarehouse(parts[1], parts[0], dirWarehouse{parts[0]}, frames, writableOptions(parts[2]))
+	store, err := storage.NewLocal(parts[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	wh := table.NewWarehouse(store, tableOptions())
+	srv, err := MountWarehouse(parts[1], parts[0], wh, frames, writableOptions(parts[2]))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

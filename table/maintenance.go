@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/framefs/framefs/table/storage"
@@ -300,21 +298,4 @@ func checkSamplesInside(ix *videoidx.Index, length int64) error {
 		}
 	}
 	return nil
-}
-
-// ListTables lists the tables of a warehouse store: every prefix
-// NAME/ that holds a table.json.
-func ListTables(ctx context.Context, store storage.Store) ([]string, error) {
-	objs, err := store.List(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, o := range objs {
-		if name, ok := strings.CutSuffix(o.Key, "/"+keyTableMeta); ok && !strings.Contains(name, "/") {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names, nil
 }

@@ -200,7 +200,7 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 	if err != nil {
 		return err
 	}
-	isTbl, err := isTable(ctx, store)
+	isTbl, err := table.IsTable(ctx, store)
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 			return err
 		}
 	} else {
-		srv, err = fusefs.MountWarehouse(mnt, abs, storeWarehouse{store: store}, frames, opts)
+		srv, err = fusefs.MountWarehouse(mnt, abs, table.NewWarehouse(store, tableOptions()), frames, opts)
 		if err != nil {
 			return err
 		}

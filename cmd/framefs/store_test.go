@@ -37,7 +37,7 @@ func TestWarehouse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wh := storeWarehouse{store: store}
+			wh := table.NewWarehouse(store, tableOptions())
 			for _, name := range []string{"robot", "arm"} {
 				if _, err := wh.Create(ctx, name); err != nil {
 					t.Fatal(err)
@@ -65,7 +65,7 @@ func TestWarehouse(t *testing.T) {
 			if _, err := openTable(ctx, root+"/robot"); err != nil {
 				t.Fatal(err)
 			}
-			if ok, err := isTable(ctx, store); ok || err != nil {
+			if ok, err := table.IsTable(ctx, store); ok || err != nil {
 				t.Fatalf("the warehouse taken for a table: %v %v", ok, err)
 			}
 		})
