@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -183,6 +184,18 @@ func imageSetting(f mountFlags) (decoder.ImageSetting, bool, error) {
 
 func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 	ctx := cmd.Context()
+	// FRAMEFS_CPUPROFILE=FILE profiles the mount until it is unmounted
+	// (for developers; see README, Development).
+	if path := os.Getenv("FRAMEFS_CPUPROFILE"); path != "" {
+		out, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); out.Close() }()
+	}
 	readOnly, allowOther, err := parseMountOptions(&f)
 	if err != nil {
 		return err
