@@ -74,11 +74,17 @@ func sidecar(t *testing.T, episode, task string, n int) *table.Sidecar {
 // one video column, two episodes in snapshot 1.
 func robotTable(t *testing.T, wh string) *table.Table {
 	t.Helper()
-	ctx := context.Background()
 	store, err := storage.NewLocal(filepath.Join(wh, "robot"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return robotTableIn(t, store)
+}
+
+// robotTableIn creates the table robotTable describes in store.
+func robotTableIn(t *testing.T, store storage.Store) *table.Table {
+	t.Helper()
+	ctx := context.Background()
 	schema := table.Schema{
 		Columns: []table.Column{
 			{Name: "task", Type: "string"}, {Name: "t", Type: "int64"},

@@ -38,30 +38,11 @@ type s3Fixture struct {
 // schema and episodes of robotTable.
 func s3RobotTable(t *testing.T, wh storage.Store) *table.Table {
 	t.Helper()
-	ctx := context.Background()
 	store, err := storage.Sub(wh, "robot")
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema := table.Schema{
-		Columns: []table.Column{
-			{Name: "task", Type: "string"}, {Name: "t", Type: "int64"},
-			{Name: "state", Type: "list<float32>", Nullable: true},
-		},
-		PartitionColumns: []string{"task"},
-	}
-	tbl, err := table.Create(ctx, store, schema, tableOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = tbl.AddEpisodes(ctx, []table.EpisodeInput{
-		{Videos: map[string]table.VideoFile{"": {Path: video("h264_bframes_gop30.mp4")}}, Sidecar: sidecar(t, "ep1", "pick", 40)},
-		{Videos: map[string]table.VideoFile{"": {Path: video("hevc.mp4"), FirstFrame: 5}}, Sidecar: sidecar(t, "ep2", "place", 30)},
-	}, table.AddOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
+	return robotTableIn(t, store)
 }
 
 // newS3Fixture starts versitygw and a fault proxy (no faults yet), makes

@@ -36,6 +36,17 @@ type journalGroup struct {
 
 func (s *Stager) batchDir() string { return filepath.Join(s.opts.WorkDir, "batch") }
 
+// newBatchDir empties the batch directory for a commit about to start.
+func (s *Stager) newBatchDir() (string, error) {
+	dir := s.batchDir()
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.transient(err)
+		return "", err
+	}
+	return dir, nil
+}
+
 // commitAdd commits every ready group of an ingest directory as one
 // snapshot, setting aside the groups that turn out to be bad.
 func (s *Stager) commitAdd(ctx context.Context, tbl *table.Table, schema *table.Schema, gs []*group, now bool) error {
@@ -72,10 +83,8 @@ func (s *Stager) commitAdd(ctx context.Context, tbl *table.Table, schema *table.
 	// A table without snapshots or columns learns them from its first sidecars.
 	opts.AllowNewColumns = opts.AllowNewColumns || (fresh && len(schema.Columns) == 0)
 
-	dir := s.batchDir()
-	os.RemoveAll(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		s.transient(err)
+	dir, err := s.newBatchDir()
+	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
@@ -362,10 +371,8 @@ func (s *Stager) replaceGroup(ctx context.Context, tbl *table.Table, schema *tab
 			return nil
 		}
 	}
-	dir := s.batchDir()
-	os.RemoveAll(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		s.transient(err)
+	dir, err := s.newBatchDir()
+	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
