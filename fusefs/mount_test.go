@@ -112,12 +112,20 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	os.MkdirAll(f.mnt, 0o755)
 	f.tbl = robotTable(t, f.wh)
 	pool := decoder.NewPool(decoder.Options{})
-	var err error
 	f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 16 << 20})
+	f.mount(t, dirWarehouse(t, f.wh), pool, opts)
+	return f
+}
+
+// mount serves wh at f.mnt with f.frames (drawn from pool), and unmounts
+// at cleanup, checking that nothing stays mounted.
+func (f *fixture) mount(t *testing.T, wh Warehouse, pool *decoder.Pool, opts Options) {
+	t.Helper()
 	if opts.Refresh == 0 {
 		opts.Refresh = 100 * time.Millisecond
 	}
-	f.srv, err = MountWarehouse(f.mnt, f.wh, dirWarehouse(t, f.wh), f.frames, opts)
+	var err error
+	f.srv, err = MountWarehouse(f.mnt, f.wh, wh, f.frames, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +141,6 @@ func newFixture(t *testing.T, opts Options) *fixture {
 			t.Errorf("%s is still mounted", f.mnt)
 		}
 	})
-	return f
 }
 
 func mounted(dir string) bool {

@@ -69,30 +69,14 @@ func newS3Fixture(t *testing.T, opts Options, poolOpts decoder.Options, frameOpt
 	})
 	pool := decoder.NewPool(poolOpts)
 	f.frames = decoder.NewFrameSource(pool, frameOpts)
-	if opts.Refresh == 0 {
-		opts.Refresh = 100 * time.Millisecond
-	}
-	var err error
-	f.srv, err = MountWarehouse(f.mnt, f.wh, table.NewWarehouse(f.store, tableOptions()), f.frames, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Background prefetches must end before the cache directory goes
+	// (cleanups run last first: this one after the unmount).
 	t.Cleanup(func() {
-		if err := f.srv.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-			exec.Command("fusermount3", "-u", "-z", f.mnt).Run()
-		}
-		f.srv.Wait()
-		f.frames.Close()
-		pool.Close()
-		if mounted(f.mnt) {
-			t.Errorf("%s is still mounted", f.mnt)
-		}
-		// Background prefetches must end before the cache directory goes.
 		if c, err := blockcache.Shared(blockcache.Options{Dir: cacheDir}); err == nil {
 			c.Wait()
 		}
 	})
+	f.mount(t, table.NewWarehouse(f.store, tableOptions()), pool, opts)
 	return f
 }
 
