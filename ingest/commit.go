@@ -172,7 +172,7 @@ func (s *Stager) check(schema *table.Schema, g *group, now bool) (*pending, stri
 	if len(sidecars) == 0 {
 		if !now {
 			return nil, fmt.Sprintf("waiting: %s has no sidecar. Drop %s.jsonl (or %s) beside it with the frame rows, or touch .commit to add it with empty rows.",
-				videos0(videos, dirs), g.name, strings.Join(table.SidecarExtensions[1:], ", "))
+				firstMedia(videos, dirs), g.name, strings.Join(table.SidecarExtensions[1:], ", "))
 		}
 	} else {
 		var problem string
@@ -194,7 +194,8 @@ func (s *Stager) check(schema *table.Schema, g *group, now bool) (*pending, stri
 	return &pending{g: g, input: in}, ""
 }
 
-func videos0(videos, dirs []*entry) string {
+// firstMedia names a group's video (or image folder) for messages.
+func firstMedia(videos, dirs []*entry) string {
 	if len(videos) > 0 {
 		return videos[0].name
 	}
