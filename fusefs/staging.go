@@ -147,16 +147,13 @@ func (n *stagingNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 
 // Setattr refuses to grow a file past the staging limit (truncate up).
 func (n *stagingNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if size, ok := in.GetSize(); ok {
+	if size, ok := in.GetSize(); ok && n.st.Limited() {
 		var cur fuse.AttrOut
 		if errno := n.LoopbackNode.Getattr(ctx, nil, &cur); errno == 0 && size > cur.Size {
 			if err := n.st.Grow(int64(size - cur.Size)); err != nil {
 				return syscall.ENOSPC
 			}
 		}
-	}
-	if tf, ok := f.(*trackedFile); ok {
-		f = tf.stagedFile
 	}
 	errno := n.LoopbackNode.Setattr(ctx, f, in, out)
 	n.st.Kick()
@@ -257,8 +254,12 @@ func (f *trackedFile) Allocate(ctx context.Context, off, size uint64, mode uint3
 	return f.stagedFile.Allocate(ctx, off, size, mode)
 }
 
-// grow reserves what a write up to end adds to the file.
+// grow reserves what a write up to end adds to the file. Without a
+// staging limit there is nothing to reserve, and no stat per write.
 func (f *trackedFile) grow(ctx context.Context, end int64) syscall.Errno {
+	if !f.st.Limited() {
+		return 0
+	}
 	var a fuse.AttrOut
 	if errno := f.stagedFile.Getattr(ctx, &a); errno != 0 {
 		return errno

@@ -184,7 +184,7 @@ func (s *Stager) check(schema *table.Schema, g *group, now bool) (*pending, stri
 	if len(dirs) > 0 {
 		return &pending{g: g, input: in}, "" // encoded when staged
 	}
-	columns, problem := videoColumns(schema, g.name, videos)
+	columns, problem := videoColumns(schema, g.name, videos, true)
 	if problem != "" {
 		return nil, problem
 	}
@@ -222,7 +222,9 @@ func checkKinds(g *group) string {
 
 // videoColumns maps a group's video files to the table's video columns:
 // NAME.mp4 for a table with one, NAME.COLUMN.mp4 for each of several.
-func videoColumns(schema *table.Schema, name string, videos []*entry) (map[string]*entry, string) {
+// With every set (new episodes) each column needs its video; replacements
+// may bring any of them.
+func videoColumns(schema *table.Schema, name string, videos []*entry, every bool) (map[string]*entry, string) {
 	out := map[string]*entry{}
 	if len(schema.VideoColumns) == 1 {
 		if len(videos) > 1 {
@@ -240,7 +242,7 @@ func videoColumns(schema *table.Schema, name string, videos []*entry) (map[strin
 		out[col] = e
 	}
 	for _, col := range schema.VideoColumns {
-		if out[col] == nil {
+		if every && out[col] == nil {
 			return nil, fmt.Sprintf("%s has no video for column %s (%s.%s.mp4)", name, col, name, col)
 		}
 	}
@@ -367,7 +369,7 @@ func (s *Stager) replaceGroup(ctx context.Context, tbl *table.Table, schema *tab
 	var columns map[string]*entry
 	if len(videos) > 0 {
 		var problem string
-		if columns, problem = videoColumnsAny(schema, g.name, videos); problem != "" {
+		if columns, problem = videoColumns(schema, g.name, videos, false); problem != "" {
 			s.fail(g, problem)
 			return nil
 		}
@@ -412,24 +414,6 @@ func (s *Stager) countEpisode() {
 	s.mu.Unlock()
 }
 
-// videoColumnsAny maps replacement videos to columns: any subset of the
-// table's video columns may be replaced.
-func videoColumnsAny(schema *table.Schema, name string, videos []*entry) (map[string]*entry, string) {
-	if len(schema.VideoColumns) == 1 {
-		return videoColumns(schema, name, videos)
-	}
-	out := map[string]*entry{}
-	for _, e := range videos {
-		_, col, ok := cutColumn(e.group)
-		if !ok || !contains(schema.VideoColumns, col) {
-			return nil, fmt.Sprintf("%s: the table has video columns %s; name the file %s.COLUMN%s",
-				e.name, strings.Join(schema.VideoColumns, ", "), name, filepath.Ext(e.name))
-		}
-		out[col] = e
-	}
-	return out, ""
-}
-
 // replaceFailed files an error against the group when the input is at
 // fault, and retries later otherwise.
 func (s *Stager) replaceFailed(g *group, err error) error {
@@ -437,7 +421,7 @@ func (s *Stager) replaceFailed(g *group, err error) error {
 		if errors.Is(err, target) {
 			msg := err.Error()
 			if errors.Is(err, table.ErrNotFound) {
-				msg += fmt.Sprintf("\nreplace/ changes existing episodes; new episodes go into ingest/")
+				msg += "\nreplace/ changes existing episodes; new episodes go into ingest/"
 			}
 			s.fail(g, msg)
 			return nil

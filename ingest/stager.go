@@ -84,6 +84,7 @@ type Stager struct {
 	history  []string               // last commits, newest last
 	lines    []string               // the staged groups, for .status
 	running  string                 // what is being committed now
+	columns  []string               // the table's video columns, as last read
 	stats    Stats
 	lastErr  string
 	retryAt  time.Time
@@ -169,6 +170,9 @@ func (s *Stager) WriterClosed(ino uint64) {
 	s.mu.Unlock()
 	s.Kick()
 }
+
+// Limited tells whether the staging area has a size limit.
+func (s *Stager) Limited() bool { return s.opts.LimitBytes > 0 }
 
 // Grow reserves room for delta more bytes, or returns ErrNoSpace.
 func (s *Stager) Grow(delta int64) error {
@@ -351,6 +355,24 @@ func groups(entries []*entry, videoColumns []string, now bool) []*group {
 	return out
 }
 
+func anySettled(entries []*entry) bool {
+	for _, e := range entries {
+		if e.settled {
+			return true
+		}
+	}
+	return false
+}
+
+func anyReady(gs []*group) bool {
+	for _, g := range gs {
+		if g.ready {
+			return true
+		}
+	}
+	return false
+}
+
 func cutColumn(name string) (base, column string, ok bool) {
 	i := strings.LastIndexByte(name, '.')
 	if i <= 0 {
@@ -381,6 +403,15 @@ func (s *Stager) step(ctx context.Context, now bool) error {
 		s.setStatus(nil)
 		return nil
 	}
+	if !now && !anySettled(entries) {
+		// Nothing can commit yet: spare the table a schema read (a LIST
+		// on S3) at every tick of a long upload.
+		s.mu.Lock()
+		columns := s.columns
+		s.mu.Unlock()
+		s.setStatus(groups(entries, columns, false))
+		return nil
+	}
 	tbl, err := s.opts.Table(ctx)
 	if err != nil {
 		s.transient(err)
@@ -391,6 +422,9 @@ func (s *Stager) step(ctx context.Context, now bool) error {
 		s.transient(err)
 		return err
 	}
+	s.mu.Lock()
+	s.columns = schema.VideoColumns
+	s.mu.Unlock()
 	gs := groups(entries, schema.VideoColumns, now)
 	s.setStatus(gs)
 	if s.opts.Mode == Replace {
@@ -398,9 +432,12 @@ func (s *Stager) step(ctx context.Context, now bool) error {
 	} else {
 		err = s.commitAdd(ctx, tbl, schema, gs, now)
 	}
-	// Show what is left, with the problems just found.
-	if entries, serr := s.scan(time.Now()); serr == nil {
-		s.setStatus(groups(entries, schema.VideoColumns, now))
+	// Show what is left, with the problems just found. Only ready groups
+	// are committed or failed, so without one nothing changed.
+	if anyReady(gs) {
+		if entries, serr := s.scan(time.Now()); serr == nil {
+			s.setStatus(groups(entries, schema.VideoColumns, now))
+		}
 	}
 	return err
 }

@@ -49,12 +49,7 @@ func (w *Warehouse) Open(ctx context.Context, name string) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ok, err := IsTable(ctx, sub); err != nil {
-		return nil, err
-	} else if !ok {
-		return nil, fmt.Errorf("%w: table %s", ErrNotFound, name)
-	}
-	return Open(ctx, sub, w.opts)
+	return Open(ctx, sub, w.opts) // ErrNotFound without a table.json
 }
 
 // Create makes a new, empty table NAME: no columns but the episode id
