@@ -97,7 +97,7 @@ type convKey struct {
 	sarNum, sarDen int
 	outWidth       int
 	outHeight      int
-	bgr            bool // bgr24 output, see session.convert
+	bgr            bool // bgr24 output, see renderer.convert
 }
 
 // converter is one configured filter graph. Not safe for concurrent use.

@@ -114,7 +114,7 @@ func TestImageFormats(t *testing.T) {
 					t.Fatalf("frame %d: %v", i, err)
 				}
 				enc := func(set ImageSetting) []byte {
-					b, err := s.encode(f, set.Normalize())
+					b, err := s.r.encode(f, set.Normalize())
 					if err != nil {
 						t.Fatalf("frame %d %+v: %v", i, set, err)
 					}

@@ -131,8 +131,8 @@ type session struct {
 	// unknown state and the session must be closed, not reused.
 	broken bool
 
-	convs map[convKey]*converter
-	encs  map[encKey]imageEncoder
+	// r renders the session's decoded frames.
+	r *renderer
 
 	// Counters for tests and statistics.
 	seeks, decoded, drains int
@@ -142,11 +142,6 @@ type sessionKey struct {
 	video  VideoKey
 	stream int
 }
-
-// maxConverters bounds the filter graphs (and encoders) a session keeps;
-// more distinct settings than this in use at once on one video is unusual,
-// and the cost of rebuilding a graph is small.
-const maxConverters = 4
 
 // openSession opens the video and prepares a decoder for the stream of its
 // index. ctx and v.R are used only during the call.
@@ -160,11 +155,9 @@ func openSession(ctx context.Context, v Video, threads int) (s *session, err err
 		return nil, err
 	}
 	s = &session{
-		key:   sessionKey{v.Key, ix.Stream},
-		ix:    ix,
-		d:     d,
-		convs: map[convKey]*converter{},
-		encs:  map[encKey]imageEncoder{},
+		key: sessionKey{v.Key, ix.Stream},
+		ix:  ix,
+		d:   d,
 	}
 	defer func() {
 		if err != nil {
@@ -231,6 +224,7 @@ func openSession(ctx context.Context, v Video, threads int) (s *session, err err
 		w, h = h, w
 	}
 	s.info = VideoInfo{Width: w, Height: h, Rotation: s.rot.filters, Frames: ix.Frames()}
+	s.r = newRenderer(s.rot, s.tb, s.info)
 
 	s.keyAt = make(map[int64]int)
 	for i := range ix.Samples {
@@ -680,81 +674,13 @@ func (s *session) send(ordinal int, target int64, drain bool, targetSample int) 
 	return nil
 }
 
-// convert converts a decoded frame for an image of setting (normalized).
-// The result belongs to the session's converter and is valid until its
-// next use; Clone it to keep it.
-func (s *session) convert(f *astiav.Frame, setting ImageSetting) (*astiav.Frame, error) {
-	ow, oh := setting.OutputSize(s.info.Width, s.info.Height)
-	fi := getFrameInfo(f)
-	ck := convKey{
-		width: fi.width, height: fi.height, format: fi.format,
-		sarNum: fi.sarNum, sarDen: fi.sarDen,
-		outWidth: ow, outHeight: oh,
-	}
-	// BMP stores BGR. swscale's unscaled 8-bit 4:2:0 converter writes
-	// bgr24 as exactly its rgb24 with the channels swapped, which saves
-	// BMP a pass over the pixels; its scaled and 10-bit paths do not (the
-	// tests compare BMP and PPM pixels on every fixture), so those stay
-	// rgb24 and get swapped in C.
-	ck.bgr = setting.Format == FormatBMP && s.rot.filters == "" && ow == fi.width && oh == fi.height &&
-		(fi.format == astiav.PixelFormatYuv420P || fi.format == astiav.PixelFormatYuvj420P)
-	conv := s.convs[ck]
-	if conv == nil {
-		if len(s.convs) >= maxConverters {
-			s.freeConverters()
-		}
-		var err error
-		if conv, err = newConverter(ck, s.rot, s.tb); err != nil {
-			return nil, err
-		}
-		s.convs[ck] = conv
-	}
-	return conv.convert(f)
-}
-
-// encoderFor returns the session's encoder for images of setting.
-func (s *session) encoderFor(setting ImageSetting) (imageEncoder, error) {
-	k := newEncKey(setting, s.info)
-	enc := s.encs[k]
-	if enc == nil {
-		if len(s.encs) >= maxConverters {
-			s.freeEncoders()
-		}
-		var err error
-		if enc, err = newImageEncoder(k); err != nil {
-			return nil, err
-		}
-		s.encs[k] = enc
-	}
-	return enc, nil
-}
-
-func newEncKey(setting ImageSetting, info VideoInfo) encKey {
-	ow, oh := setting.OutputSize(info.Width, info.Height)
-	return encKey{format: setting.Format, quality: setting.JPEGQuality, width: ow, height: oh}
-}
-
-// encode converts a decoded frame and encodes it with setting (normalized).
-func (s *session) encode(f *astiav.Frame, setting ImageSetting) ([]byte, error) {
-	out, err := s.convert(f, setting)
-	if err != nil {
-		return nil, err
-	}
-	defer out.Unref()
-	enc, err := s.encoderFor(setting)
-	if err != nil {
-		return nil, err
-	}
-	return enc.encode(out)
-}
-
 // image decodes frame ordinal and encodes it.
 func (s *session) image(ctx context.Context, ordinal int, setting ImageSetting) ([]byte, error) {
 	f, err := s.decodeTo(ctx, ordinal)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.encode(f, setting)
+	b, err := s.r.encode(f, setting)
 	s.frame.Unref()
 	if err != nil {
 		s.broken = true
@@ -763,24 +689,11 @@ func (s *session) image(ctx context.Context, ordinal int, setting ImageSetting) 
 	return b, nil
 }
 
-func (s *session) freeConverters() {
-	for k, c := range s.convs {
-		c.free()
-		delete(s.convs, k)
-	}
-}
-
-func (s *session) freeEncoders() {
-	for k, e := range s.encs {
-		e.free()
-		delete(s.encs, k)
-	}
-}
-
 // close frees every FFmpeg resource of the session.
 func (s *session) close() {
-	s.freeConverters()
-	s.freeEncoders()
+	if s.r != nil {
+		s.r.free()
+	}
 	if s.frame != nil {
 		s.frame.Free()
 		s.frame = nil

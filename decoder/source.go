@@ -34,9 +34,9 @@ type FrameSourceOptions struct {
 	// GOMAXPROCS.
 	SizeWorkers int
 
-	// encodeWorkers is how many goroutines encode the frames of one
-	// read-ahead job: GOMAXPROCS, since decoding and encoding one frame
-	// take about as long as each other for JPEG and PNG.
+	// encodeWorkers is how many goroutines convert and encode the frames
+	// of one read-ahead job: GOMAXPROCS, since converting and encoding a
+	// frame takes as long as decoding it or longer.
 	encodeWorkers int
 }
 
@@ -101,8 +101,9 @@ type readerKey struct {
 //	CacheBytes                                  (encoded images)
 //	+ Pool.MaxOpenSessions x per-session memory (decoders, see Options)
 //	+ one encoded image per request in progress
-//	+ MaxReadaheads x (2 + GOMAXPROCS) converted RGB frames (read-ahead
-//	  jobs queue decoded frames for their encoders).
+//	+ MaxReadaheads x ((2 + GOMAXPROCS) decoded frames + GOMAXPROCS
+//	  converted ones): read-ahead jobs queue decoded frames for their
+//	  encoders, each of which converts one at a time.
 //
 // Read-ahead jobs use the Video of the request that triggered them after
 // that request returned: its R must stay readable for as long as the
@@ -274,7 +275,7 @@ func (fs *FrameSource) takePending(rk readerKey, job *raJob, retire bool) []*cac
 	return ps
 }
 
-// encodeJob is a converted frame for an encoder goroutine of a read-ahead
+// encodeJob is a decoded frame for an encoder goroutine of a read-ahead
 // job; f is the job's reference, freed by the encoder.
 type encodeJob struct {
 	p *cache.Promise[frameKey]
@@ -282,11 +283,12 @@ type encodeJob struct {
 }
 
 // runReadahead fulfils the job's promises until it has none left. One
-// session decodes and converts the frames while encodeWorkers goroutines
-// encode them, so that a single sequential reader keeps more than one core
-// busy. Every promise is completed on every path.
+// session only decodes the frames, in order; encodeWorkers goroutines,
+// each with its own renderer, convert and encode them. Decoding is the
+// part that cannot be split, so it is all the decoding goroutine does, and
+// a single sequential reader keeps every core busy. Every promise is
+// completed on every path.
 func (fs *FrameSource) runReadahead(rk readerKey, job *raJob) {
-	key := newEncKey(job.setting, VideoInfo{})
 	queue := make(chan encodeJob, encodeQueue)
 	var encoders sync.WaitGroup
 	defer func() {
@@ -294,30 +296,22 @@ func (fs *FrameSource) runReadahead(rk readerKey, job *raJob) {
 		encoders.Wait()
 	}()
 	started := false
-	startEncoders := func(info VideoInfo) {
+	startEncoders := func(s *session) {
 		if started {
 			return
 		}
 		started = true
-		key = newEncKey(job.setting, info)
+		rot, tb, info := s.rot, s.tb, s.info
 		for range fs.opts.encodeWorkers {
 			encoders.Add(1)
 			go func() {
 				defer encoders.Done()
-				var enc imageEncoder
-				defer func() {
-					if enc != nil {
-						enc.free()
-					}
-				}()
+				r := newRenderer(rot, tb, info)
+				defer r.free()
 				for w := range queue {
-					var b []byte
-					var err error
-					if enc == nil {
-						enc, err = newImageEncoder(key)
-					}
-					if err == nil {
-						b, err = enc.encode(w.f)
+					b, err := r.encode(w.f, job.setting)
+					if err != nil {
+						err = fmt.Errorf("frame %d of %s: %w", w.p.Key().ordinal, job.v.Key, err)
 					}
 					w.f.Free()
 					w.p.Fulfil(b, err)
@@ -362,9 +356,9 @@ func (fs *FrameSource) runReadahead(rk readerKey, job *raJob) {
 				fs.abandonAll(rk, job, batch)
 				return
 			}
-			startEncoders(s.info)
+			startEncoders(s)
 		}
-		if !fs.decodeBatch(s, job.setting, batch, queue) {
+		if !fs.decodeBatch(s, batch, queue) {
 			fs.pool.release(s) // broken: closed by the pool
 			s = nil
 			fs.abandonAll(rk, job, nil)
@@ -390,10 +384,10 @@ func (fs *FrameSource) abandonAll(rk readerKey, job *raJob, batch []*cache.Promi
 	}
 }
 
-// decodeBatch decodes and converts the frames of batch with s and queues
-// them for the encoders. It completes every promise of batch; ok is false
-// when the session failed and the job must stop.
-func (fs *FrameSource) decodeBatch(s *session, setting ImageSetting, batch []*cache.Promise[frameKey], queue chan<- encodeJob) (ok bool) {
+// decodeBatch decodes the frames of batch with s and queues them for the
+// encoders. It completes every promise of batch; ok is false when the
+// session failed and the job must stop.
+func (fs *FrameSource) decodeBatch(s *session, batch []*cache.Promise[frameKey], queue chan<- encodeJob) (ok bool) {
 	i := 0
 	defer func() {
 		for _, p := range batch[i:] {
@@ -410,21 +404,18 @@ func (fs *FrameSource) decodeBatch(s *session, setting ImageSetting, batch []*ca
 			}
 			return false
 		}
-		out, err := s.convert(f, setting)
-		if err != nil {
-			s.broken = true
-			return false
-		}
-		clone := out.Clone()
-		out.Unref()
-		s.frame.Unref()
-		if clone == nil {
+		// A new reference to the decoder's picture, not a copy: the
+		// decoder takes fresh buffers from its pool while this one is
+		// held.
+		ref := f.Clone()
+		f.Unref()
+		if ref == nil {
 			return false
 		}
 		select {
-		case queue <- encodeJob{p, clone}:
+		case queue <- encodeJob{p, ref}:
 		case <-fs.ctx.Done():
-			clone.Free()
+			ref.Free()
 			return false
 		}
 	}

@@ -1,0 +1,115 @@
+package decoder
+
+import (
+	"github.com/asticode/go-astiav"
+)
+
+// renderer turns decoded frames of one stream into image files: it keeps
+// the filter graphs and encoders of the settings in use. A session has
+// one; so does each encoder goroutine of a read-ahead job, which renders
+// frames that the job's session only decodes. Not safe for concurrent use.
+type renderer struct {
+	rot   rotation
+	tb    astiav.Rational
+	info  VideoInfo
+	convs map[convKey]*converter
+	encs  map[encKey]imageEncoder
+}
+
+// maxConverters bounds the filter graphs (and encoders) a renderer keeps;
+// more distinct settings than this in use at once on one video is unusual,
+// and the cost of rebuilding a graph is small.
+const maxConverters = 4
+
+func newRenderer(rot rotation, tb astiav.Rational, info VideoInfo) *renderer {
+	return &renderer{rot: rot, tb: tb, info: info, convs: map[convKey]*converter{}, encs: map[encKey]imageEncoder{}}
+}
+
+// convert converts a decoded frame for an image of setting (normalized).
+// The result belongs to the renderer's converter and is valid until its
+// next use; Clone it to keep it.
+func (r *renderer) convert(f *astiav.Frame, setting ImageSetting) (*astiav.Frame, error) {
+	ow, oh := setting.OutputSize(r.info.Width, r.info.Height)
+	fi := getFrameInfo(f)
+	ck := convKey{
+		width: fi.width, height: fi.height, format: fi.format,
+		sarNum: fi.sarNum, sarDen: fi.sarDen,
+		outWidth: ow, outHeight: oh,
+	}
+	// BMP stores BGR. swscale's unscaled 8-bit 4:2:0 converter writes
+	// bgr24 as exactly its rgb24 with the channels swapped, which saves
+	// BMP a pass over the pixels; its scaled and 10-bit paths do not (the
+	// tests compare BMP and PPM pixels on every fixture), so those stay
+	// rgb24 and get swapped in C.
+	ck.bgr = setting.Format == FormatBMP && r.rot.filters == "" && ow == fi.width && oh == fi.height &&
+		(fi.format == astiav.PixelFormatYuv420P || fi.format == astiav.PixelFormatYuvj420P)
+	conv := r.convs[ck]
+	if conv == nil {
+		if len(r.convs) >= maxConverters {
+			r.freeConverters()
+		}
+		var err error
+		if conv, err = newConverter(ck, r.rot, r.tb); err != nil {
+			return nil, err
+		}
+		r.convs[ck] = conv
+	}
+	return conv.convert(f)
+}
+
+// encoderFor returns the renderer's encoder for images of setting.
+func (r *renderer) encoderFor(setting ImageSetting) (imageEncoder, error) {
+	k := newEncKey(setting, r.info)
+	enc := r.encs[k]
+	if enc == nil {
+		if len(r.encs) >= maxConverters {
+			r.freeEncoders()
+		}
+		var err error
+		if enc, err = newImageEncoder(k); err != nil {
+			return nil, err
+		}
+		r.encs[k] = enc
+	}
+	return enc, nil
+}
+
+func newEncKey(setting ImageSetting, info VideoInfo) encKey {
+	ow, oh := setting.OutputSize(info.Width, info.Height)
+	return encKey{format: setting.Format, quality: setting.JPEGQuality, width: ow, height: oh}
+}
+
+// encode converts a decoded frame and encodes it with setting
+// (normalized). f is left untouched.
+func (r *renderer) encode(f *astiav.Frame, setting ImageSetting) ([]byte, error) {
+	out, err := r.convert(f, setting)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Unref()
+	enc, err := r.encoderFor(setting)
+	if err != nil {
+		return nil, err
+	}
+	return enc.encode(out)
+}
+
+func (r *renderer) freeConverters() {
+	for k, c := range r.convs {
+		c.free()
+		delete(r.convs, k)
+	}
+}
+
+func (r *renderer) freeEncoders() {
+	for k, e := range r.encs {
+		e.free()
+		delete(r.encs, k)
+	}
+}
+
+// free frees every graph and encoder; the renderer stays usable.
+func (r *renderer) free() {
+	r.freeConverters()
+	r.freeEncoders()
+}
