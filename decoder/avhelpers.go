@@ -42,14 +42,6 @@ package decoder
 // 	return 0;
 // }
 //
-// static int framefs_set_global_quality(uintptr_t addr, int q) {
-// 	AVCodecContext *cc = framefs_codec_context(addr);
-// 	if (cc == NULL)
-// 		return AVERROR_BUG;
-// 	cc->global_quality = q;
-// 	return 0;
-// }
-//
 // typedef struct {
 // 	int64_t pts;
 // 	int64_t best_effort;
@@ -75,10 +67,6 @@ package decoder
 // 	out->colorspace = f->colorspace;
 // 	out->color_primaries = f->color_primaries;
 // 	out->color_trc = f->color_trc;
-// }
-//
-// static void framefs_frame_set_quality(void *p, int q) {
-// 	((AVFrame *)p)->quality = q;
 // }
 //
 // // framefs_frame_plain_rgb drops the colour description of an RGB frame so
@@ -137,91 +125,6 @@ package decoder
 // 		}
 // 		memset(d, 0, dst_stride - 3 * w);
 // 	}
-// }
-//
-// // framefs_rgb_to_jpeg_ycbcr_simple is the plain statement of the conversion
-// // below, kept as the reference that tests hold the fast version to. It fills the planes of a yuvj420p frame from a
-// // rgb24 frame of the same size with the colour transform JFIF prescribes
-// // (BT.601 matrix, full range), 16-bit fixed point rounded to nearest.
-// // Chroma is the transform of the 2x2 block's summed colour, edge pixels
-// // repeated for odd sizes. The weights of each row of the matrix sum to
-// // 65536 (Y) or 0 (Cb, Cr), so grey stays grey; chroma rounds half down
-// // because pure blue and red land exactly on 255.5, which must not wrap.
-// static int framefs_rgb_to_jpeg_ycbcr_simple(void *srcp, void *dstp) {
-// 	AVFrame *src = srcp, *dst = dstp;
-// 	int w = src->width, h = src->height;
-// 	if (dst->width != w || dst->height != h || src->format != AV_PIX_FMT_RGB24 || dst->format != AV_PIX_FMT_YUVJ420P)
-// 		return AVERROR_BUG;
-// 	for (int y = 0; y < h; y++) {
-// 		const uint8_t *s = src->data[0] + (ptrdiff_t)y * src->linesize[0];
-// 		uint8_t *d = dst->data[0] + (ptrdiff_t)y * dst->linesize[0];
-// 		for (int x = 0; x < w; x++, s += 3)
-// 			d[x] = (uint8_t)((19595 * s[0] + 38470 * s[1] + 7471 * s[2] + 32768) >> 16);
-// 	}
-// 	for (int cy = 0; cy < (h + 1) / 2; cy++) {
-// 		const uint8_t *r0 = src->data[0] + (ptrdiff_t)(2 * cy) * src->linesize[0];
-// 		const uint8_t *r1 = 2 * cy + 1 < h ? r0 + src->linesize[0] : r0;
-// 		uint8_t *cb = dst->data[1] + (ptrdiff_t)cy * dst->linesize[1];
-// 		uint8_t *cr = dst->data[2] + (ptrdiff_t)cy * dst->linesize[2];
-// 		for (int cx = 0; cx < (w + 1) / 2; cx++) {
-// 			int x0 = 6 * cx, x1 = 2 * cx + 1 < w ? x0 + 3 : x0;
-// 			int r = r0[x0] + r0[x1] + r1[x0] + r1[x1];
-// 			int g = r0[x0 + 1] + r0[x1 + 1] + r1[x0 + 1] + r1[x1 + 1];
-// 			int b = r0[x0 + 2] + r0[x1 + 2] + r1[x0 + 2] + r1[x1 + 2];
-// 			cb[cx] = (uint8_t)((-11059 * r - 21709 * g + 32768 * b + (128 << 18) + (1 << 17) - 1) >> 18);
-// 			cr[cx] = (uint8_t)((32768 * r - 27439 * g - 5329 * b + (128 << 18) + (1 << 17) - 1) >> 18);
-// 		}
-// 	}
-// 	return 0;
-// }
-//
-// // framefs_rgb_to_jpeg_ycbcr computes exactly what
-// // framefs_rgb_to_jpeg_ycbcr_simple does in one pass over the RGB rows,
-// // two rows at a time: each 2x2 block's pixels are read once for their
-// // four Y samples and the block's Cb and Cr, instead of once per plane.
-// #define FRAMEFS_Y(r, g, b) ((uint8_t)((19595 * (r) + 38470 * (g) + 7471 * (b) + 32768) >> 16))
-// #define FRAMEFS_CB(r, g, b) ((uint8_t)((-11059 * (r) - 21709 * (g) + 32768 * (b) + (128 << 18) + (1 << 17) - 1) >> 18))
-// #define FRAMEFS_CR(r, g, b) ((uint8_t)((32768 * (r) - 27439 * (g) - 5329 * (b) + (128 << 18) + (1 << 17) - 1) >> 18))
-// static int framefs_rgb_to_jpeg_ycbcr(void *srcp, void *dstp) {
-// 	AVFrame *src = srcp, *dst = dstp;
-// 	int w = src->width, h = src->height;
-// 	if (dst->width != w || dst->height != h || src->format != AV_PIX_FMT_RGB24 || dst->format != AV_PIX_FMT_YUVJ420P)
-// 		return AVERROR_BUG;
-// 	for (int cy = 0; cy < (h + 1) / 2; cy++) {
-// 		int two = 2 * cy + 1 < h;
-// 		const uint8_t *s0 = src->data[0] + (ptrdiff_t)(2 * cy) * src->linesize[0];
-// 		const uint8_t *s1 = two ? s0 + src->linesize[0] : s0;
-// 		uint8_t *y0 = dst->data[0] + (ptrdiff_t)(2 * cy) * dst->linesize[0];
-// 		// A last odd row repeats into its block: write its Y twice.
-// 		uint8_t *y1 = two ? y0 + dst->linesize[0] : y0;
-// 		uint8_t *cb = dst->data[1] + (ptrdiff_t)cy * dst->linesize[1];
-// 		uint8_t *cr = dst->data[2] + (ptrdiff_t)cy * dst->linesize[2];
-// 		int cx = 0;
-// 		for (; 2 * cx + 1 < w; cx++, s0 += 6, s1 += 6) {
-// 			int ra = s0[0], ga = s0[1], ba = s0[2], rb = s0[3], gb = s0[4], bb = s0[5];
-// 			int rc = s1[0], gc = s1[1], bc = s1[2], rd = s1[3], gd = s1[4], bd = s1[5];
-// 			y0[2 * cx] = FRAMEFS_Y(ra, ga, ba);
-// 			y0[2 * cx + 1] = FRAMEFS_Y(rb, gb, bb);
-// 			y1[2 * cx] = FRAMEFS_Y(rc, gc, bc);
-// 			y1[2 * cx + 1] = FRAMEFS_Y(rd, gd, bd);
-// 			int r = ra + rb + rc + rd, g = ga + gb + gc + gd, b = ba + bb + bc + bd;
-// 			cb[cx] = FRAMEFS_CB(r, g, b);
-// 			cr[cx] = FRAMEFS_CR(r, g, b);
-// 		}
-// 		if (2 * cx < w) { // odd width: the last column repeats into its block
-// 			int ra = s0[0], ga = s0[1], ba = s0[2], rc = s1[0], gc = s1[1], bc = s1[2];
-// 			y0[2 * cx] = FRAMEFS_Y(ra, ga, ba);
-// 			y1[2 * cx] = FRAMEFS_Y(rc, gc, bc);
-// 			int r = 2 * (ra + rc), g = 2 * (ga + gc), b = 2 * (ba + bc);
-// 			cb[cx] = FRAMEFS_CB(r, g, b);
-// 			cr[cx] = FRAMEFS_CR(r, g, b);
-// 		}
-// 	}
-// 	return 0;
-// }
-//
-// static int framefs_frame_make_writable(void *p) {
-// 	return av_frame_make_writable((AVFrame *)p);
 // }
 //
 // static void framefs_copy_rows(void *p, uint8_t *dst, int row_bytes, int h) {
@@ -314,17 +217,6 @@ func decoderAddr(cc *astiav.CodecContext) (uintptr, error) {
 	return uintptr(addr), err
 }
 
-func setGlobalQuality(cc *astiav.CodecContext, q int) error {
-	addr, err := codecContextAddr(cc)
-	if err != nil {
-		return err
-	}
-	if C.framefs_set_global_quality(addr, C.int(q)) < 0 {
-		return errNoCodecContextAddr
-	}
-	return nil
-}
-
 // frameInfo is what the decoder and the converters need to know about a
 // frame beyond what go-astiav exposes.
 type frameInfo struct {
@@ -375,10 +267,6 @@ func (fi frameInfo) timestamp() (int64, bool) {
 	return 0, false
 }
 
-func setFrameQuality(f *astiav.Frame, q int) {
-	C.framefs_frame_set_quality(f.UnsafePointer(), C.int(q))
-}
-
 func makePlainRGB(f *astiav.Frame) { C.framefs_frame_plain_rgb(f.UnsafePointer()) }
 
 // appendBMPPixels appends the rows of a packed 24-bit frame (rgb24 or
@@ -395,30 +283,6 @@ func appendBMPPixels(dst []byte, f *astiav.Frame, w, h, stride int) []byte {
 		C.framefs_copy_rows_bottom_up(f.UnsafePointer(), (*C.uint8_t)(unsafe.Pointer(&dst[n])), C.int(w), C.int(h), C.int(stride), swap)
 	}
 	return dst
-}
-
-// rgbToJPEGYCbCr converts the rgb24 frame src into dst, a yuvj420p frame of
-// the same size, making dst's buffer writable first.
-func rgbToJPEGYCbCr(src, dst *astiav.Frame) error {
-	return rgbToJPEGYCbCrWith(src, dst, false)
-}
-
-// rgbToJPEGYCbCrWith is rgbToJPEGYCbCr, by the plain reference code if
-// simple is set (tests compare the two).
-func rgbToJPEGYCbCrWith(src, dst *astiav.Frame, simple bool) error {
-	if ret := C.framefs_frame_make_writable(dst.UnsafePointer()); ret < 0 {
-		return fmt.Errorf("decoder: make frame writable: %w", astiav.Error(ret))
-	}
-	var ret C.int
-	if simple {
-		ret = C.framefs_rgb_to_jpeg_ycbcr_simple(src.UnsafePointer(), dst.UnsafePointer())
-	} else {
-		ret = C.framefs_rgb_to_jpeg_ycbcr(src.UnsafePointer(), dst.UnsafePointer())
-	}
-	if ret < 0 {
-		return errors.New("decoder: internal error: RGB to YCbCr conversion got frames of different sizes or formats")
-	}
-	return nil
 }
 
 // appendRGBPixels appends the rows of an RGB24 frame top-down without

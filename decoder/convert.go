@@ -25,11 +25,8 @@ import (
 // when that is known to be its rgb24 output with the channels swapped (see
 // session.convert); otherwise BMP swaps them itself.
 //
-// JPEG starts from the same RGB frame, converted to BT.601 full-range 4:2:0
-// in C (rgbToJPEGYCbCr): a JPEG decoder assumes that matrix, so the JPEG
-// shows the RGB formats' colours even for BT.709 video, which converting
-// the decoded YUV directly would not; and swscale's RGB to YUV path costs
-// 2 ms per 640x480 frame against 0.3 ms.
+// JPEG starts from the same RGB frame too (see jpeg.go), so that its
+// colours are the RGB formats' colours even for BT.709 video.
 
 // rotation is the display transform the container asks for, as the
 // ffmpeg command line applies it with -autorotate (its default).

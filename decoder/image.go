@@ -15,7 +15,7 @@ type ImageFormat uint8
 // and the smallest of the four.
 const (
 	// FormatJPEG is baseline JFIF, 4:2:0, BT.601 full range, encoded by
-	// FFmpeg's mjpeg encoder at a fixed quantiser.
+	// libjpeg-turbo at the IJG quality of the setting.
 	FormatJPEG ImageFormat = iota
 	// FormatPNG is 8-bit RGB PNG, lossless.
 	FormatPNG
@@ -69,8 +69,7 @@ func ParseImageFormat(s string) (ImageFormat, error) {
 }
 
 // DefaultJPEGQuality is the JPEG quality used when ImageSetting.JPEGQuality
-// is 0. It maps to FFmpeg quantiser 3 (see ImageSetting.JPEGQuality), where
-// compression artefacts are hard to see at normal viewing size.
+// is 0: compression artefacts are hard to see at normal viewing size.
 const DefaultJPEGQuality = 95
 
 // MaxImageDimension bounds the width and height an ImageSetting may ask
@@ -83,10 +82,9 @@ const MaxImageDimension = 16384
 type ImageSetting struct {
 	// Format is the file format.
 	Format ImageFormat
-	// JPEGQuality, 1 to 100, sets the quantiser of JPEG images:
-	// qscale = 2 + round((100-q)*29/99), so 100 gives FFmpeg's finest
-	// quantiser 2 (like `ffmpeg -q:v 2`) and 1 the coarsest, 31. 0 means
-	// DefaultJPEGQuality. Ignored by the other formats.
+	// JPEGQuality, 1 to 100, is the IJG quality of JPEG images, the scale
+	// of libjpeg, PIL (Image.save quality=) and OpenCV (IMWRITE_JPEG_QUALITY).
+	// 0 means DefaultJPEGQuality. Ignored by the other formats.
 	JPEGQuality int
 	// Width and Height scale the image (bicubic, like the ffmpeg command
 	// line). Both 0 keep the display size; one 0 keeps the display aspect
@@ -132,15 +130,10 @@ func (s ImageSetting) Validate() error {
 	return nil
 }
 
-// jpegQscale maps a JPEG quality to the mjpeg encoder's quantiser.
-func jpegQscale(quality int) int {
-	return 2 + ((100-quality)*29*2+99)/(2*99)
-}
-
 // imageRevision changes whenever framefs changes how it makes the bytes of
 // an image (filter chain, encoder options, header layout), so that it
 // shows in Identity even when no library changed.
-const imageRevision = 1
+const imageRevision = 2
 
 // Identity names everything that determines the bytes of an image made
 // with this setting: the normalized setting, framefs's own image revision
@@ -160,6 +153,9 @@ func (s ImageSetting) Identity() string {
 		b.WriteString(";size=native")
 	}
 	fmt.Fprintf(&b, ";framefs-image=%d;%s", imageRevision, LibraryVersions())
+	if s.Format == FormatJPEG {
+		b.WriteString("," + jpegIdentity())
+	}
 	return b.String()
 }
 

@@ -3,12 +3,13 @@ package decoder
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"image"
 	"image/jpeg"
 	"image/png"
 	"math/rand/v2"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unsafe"
@@ -73,10 +74,8 @@ func TestImageSettingSizes(t *testing.T) {
 			t.Errorf("%+v validates", bad)
 		}
 	}
-	for q, want := range map[int]int{100: 2, 95: 3, 1: 31, 50: 17} {
-		if got := jpegQscale(q); got != want {
-			t.Errorf("jpegQscale(%d) = %d, want %d", q, got, want)
-		}
+	if id := (ImageSetting{}).Identity(); !strings.Contains(id, "libjpeg-turbo:") || strings.Contains(id, "unavailable") {
+		t.Errorf("JPEG identity %q does not fingerprint libjpeg-turbo", id)
 	}
 }
 
@@ -240,77 +239,102 @@ func TestJPEGIsPlainJFIF(t *testing.T) {
 	}
 }
 
-// TestRGBToJPEGYCbCr checks the conversion against the JFIF formulas in
-// floating point, on saturated colours (where rounding could wrap) and odd
-// sizes (edge blocks).
-func TestRGBToJPEGYCbCr(t *testing.T) {
-	colours := [][3]float64{{255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {255, 255, 255}, {0, 0, 0}, {255, 255, 0}, {0, 255, 255}, {255, 0, 255}, {12, 200, 99}}
-	for _, size := range [][2]int{{2, 2}, {5, 3}, {1, 1}, {17, 9}} {
+// jpegSamples encodes pictures of random pixels at several qualities and
+// sizes (odd ones exercise the edge blocks, where the SIMD code differs
+// most from the C code) and returns the JPEG files.
+func jpegSamples(t testing.TB) [][]byte {
+	rng := rand.New(rand.NewPCG(5, 5))
+	var out [][]byte
+	for _, size := range [][2]int{{640, 480}, {1, 1}, {2, 1}, {3, 3}, {17, 9}, {481, 271}} {
 		w, h := size[0], size[1]
-		for _, c := range colours {
-			src := astiav.AllocFrame()
-			dst := astiav.AllocFrame()
-			src.SetWidth(w)
-			src.SetHeight(h)
-			src.SetPixelFormat(astiav.PixelFormatRgb24)
-			dst.SetWidth(w)
-			dst.SetHeight(h)
-			dst.SetPixelFormat(astiav.PixelFormatYuvj420P)
-			if err := src.AllocBuffer(0); err != nil {
-				t.Fatal(err)
-			}
-			if err := dst.AllocBuffer(0); err != nil {
-				t.Fatal(err)
-			}
-			data, _ := src.Data().Bytes(1)
-			for i := 0; i < len(data); i += 3 {
-				data[i], data[i+1], data[i+2] = byte(c[0]), byte(c[1]), byte(c[2])
-			}
-			fillFrame(t, src, data)
-			if err := rgbToJPEGYCbCr(src, dst); err != nil {
-				t.Fatal(err)
-			}
-			planes, _ := dst.Data().Bytes(1)
-			y, cb, cr := planes[0], planes[w*h], planes[w*h+((w+1)/2)*((h+1)/2)]
-			r, g, b := c[0], c[1], c[2]
-			want := [3]float64{0.299*r + 0.587*g + 0.114*b, -0.168736*r - 0.331264*g + 0.5*b + 128, 0.5*r - 0.418688*g - 0.081312*b + 128}
-			for k, got := range []byte{y, cb, cr} {
-				if d := float64(got) - want[k]; d > 0.5 || d < -0.51 {
-					t.Errorf("%dx%d %v: component %d is %d, want %.2f", w, h, c, k, got, want[k])
-				}
-			}
-			src.Free()
-			dst.Free()
+		pic := make([]byte, 3*w*h)
+		for i := range pic {
+			// Smooth gradients with noise: like video, unlike pure noise.
+			pic[i] = byte(i/3%w + i/(3*w) + int(rng.Uint32()%16))
 		}
+		for _, q := range []int{1, 50, 90, 95, 100} {
+			e, err := newJPEGEncoder(encKey{format: FormatJPEG, quality: q, width: w, height: h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := e.compress(unsafe.Pointer(&pic[0]), 3*w)
+			e.free()
+			if err != nil {
+				t.Fatalf("%dx%d q%d: %v", w, h, q, err)
+			}
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// TestJPEGWithoutSIMD holds libjpeg-turbo's SIMD code to its C code, byte
+// for byte: the mount promises the same bytes for a frame on every
+// machine, whatever vector instructions it has. JSIMD_FORCENONE is read
+// once per process, so the C code runs in a child test process.
+func TestJPEGWithoutSIMD(t *testing.T) {
+	if os.Getenv("FRAMEFS_JPEG_SAMPLES") != "" {
+		return // the child's own run of this test
+	}
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "samples")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestJPEGSamplesChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "JSIMD_FORCENONE=1", "FRAMEFS_JPEG_SAMPLES="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, b)
+	}
+	plain, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simd := bytes.Join(jpegSamples(t), []byte("--"))
+	if !bytes.Equal(plain, simd) {
+		t.Fatalf("JPEG bytes with SIMD (%d) differ from those without (%d)", len(simd), len(plain))
 	}
 }
 
-// TestRGBToJPEGYCbCrMatchesSimple holds the one-pass conversion to the
-// plain reference code, byte for byte, on random pixels of even, odd and
-// tiny sizes.
-func TestRGBToJPEGYCbCrMatchesSimple(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 5))
-	for _, size := range [][2]int{{640, 480}, {1, 1}, {2, 1}, {1, 2}, {3, 3}, {17, 9}, {200, 133}, {481, 271}} {
-		w, h := size[0], size[1]
-		src := newTestFrame(t, w, h, astiav.PixelFormatRgb24)
-		data, _ := src.Data().Bytes(1)
-		for i := range data {
-			data[i] = byte(rng.Uint32())
-		}
-		fillFrame(t, src, data)
-		var out [2][]byte
-		for k, simple := range []bool{false, true} {
-			dst := newTestFrame(t, w, h, astiav.PixelFormatYuvj420P)
-			if err := rgbToJPEGYCbCrWith(src, dst, simple); err != nil {
-				t.Fatal(err)
-			}
-			out[k], _ = dst.Data().Bytes(1)
-			dst.Free()
-		}
-		if !bytes.Equal(out[0], out[1]) {
-			t.Errorf("%dx%d: the one-pass conversion differs from the reference", w, h)
-		}
-		src.Free()
+// TestJPEGSamplesChild writes jpegSamples for TestJPEGWithoutSIMD.
+func TestJPEGSamplesChild(t *testing.T) {
+	out := os.Getenv("FRAMEFS_JPEG_SAMPLES")
+	if out == "" {
+		t.Skip("run by TestJPEGWithoutSIMD")
+	}
+	if err := os.WriteFile(out, bytes.Join(jpegSamples(t), []byte("--")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJPEGBottomUp: a picture whose rows run upwards in memory (what the
+// vflip filter leaves) encodes like the same picture stored top down.
+func TestJPEGBottomUp(t *testing.T) {
+	t.Parallel()
+	const w, h = 37, 23
+	top := make([]byte, 3*w*h)
+	for i := range top {
+		top[i] = byte(i * 7 / 3)
+	}
+	bottom := make([]byte, len(top))
+	for y := range h {
+		copy(bottom[(h-1-y)*3*w:], top[y*3*w:(y+1)*3*w])
+	}
+	e, err := newJPEGEncoder(encKey{format: FormatJPEG, quality: 90, width: w, height: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.free()
+	want, err := e.compress(unsafe.Pointer(&top[0]), 3*w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.compress(unsafe.Pointer(&bottom[(h-1)*3*w]), -3*w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("the bottom-up picture encodes differently")
+	}
+	if img, err := jpeg.Decode(bytes.NewReader(got)); err != nil || img.Bounds().Dx() != w || img.Bounds().Dy() != h {
+		t.Errorf("decode: %v", err)
 	}
 }
 
@@ -325,18 +349,20 @@ func newTestFrame(t testing.TB, w, h int, pf astiav.PixelFormat) *astiav.Frame {
 	return f
 }
 
-func BenchmarkRGBToJPEGYCbCr(b *testing.B) {
-	for _, simple := range []bool{false, true} {
-		b.Run(fmt.Sprintf("simple=%v", simple), func(b *testing.B) {
-			src := newTestFrame(b, 640, 480, astiav.PixelFormatRgb24)
-			dst := newTestFrame(b, 640, 480, astiav.PixelFormatYuvj420P)
-			defer src.Free()
-			defer dst.Free()
-			for b.Loop() {
-				if err := rgbToJPEGYCbCrWith(src, dst, simple); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+func BenchmarkJPEG(b *testing.B) {
+	const w, h = 640, 480
+	pic := make([]byte, 3*w*h)
+	for i := range pic {
+		pic[i] = byte(i/3%w + i/(3*w))
+	}
+	e, err := newJPEGEncoder(encKey{format: FormatJPEG, quality: DefaultJPEGQuality, width: w, height: h})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.free()
+	for b.Loop() {
+		if _, err := e.compress(unsafe.Pointer(&pic[0]), 3*w); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -3,8 +3,9 @@
 # otherwise use, in one run on the same machine, so that the ratios hold
 # even where absolute times drift (shared machines).
 #
-#   (a) every frame in order as JPEG (qscale 2): framefs FrameSource vs
-#       `ffmpeg -threads 1 ... -c:v mjpeg -q:v 2`
+#   (a) every frame in order as JPEG: framefs FrameSource at its default
+#       quality (95; libjpeg-turbo) vs `ffmpeg -threads 1 ... -c:v mjpeg
+#       -q:v 2`, with the mean image size of both (framefs's are larger)
 #   (b) every frame in order as BMP: framefs vs `ffmpeg ... -c:v bmp`
 #   (c) 500 random frames (one fixed list for both) with an exact seek per
 #       frame: framefs (BMP, no cache hits) vs PyAV (container.seek to the
@@ -97,10 +98,12 @@ ratio() { emit "ratio:$1" "$(awk -v a="$2" -v b="$3" 'BEGIN {printf "%.2f", a/b}
 
 ffmpeg_seq() { ffmpeg -v error -threads 1 -i "$1" -f image2pipe -c:v "$2" "${@:3}" - >/dev/null; }
 
-# (a) sequential JPEG, qscale 2 (framefs quality 100 maps to qscale 2).
-framefs seq_jpeg_gop30 -video "$gop30" -mode seq -format jpeg -quality 100
+# (a) sequential JPEG.
+framefs seq_jpeg_gop30 -video "$gop30" -mode seq -format jpeg
 fa=$fps
+emit framefs_seq_jpeg_gop30_mean_bytes "$("$bench" -name x -video "$gop30" -mode seq -format jpeg 2>/dev/null | awk '$1=="x_mean_image_bytes" {print $2}')" bytes
 peer ffmpeg_seq_jpeg_gop30 "$frames" ffmpeg_seq "$gop30" mjpeg -q:v 2
+emit ffmpeg_seq_jpeg_gop30_mean_bytes "$(ffmpeg -v error -threads 1 -i "$gop30" -f image2pipe -c:v mjpeg -q:v 2 - | wc -c | awk -v n="$frames" '{printf "%d", $1/n}')" bytes
 ratio seq_jpeg_vs_ffmpeg "$fa" "$peer_fps"
 
 # (b) sequential BMP.

@@ -4,6 +4,7 @@
 # it installs something.
 #
 #   FFmpeg 5.1 libraries   cgo build of package decoder (go-astiav v0.16.0)
+#   libturbojpeg0-dev      libjpeg-turbo, the JPEG encoder of package decoder
 #   ffmpeg                 fixture generation and side-by-side comparisons
 #   fuse3                  fusermount3 for mounts
 #   python3, jq            end-to-end test scripts
@@ -17,7 +18,7 @@ set -euo pipefail
 packages=(
 	gcc libc6-dev pkg-config
 	libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
-	libswresample-dev libavfilter-dev libavdevice-dev
+	libswresample-dev libavfilter-dev libavdevice-dev libturbojpeg0-dev
 	ffmpeg fuse3 python3 jq attr rsync
 	python3-torchvision python3-pil python3-numpy python3-av
 )

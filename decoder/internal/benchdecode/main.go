@@ -25,7 +25,7 @@ func main() {
 	video := flag.String("video", "", "video file")
 	mode := flag.String("mode", "seq", "seq: every frame in order; random: -n frames in a shuffled order")
 	format := flag.String("format", "jpeg", "image format: jpeg, png, bmp, ppm")
-	quality := flag.Int("quality", 100, "JPEG quality (100 = qscale 2, like ffmpeg -q:v 2)")
+	quality := flag.Int("quality", 0, "JPEG quality (0 = the default)")
 	n := flag.Int("n", 500, "frames to read in random mode")
 	framesFile := flag.String("frames", "", "random mode: read the frame ordinals from this file (one per line) instead of drawing them")
 	seed := flag.Uint64("seed", 1, "random seed")
