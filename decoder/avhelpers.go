@@ -84,6 +84,17 @@ package decoder
 // 		av_frame_remove_side_data(f, f->side_data[f->nb_side_data - 1]->type);
 // }
 //
+// // framefs_frame_bytes is the size of the buffers a frame holds.
+// static int64_t framefs_frame_bytes(void *p) {
+// 	AVFrame *f = p;
+// 	int64_t n = 0;
+// 	for (int i = 0; i < AV_NUM_DATA_POINTERS && f->buf[i]; i++)
+// 		n += f->buf[i]->size;
+// 	for (int i = 0; i < f->nb_extended_buf; i++)
+// 		n += f->extended_buf[i]->size;
+// 	return n;
+// }
+//
 // static uint8_t *framefs_frame_plane(void *p, int plane, int *linesize) {
 // 	AVFrame *f = p;
 // 	*linesize = f->linesize[plane];
@@ -303,6 +314,9 @@ func grow(b []byte, n int) []byte {
 	}
 	return b[:len(b)+n]
 }
+
+// frameBytes returns the size of the buffers f holds a reference to.
+func frameBytes(f *astiav.Frame) int64 { return int64(C.framefs_frame_bytes(f.UnsafePointer())) }
 
 // framePlane returns the address of a plane of a frame and its line size,
 // for tests that fill frames directly.

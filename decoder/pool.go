@@ -28,12 +28,18 @@ type Options struct {
 	// each up to this limit and wait beyond it. 0 means GOMAXPROCS, at
 	// least 2.
 	MaxSessionsPerVideo int
+	// PictureCacheBytes bounds the decoded pictures kept for random
+	// readers (see pictureCache): about 0.5 MB each at 640x480 and 3 MB at
+	// 1080p. 0 means 256 MiB; negative keeps none.
+	PictureCacheBytes int64
 	// DecoderThreads is the number of threads of each decoder (FFmpeg
 	// frame threading). Sessions are the unit of parallelism, so the
 	// default is 1: more threads only help a single reader on an otherwise
 	// idle machine, and frame threading delays every output frame.
 	DecoderThreads int
 }
+
+const defaultPictureCacheBytes = 256 << 20
 
 func (o Options) withDefaults() Options {
 	procs := runtime.GOMAXPROCS(0)
@@ -47,6 +53,12 @@ func (o Options) withDefaults() Options {
 	if o.DecoderThreads <= 0 {
 		o.DecoderThreads = 1
 	}
+	switch {
+	case o.PictureCacheBytes == 0:
+		o.PictureCacheBytes = defaultPictureCacheBytes
+	case o.PictureCacheBytes < 0:
+		o.PictureCacheBytes = 0
+	}
 	return o
 }
 
@@ -58,7 +70,8 @@ func (o Options) withDefaults() Options {
 // Lock order: Pool.mu is never held while calling into FFmpeg or the
 // caller's reader; sessions are opened and closed outside it.
 type Pool struct {
-	opts Options
+	opts     Options
+	pictures *pictureCache
 
 	mu sync.Mutex
 	// idle holds the idle sessions of all videos, most recently released
@@ -90,12 +103,19 @@ type PoolStats struct {
 	Broken  int // sessions closed after an error
 	Seeks   int // seeks done by closed and idle sessions
 	Decoded int // frames decoded by closed and idle sessions
+	// PictureBytes is the memory held by kept decoded pictures;
+	// PicturesKept counts the pictures kept in total and PictureHits the
+	// requests served from one instead of decoding.
+	PictureBytes              int64
+	PicturesKept, PictureHits int
 }
 
 // NewPool returns a pool with the given options.
 func NewPool(opts Options) *Pool {
+	opts = opts.withDefaults()
 	return &Pool{
-		opts:     opts.withDefaults(),
+		opts:     opts,
+		pictures: newPictureCache(opts.PictureCacheBytes),
 		idle:     list.New(),
 		videos:   map[sessionKey]*poolVideo{},
 		released: make(chan struct{}),
@@ -114,6 +134,7 @@ func (p *Pool) Stats() PoolStats {
 		st.Seeks += s.seeks
 		st.Decoded += s.decoded
 	}
+	st.PictureBytes, st.PicturesKept, st.PictureHits = p.pictures.stats()
 	return st
 }
 
@@ -181,6 +202,7 @@ func (p *Pool) acquire(ctx context.Context, v Video, ordinal int) (*session, err
 					p.mu.Unlock()
 					return nil, err
 				}
+				s.pictures = p.pictures
 				s.bind(ctx, v.R)
 				return s, nil
 			}
@@ -293,6 +315,17 @@ func (p *Pool) Frame(ctx context.Context, v Video, ordinal int, setting ImageSet
 	setting = setting.Normalize()
 	var b []byte
 	err := p.with(ctx, v, ordinal, func(s *session) error {
+		if pic := p.pictures.get(pictureKey{v.Key, v.Index.Stream, ordinal}); pic != nil {
+			// A random request passed this picture: render it, leaving
+			// the session where it stands.
+			defer pic.Free()
+			var err error
+			if b, err = s.r.encode(pic, setting); err != nil {
+				s.broken = true
+				return fmt.Errorf("frame %d of %s: %w", ordinal, v.Key, err)
+			}
+			return nil
+		}
 		var err error
 		b, err = s.image(ctx, ordinal, setting)
 		return err
@@ -328,5 +361,6 @@ func (p *Pool) Close() error {
 	for _, s := range idle {
 		s.close()
 	}
+	p.pictures.close()
 	return nil
 }

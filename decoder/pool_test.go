@@ -3,6 +3,7 @@ package decoder
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -242,5 +243,51 @@ func TestRandomReaderDrains(t *testing.T) {
 	}
 	if s.draining {
 		t.Error("a request after readOn drained")
+	}
+}
+
+// TestPassedPicturesServeLaterRequests: a random reader's requests keep
+// the pictures they decode on the way; a later request for one of them is
+// rendered from it, without decoding, to the same bytes as sequential
+// decoding. The kept pictures stay within their bound and go with Close.
+func TestPassedPicturesServeLaterRequests(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, name := range []string{"h264_bframes_gop30.mp4", "h264_gop250.mp4"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fx := fixture{name: name, path: "../testdata/video/" + name}
+			want := sequentialHashes(t, fx)
+			v := openVideo(t, fx.path, 0)
+			const limit = 1 << 20 // a few dozen 160x120 pictures: evictions happen
+			pool := NewPool(Options{MaxSessionsPerVideo: 1, PictureCacheBytes: limit})
+			defer pool.Close()
+			for _, i := range shuffled(v.Index.Frames(), v.Index.Frames(), 7) {
+				before := pool.Stats()
+				b, err := pool.Frame(ctx, v, i, ImageSetting{Format: FormatPPM})
+				if err != nil {
+					t.Fatalf("frame %d: %v", i, err)
+				}
+				if sha256.Sum256(b) != want[i] {
+					t.Fatalf("frame %d differs from sequential decoding", i)
+				}
+				after := pool.Stats()
+				if after.PictureHits > before.PictureHits && (after.Decoded != before.Decoded || after.Seeks != before.Seeks) {
+					t.Fatalf("frame %d came from a kept picture but %d frames were decoded", i, after.Decoded-before.Decoded)
+				}
+				if after.PictureBytes > limit {
+					t.Fatalf("kept pictures hold %d bytes, limit %d", after.PictureBytes, limit)
+				}
+			}
+			st := pool.Stats()
+			t.Logf("%+v", st)
+			if st.PictureHits == 0 || st.PicturesKept <= st.PictureHits {
+				t.Errorf("stats %+v: want requests served from kept pictures", st)
+			}
+			pool.Close()
+			if st := pool.Stats(); st.PictureBytes != 0 {
+				t.Errorf("after Close, kept pictures hold %d bytes", st.PictureBytes)
+			}
+		})
 	}
 }

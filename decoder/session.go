@@ -133,6 +133,9 @@ type session struct {
 
 	// r renders the session's decoded frames.
 	r *renderer
+	// pictures, if not nil, keeps the pictures that requests which seek
+	// pass on their way (the pool's cache, shared by its sessions).
+	pictures *pictureCache
 
 	// Counters for tests and statistics.
 	seeks, decoded, drains int
@@ -386,10 +389,44 @@ func (s *session) endOfInput(i, ordinal int) error {
 
 // resetPosition forgets where the decoder stands and flushes it.
 func (s *session) resetPosition() error {
+	if s.drained && s.pictures != nil {
+		s.keepDrained()
+	}
 	s.running, s.held, s.haveLast, s.inputEOF, s.drained = false, false, false, false, false
 	s.pkt.Unref()
 	s.frame.Unref()
 	return flushDecoder(s.cc)
+}
+
+// keepDrained hands the pictures a drained decoder still holds to the
+// picture cache before they are flushed: pictures decoded before the last
+// target (in decode order) but presented after it, such as the reference
+// picture a B-frame target was predicted from. They were decoded anyway;
+// taking them costs nothing.
+func (s *session) keepDrained() {
+	defer s.frame.Unref()
+	for {
+		s.frame.Unref()
+		if err := s.cc.ReceiveFrame(s.frame); err != nil {
+			return // end of stream (or an error the flush clears)
+		}
+		fi := getFrameInfo(s.frame)
+		if fi.corrupt || fi.decodeErrors != 0 {
+			continue
+		}
+		ts, ok := fi.timestamp()
+		if !ok {
+			continue
+		}
+		pts, ok := s.toIndexUnits(ts)
+		if !ok {
+			continue
+		}
+		if ord, ok := s.ordinalOf(pts); ok {
+			s.haveLast, s.lastPTS, s.lastOrdinal = true, pts, ord
+			s.pictures.add(pictureKey{s.key.video, s.key.stream, ord}, s.frame)
+		}
+	}
 }
 
 // canContinue reports whether frame ordinal, whose decoding must start at
@@ -582,6 +619,9 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 				continue
 			}
 			s.haveLast, s.lastPTS, s.lastOrdinal = true, pts, ord
+			if sought && ord != ordinal && pts < target && !fi.corrupt && fi.decodeErrors == 0 {
+				s.pictures.add(pictureKey{s.key.video, s.key.stream, ord}, s.frame)
+			}
 			if ord == ordinal {
 				if fi.corrupt || fi.decodeErrors != 0 {
 					return nil, fmt.Errorf("%w: frame %d of %s: the decoder reports damage in it (corrupt flag %v, error flags %#x)",

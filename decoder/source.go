@@ -99,6 +99,7 @@ type readerKey struct {
 // Memory is bounded under any access pattern by
 //
 //	CacheBytes                                  (encoded images)
+//	+ the pool's PictureCacheBytes              (decoded pictures)
 //	+ Pool.MaxOpenSessions x per-session memory (decoders, see Options)
 //	+ one encoded image per request in progress
 //	+ MaxReadaheads x ((2 + GOMAXPROCS) decoded frames + GOMAXPROCS

@@ -166,7 +166,8 @@ func TestMemoryBounded(t *testing.T) {
 		videos = append(videos, openVideo(t, p, -1))
 	}
 	const cacheBytes = 2 << 20
-	pool := NewPool(Options{MaxOpenSessions: 2, MaxSessionsPerVideo: 1})
+	const pictureBytes = 4 << 20
+	pool := NewPool(Options{MaxOpenSessions: 2, MaxSessionsPerVideo: 1, PictureCacheBytes: pictureBytes})
 	defer pool.Close()
 	src := NewFrameSource(pool, FrameSourceOptions{CacheBytes: cacheBytes})
 	defer src.Close()
@@ -205,6 +206,9 @@ func TestMemoryBounded(t *testing.T) {
 		float64(heap0)/1e6, float64(rss0)/1e6, float64(heap1)/1e6, float64(rss1)/1e6, src.CacheStats(), pool.Stats())
 	if cs := src.CacheStats(); cs.Bytes > cacheBytes {
 		t.Errorf("cache holds %d bytes, limit %d", cs.Bytes, cacheBytes)
+	}
+	if st := pool.Stats(); st.PictureBytes > pictureBytes || st.PicturesKept == 0 {
+		t.Errorf("pool %+v: want kept pictures within %d bytes", st, pictureBytes)
 	}
 	if st := pool.Stats(); st.Open > 2 || st.Evicted == 0 {
 		t.Errorf("pool %+v: want at most 2 open sessions and evictions", st)

@@ -54,6 +54,7 @@ type mountFlags struct {
 	jpegQuality int
 	scale       string
 	cacheBytes  int64
+	pictures    int64
 	sessions    int
 	refresh     time.Duration
 	foreground  bool
@@ -79,8 +80,8 @@ as new episodes, and TABLE/replace/ replaces videos or rows of existing ones.
 They are staged on local disk (--staging-dir) until they commit.
 
 Mount options (-o) follow mount conventions: ro, allow_other, and the framefs
-options image_format=, jpeg_quality=, scale=WxH, cache_bytes=, refresh=,
-staging_dir=, settle=, staging_limit=.`,
+options image_format=, jpeg_quality=, scale=WxH, cache_bytes=,
+picture_cache_bytes=, refresh=, staging_dir=, settle=, staging_limit=.`,
 		Example: `  framefs mount data/warehouse /mnt/frames
   framefs mount data/warehouse/robot /mnt/robot --image-format bmp --daemon
   mount -t fuse.framefs data/warehouse /mnt/frames -o ro,allow_other`,
@@ -98,6 +99,7 @@ staging_dir=, settle=, staging_limit=.`,
 	fl.IntVar(&f.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
 	fl.StringVar(&f.scale, "scale", "", "resize frames to WxH (e.g. 224x224; W or H 0 keeps the aspect ratio)")
 	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes")
+	fl.Int64Var(&f.pictures, "picture-cache-bytes", 256<<20, "memory for decoded pictures kept for random readers, in bytes (0: none)")
 	fl.IntVar(&f.sessions, "max-sessions", 0, "decoder sessions open at once (default 2 x cores)")
 	fl.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often new snapshots and tags are looked for")
 	fl.StringVar(&f.stagingDir, "staging-dir", "", "local directory holding files dropped into ingest/ and replace/ until they commit (default $XDG_CACHE_HOME/framefs/staging or ~/.cache/framefs/staging)")
@@ -132,6 +134,10 @@ func parseMountOptions(f *mountFlags) (ro, allowOther bool, err error) {
 		case "cache_bytes":
 			if f.cacheBytes, err = strconv.ParseInt(value, 10, 64); err != nil {
 				return false, false, fmt.Errorf("-o cache_bytes=%q: not a number", value)
+			}
+		case "picture_cache_bytes":
+			if f.pictures, err = strconv.ParseInt(value, 10, 64); err != nil {
+				return false, false, fmt.Errorf("-o picture_cache_bytes=%q: not a number", value)
 			}
 		case "refresh":
 			if f.refresh, err = time.ParseDuration(value); err != nil {
@@ -217,7 +223,11 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 	if err != nil {
 		return err
 	}
-	pool := decoder.NewPool(decoder.Options{MaxOpenSessions: f.sessions})
+	pictures := f.pictures
+	if pictures <= 0 {
+		pictures = -1 // none
+	}
+	pool := decoder.NewPool(decoder.Options{MaxOpenSessions: f.sessions, PictureCacheBytes: pictures})
 	defer pool.Close()
 	frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: f.cacheBytes})
 	defer frames.Close()
@@ -239,6 +249,8 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_misses_total counter\nframefs_image_cache_misses_total %d\n", cs.Misses)
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_bytes gauge\nframefs_image_cache_bytes %d\n", cs.Bytes)
 			fmt.Fprintf(b, "# TYPE framefs_decoder_sessions_open gauge\nframefs_decoder_sessions_open %d\n", ps.Open)
+			fmt.Fprintf(b, "# TYPE framefs_picture_cache_bytes gauge\nframefs_picture_cache_bytes %d\n", ps.PictureBytes)
+			fmt.Fprintf(b, "# TYPE framefs_picture_cache_hits_total counter\nframefs_picture_cache_hits_total %d\n", ps.PictureHits)
 			if s3, ok := store.(*storage.S3); ok {
 				writeS3Stats(b, s3.Stats())
 			}

@@ -32,6 +32,7 @@ func main() {
 	cacheBytes := flag.Int64("cache-bytes", 64<<20, "FrameSource cache bytes")
 	readahead := flag.Int("readahead", 0, "read-ahead frames (0 = default, -1 = off)")
 	threads := flag.Int("decoder-threads", 0, "decoder threads (0 = default)")
+	pictureBytes := flag.Int64("picture-cache-bytes", 0, "decoded pictures kept for random readers, in bytes (0 = default, -1 = none)")
 	name := flag.String("name", "framefs", "prefix of the printed figure names")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the reads to this file")
 	flag.Parse()
@@ -48,14 +49,14 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*video, *mode, *format, *quality, *n, *seed, *framesFile, *cacheBytes, *readahead, *threads, *name); err != nil {
+	if err := run(*video, *mode, *format, *quality, *n, *seed, *framesFile, *cacheBytes, *readahead, *threads, *pictureBytes, *name); err != nil {
 		fmt.Fprintln(os.Stderr, "benchdecode:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(path, mode, format string, quality, n int, seed uint64, framesFile string, cacheBytes int64, readahead, threads int, name string) error {
+func run(path, mode, format string, quality, n int, seed uint64, framesFile string, cacheBytes int64, readahead, threads int, pictureBytes int64, name string) error {
 	ctx := context.Background()
 	f, err := os.Open(path)
 	if err != nil {
@@ -104,7 +105,7 @@ func run(path, mode, format string, quality, n int, seed uint64, framesFile stri
 		return fmt.Errorf("unknown mode %q", mode)
 	}
 
-	pool := decoder.NewPool(decoder.Options{DecoderThreads: threads})
+	pool := decoder.NewPool(decoder.Options{DecoderThreads: threads, PictureCacheBytes: pictureBytes})
 	defer pool.Close()
 	src := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: cacheBytes, Readahead: readahead})
 	defer src.Close()
@@ -121,8 +122,8 @@ func run(path, mode, format string, quality, n int, seed uint64, framesFile stri
 	elapsed := time.Since(start).Seconds()
 
 	ps, cs := pool.Stats(), src.CacheStats()
-	fmt.Fprintf(os.Stderr, "pool: opened %d seeks %d decoded %d; cache: hits %d misses %d shared %d evictions %d\n",
-		ps.Opened, ps.Seeks, ps.Decoded, cs.Hits, cs.Misses, cs.Shared, cs.Evictions)
+	fmt.Fprintf(os.Stderr, "pool: opened %d seeks %d decoded %d pictures kept %d hits %d; cache: hits %d misses %d shared %d evictions %d\n",
+		ps.Opened, ps.Seeks, ps.Decoded, ps.PicturesKept, ps.PictureHits, cs.Hits, cs.Misses, cs.Shared, cs.Evictions)
 
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
