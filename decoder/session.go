@@ -554,10 +554,10 @@ func (s *session) ordinalOf(pts int64) (int, bool) {
 
 // decodeTo decodes frame ordinal into s.frame, continuing from the
 // decoder's position when that reaches it, else seeking to its decode
-// start. The frames decoded on the way are dropped: keeping them would
-// mean converting and encoding a GOP prefix per random request, most of
-// it never read; sequential readers get theirs from read-ahead instead.
-// Any error breaks the session.
+// start. When it seeks, the pictures decoded on the way go to the picture
+// cache as they are (converting and encoding a GOP prefix per random
+// request would cost more than most of it is worth); sequential readers get
+// theirs from read-ahead instead. Any error breaks the session.
 //
 // A request that seeks right after another request that had to seek
 // comes from a random reader, which is unlikely to continue from here.
