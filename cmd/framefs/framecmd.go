@@ -45,9 +45,10 @@ func (s frameSizer) FrameSizes(ctx context.Context, r io.ReaderAt, size int64, i
 }
 
 // withDecoder runs fn with a decoder pool and frame source sized for one
-// command, and closes them afterwards.
+// command (nothing cached: a command reads each frame once), and closes
+// them afterwards.
 func withDecoder(fn func(*decoder.FrameSource) error) error {
-	pool := decoder.NewPool(decoder.Options{})
+	pool := decoder.NewPool(decoder.Options{PictureCacheBytes: -1})
 	defer pool.Close()
 	frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: -1, Readahead: -1})
 	defer frames.Close()
