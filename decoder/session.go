@@ -414,19 +414,27 @@ func (s *session) keepDrained() {
 		if fi.corrupt || fi.decodeErrors != 0 {
 			continue
 		}
-		ts, ok := fi.timestamp()
-		if !ok {
-			continue
-		}
-		pts, ok := s.toIndexUnits(ts)
-		if !ok {
-			continue
-		}
-		if ord, ok := s.ordinalOf(pts); ok {
+		if pts, ord, ok := s.presented(fi); ok {
 			s.haveLast, s.lastPTS, s.lastOrdinal = true, pts, ord
 			s.pictures.add(pictureKey{s.key.video, s.key.stream, ord}, s.frame)
 		}
 	}
+}
+
+// presented returns the PTS (index units) and ordinal of a decoded frame,
+// or false for a frame that is not presented (a frame of an
+// edit-list-hidden sample that the decoder did not drop, or one without a
+// timestamp).
+func (s *session) presented(fi frameInfo) (pts int64, ord int, ok bool) {
+	ts, ok := fi.timestamp()
+	if !ok {
+		return 0, 0, false
+	}
+	if pts, ok = s.toIndexUnits(ts); !ok {
+		return 0, 0, false
+	}
+	ord, ok = s.ordinalOf(pts)
+	return pts, ord, ok
 }
 
 // canContinue reports whether frame ordinal, whose decoding must start at
@@ -604,18 +612,8 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 		case err == nil:
 			s.decoded++
 			fi := getFrameInfo(s.frame)
-			ts, ok := fi.timestamp()
+			pts, ord, ok := s.presented(fi)
 			if !ok {
-				continue
-			}
-			pts, ok := s.toIndexUnits(ts)
-			if !ok {
-				continue
-			}
-			ord, ok := s.ordinalOf(pts)
-			if !ok {
-				// Not a presented frame (a frame of an edit-list-hidden
-				// sample that the decoder did not drop).
 				continue
 			}
 			s.haveLast, s.lastPTS, s.lastOrdinal = true, pts, ord
