@@ -7,12 +7,15 @@
 #       quality (95; libjpeg-turbo) vs `ffmpeg -threads 1 ... -c:v mjpeg
 #       -q:v 2`, with the mean image size of both (framefs's are larger)
 #   (b) every frame in order as BMP: framefs vs `ffmpeg ... -c:v bmp`
-#   (c) 500 random frames (one fixed list for both) with an exact seek per
-#       frame: framefs (BMP, no cache hits) vs PyAV (container.seek to the
+#   (c) 500 random frames (one fixed list for both, no frame twice) with an
+#       exact seek per frame: framefs (BMP) vs PyAV (container.seek to the
 #       keyframe, decode to the target PTS, to_ndarray rgb24), at GOP 30
 #       and GOP 250. PyAV runs with its default settings (slice threading,
 #       automatic thread count; x264's single-slice frames decode on one
-#       thread that way); framefs with its defaults (one decoder thread)
+#       thread that way); framefs with its defaults: one decoder thread, a
+#       64 MiB image cache (never hit: no frame is read twice) and the
+#       256 MiB cache of decoded pictures, which serves a frame an earlier
+#       request decoded on its way to another
 #   (d) peak RSS of every framefs run
 #
 # Prints NAME VALUE UNIT lines. ratio:... = framefs fps / peer fps, so
