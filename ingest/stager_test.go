@@ -118,6 +118,15 @@ func (e *env) listing() []string {
 	return out
 }
 
+// expectNothingStaged fails the test if anything is left in the staging
+// directory.
+func (e *env) expectNothingStaged() {
+	e.t.Helper()
+	if l := e.listing(); len(l) != 0 {
+		e.t.Fatalf("staged files left after commit: %v", l)
+	}
+}
+
 func (e *env) errorText(group string) string {
 	data, _ := os.ReadFile(filepath.Join(e.dir, group+ErrorSuffix))
 	return string(data)
@@ -138,9 +147,7 @@ func TestPairsCommitTogether(t *testing.T) {
 	if ids, _ := e.tbl.SnapshotIDs(context.Background()); len(ids) != 1 {
 		t.Fatalf("want one commit, got snapshots %v", ids)
 	}
-	if l := e.listing(); len(l) != 0 {
-		t.Fatalf("staged files left after commit: %v", l)
-	}
+	e.expectNothingStaged()
 	if s := e.st.Stats(); s.Commits != 1 || s.Episodes != 3 {
 		t.Fatalf("stats %+v", s)
 	}
@@ -225,9 +232,7 @@ func TestVideoWithoutSidecarWaits(t *testing.T) {
 	if got := e.episodes(); got["solo"] == 0 {
 		t.Fatalf("CommitNow did not add the lone video: %v", got)
 	}
-	if l := e.listing(); len(l) != 0 {
-		t.Fatalf("left: %v", l)
-	}
+	e.expectNothingStaged()
 }
 
 func TestOpenFilesAreNotCommitted(t *testing.T) {
@@ -313,9 +318,7 @@ func TestJournalRecovery(t *testing.T) {
 	if got["landed"] != 4 || got["pending"] != 5 {
 		t.Fatalf("episodes %v", got)
 	}
-	if l := e.listing(); len(l) != 0 {
-		t.Fatalf("left: %v", l)
-	}
+	e.expectNothingStaged()
 }
 
 func TestReplaceDirectory(t *testing.T) {
@@ -370,9 +373,7 @@ func TestSchemaFileDefinesColumns(t *testing.T) {
 	if err != nil || len(s.Columns) != 1 || s.Columns[0].Type != "float32" {
 		t.Fatalf("schema %+v, err %v, listing %v, status\n%s", s, err, e.listing(), e.st.Status())
 	}
-	if l := e.listing(); len(l) != 0 {
-		t.Fatalf("left: %v", l)
-	}
+	e.expectNothingStaged()
 }
 
 func TestLimit(t *testing.T) {
