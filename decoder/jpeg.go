@@ -34,7 +34,8 @@ import (
 // jpegEncoder encodes rgb24 frames. Not safe for concurrent use.
 type jpegEncoder struct {
 	h             C.tjhandle
-	buf           *C.uchar // TurboJPEG output buffer of tjBufSize bytes
+	buf           *C.uchar // TurboJPEG output buffer of bufSize bytes
+	bufSize       C.ulong
 	quality       int
 	width, height int
 }
@@ -53,6 +54,7 @@ func newJPEGEncoder(k encKey) (*jpegEncoder, error) {
 		e.free()
 		return nil, fmt.Errorf("decoder: JPEG encoder: %dx%d is too large", k.width, k.height)
 	}
+	e.bufSize = size
 	if e.buf = C.tjAlloc(C.int(size)); e.buf == nil {
 		e.free()
 		return nil, errors.New("decoder: JPEG encoder: out of memory")
@@ -82,7 +84,7 @@ func (e *jpegEncoder) compress(p unsafe.Pointer, pitch int) ([]byte, error) {
 		flags |= C.TJFLAG_BOTTOMUP
 	}
 	buf := e.buf
-	size := C.tjBufSize(C.int(e.width), C.int(e.height), C.TJSAMP_420)
+	size := e.bufSize
 	if C.tjCompress2(e.h, (*C.uchar)(p), C.int(e.width), C.int(pitch), C.int(e.height), C.TJPF_RGB,
 		&buf, &size, C.TJSAMP_420, C.int(e.quality), flags) != 0 {
 		return nil, fmt.Errorf("decoder: encode JPEG: %s", C.GoString(C.tjGetErrorStr2(e.h)))
