@@ -37,9 +37,19 @@ type Options struct {
 	// default is 1: more threads only help a single reader on an otherwise
 	// idle machine, and frame threading delays every output frame.
 	DecoderThreads int
+	// SeekThreads is the number of threads that decode a random request
+	// (one that seeks and flushes the decoder right after its frame, see
+	// session.decodeTo) made while no other request is using the pool,
+	// so the cores are otherwise idle. 0 means GOMAXPROCS, at most 4; 1
+	// never uses more than DecoderThreads.
+	SeekThreads int
 }
 
 const defaultPictureCacheBytes = 256 << 20
+
+// maxSeekThreads caps the default SeekThreads: the reference chain of one
+// GOP leaves little for more threads to overlap.
+const maxSeekThreads = 4
 
 func (o Options) withDefaults() Options {
 	procs := runtime.GOMAXPROCS(0)
@@ -52,6 +62,9 @@ func (o Options) withDefaults() Options {
 	o.MaxSessionsPerVideo = min(o.MaxSessionsPerVideo, o.MaxOpenSessions)
 	if o.DecoderThreads <= 0 {
 		o.DecoderThreads = 1
+	}
+	if o.SeekThreads <= 0 {
+		o.SeekThreads = min(procs, maxSeekThreads)
 	}
 	switch {
 	case o.PictureCacheBytes == 0:
@@ -172,6 +185,7 @@ func (p *Pool) acquire(ctx context.Context, v Video, ordinal int) (*session, err
 			p.videos[key] = pv
 		}
 		if s := p.takeIdle(pv, ordinal); s != nil {
+			s.seekThreads = p.seekThreadsLocked()
 			p.mu.Unlock()
 			s.bind(ctx, v.R)
 			return s, nil
@@ -203,6 +217,9 @@ func (p *Pool) acquire(ctx context.Context, v Video, ordinal int) (*session, err
 					return nil, err
 				}
 				s.pictures = p.pictures
+				p.mu.Lock()
+				s.seekThreads = p.seekThreadsLocked()
+				p.mu.Unlock()
 				s.bind(ctx, v.R)
 				return s, nil
 			}
@@ -215,6 +232,16 @@ func (p *Pool) acquire(ctx context.Context, v Video, ordinal int) (*session, err
 		case <-wait:
 		}
 	}
+}
+
+// seekThreadsLocked returns the threads a session just checked out may use
+// for a random request: SeekThreads if it is the only busy one, else
+// DecoderThreads. p.mu held.
+func (p *Pool) seekThreadsLocked() int {
+	if p.open-p.idle.Len() == 1 {
+		return p.opts.SeekThreads
+	}
+	return p.opts.DecoderThreads
 }
 
 // takeIdle removes and returns an idle session of pv, preferring one that

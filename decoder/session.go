@@ -81,15 +81,18 @@ type session struct {
 	d      *demuxer
 	stream int
 	tb     astiav.Rational
-	cc     *astiav.CodecContext
-	ccAddr uintptr // the AVCodecContext behind cc, verified
-	// skipping says whether the decoder is set to skip non-reference
-	// pictures (see send).
-	skipping bool
-	pkt      *astiav.Packet
-	frame    *astiav.Frame
-	rot      rotation
-	info     VideoInfo
+	// dec is the decoder in use. spare, if open, is the other one: a
+	// session decodes with threads threads, but a random request while
+	// the pool has idle cores uses seekThreads (see decodeTo). The one
+	// not in use stands flushed.
+	dec, spare           decoderCtx
+	threads, seekThreads int
+	codec                *astiav.Codec
+	par                  *astiav.CodecParameters
+	pkt                  *astiav.Packet
+	frame                *astiav.Frame
+	rot                  rotation
+	info                 VideoInfo
 
 	// Index timestamps are stream ticks times mul/div (see toIndexUnits).
 	mul, div int64
@@ -189,28 +192,12 @@ func openSession(ctx context.Context, v Video, threads int) (s *session, err err
 		return nil, err
 	}
 
-	codec := astiav.FindDecoder(par.CodecID())
-	if codec == nil {
+	s.codec = astiav.FindDecoder(par.CodecID())
+	if s.codec == nil {
 		return nil, fmt.Errorf("decoder: FFmpeg has no decoder for %s (stream %d): %w", par.CodecID().Name(), s.stream, ErrUnsupported)
 	}
-	s.cc = astiav.AllocCodecContext(codec)
-	if s.cc == nil {
-		return nil, errors.New("decoder: allocate decoder: out of memory")
-	}
-	if err := s.cc.FromCodecParameters(par); err != nil {
-		return nil, fmt.Errorf("decoder: stream %d codec parameters: %w", s.stream, err)
-	}
-	if err := setPacketTimeBase(s.cc, s.tb); err != nil {
-		return nil, err
-	}
-	s.cc.SetThreadCount(threads)
-	if threads > 1 {
-		s.cc.SetThreadType(astiav.ThreadTypeFrame)
-	}
-	if err := s.cc.Open(codec, nil); err != nil {
-		return nil, fmt.Errorf("decoder: open %s decoder: %w", codec.Name(), err)
-	}
-	if s.ccAddr, err = decoderAddr(s.cc); err != nil {
+	s.par, s.threads, s.seekThreads = par, threads, threads
+	if s.dec, err = s.openDecoder(threads); err != nil {
 		return nil, err
 	}
 	s.pkt = astiav.AllocPacket()
@@ -252,6 +239,73 @@ func openSession(ctx context.Context, v Video, threads int) (s *session, err err
 		s.running, s.held, s.start, s.next = true, true, 0, 1
 	}
 	return s, nil
+}
+
+// decoderCtx is one opened decoder of a session's stream.
+type decoderCtx struct {
+	cc      *astiav.CodecContext
+	addr    uintptr // the AVCodecContext behind cc, verified
+	threads int
+	// skipping says whether the decoder is set to skip non-reference
+	// pictures (see send).
+	skipping bool
+}
+
+func (d *decoderCtx) free() {
+	if d.cc != nil {
+		d.cc.Free()
+	}
+	*d = decoderCtx{}
+}
+
+// openDecoder opens a decoder of the session's stream with threads frame
+// threads (1: none).
+func (s *session) openDecoder(threads int) (d decoderCtx, err error) {
+	d.cc = astiav.AllocCodecContext(s.codec)
+	if d.cc == nil {
+		return d, errors.New("decoder: allocate decoder: out of memory")
+	}
+	defer func() {
+		if err != nil {
+			d.free()
+		}
+	}()
+	if err := d.cc.FromCodecParameters(s.par); err != nil {
+		return d, fmt.Errorf("decoder: stream %d codec parameters: %w", s.stream, err)
+	}
+	if err := setPacketTimeBase(d.cc, s.tb); err != nil {
+		return d, err
+	}
+	d.cc.SetThreadCount(threads)
+	if threads > 1 {
+		d.cc.SetThreadType(astiav.ThreadTypeFrame)
+	}
+	if err := d.cc.Open(s.codec, nil); err != nil {
+		return d, fmt.Errorf("decoder: open %s decoder: %w", s.codec.Name(), err)
+	}
+	if d.addr, err = decoderAddr(d.cc); err != nil {
+		return d, err
+	}
+	d.threads = threads
+	return d, nil
+}
+
+// useDecoder makes the decoder with the given number of threads the one
+// in use, opening it if need be. The decoder in use must stand flushed.
+func (s *session) useDecoder(threads int) error {
+	if s.dec.threads == threads {
+		return nil
+	}
+	if s.spare.threads != threads {
+		s.spare.free()
+		d, err := s.openDecoder(threads)
+		if err != nil {
+			return err
+		}
+		s.spare = d
+	}
+	s.dec, s.spare = s.spare, s.dec
+	return nil
 }
 
 // setUnits derives mul and div from the stream time base and the index
@@ -395,7 +449,7 @@ func (s *session) resetPosition() error {
 	s.running, s.held, s.haveLast, s.inputEOF, s.drained = false, false, false, false, false
 	s.pkt.Unref()
 	s.frame.Unref()
-	return flushDecoder(s.cc)
+	return flushDecoder(s.dec.cc)
 }
 
 // keepDrained hands the pictures a drained decoder still holds to the
@@ -407,7 +461,7 @@ func (s *session) keepDrained() {
 	defer s.frame.Unref()
 	for {
 		s.frame.Unref()
-		if err := s.cc.ReceiveFrame(s.frame); err != nil {
+		if err := s.dec.cc.ReceiveFrame(s.frame); err != nil {
 			return // end of stream (or an error the flush clears)
 		}
 		fi := getFrameInfo(s.frame)
@@ -447,10 +501,13 @@ func (s *session) canContinue(target int64, start int) bool {
 }
 
 // seekTo positions the demuxer so that the next packet is sync sample k,
-// with a flushed decoder.
-func (s *session) seekTo(k, ordinal int) error {
+// with a flushed decoder of the given number of threads.
+func (s *session) seekTo(k, ordinal, threads int) error {
 	s.seeks++
 	if err := s.resetPosition(); err != nil {
+		return err
+	}
+	if err := s.useDecoder(threads); err != nil {
 		return err
 	}
 	sm := &s.ix.Samples[k]
@@ -580,6 +637,14 @@ func (s *session) ordinalOf(pts int64) (int, bool) {
 // have anyway. If the reader was not random after all (the next request
 // could have decoded on), that costs one seek, and that request neither
 // drains nor counts as random.
+//
+// A draining request decodes with s.seekThreads frame threads, which the
+// pool raises when no other request is using it: the chain of reference
+// pictures from the keyframe is serial, but frame threading overlaps each
+// picture with the next one's rows that only need the rows already done.
+// A request that does not drain keeps the session's own decoder, whose
+// position the next request may decode on from (frame threading would
+// delay every frame it outputs).
 func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, err error) {
 	defer func() {
 		if err != nil {
@@ -598,7 +663,11 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 	drain := sought && (s.alwaysDrain || s.lastFar && !near)
 	s.lastFar, s.draining = !near, drain
 	if sought {
-		if err := s.seekTo(start, ordinal); err != nil {
+		threads := s.threads
+		if drain {
+			threads = max(threads, s.seekThreads)
+		}
+		if err := s.seekTo(start, ordinal, threads); err != nil {
 			return nil, err
 		}
 	}
@@ -607,7 +676,7 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 			return nil, err
 		}
 		s.frame.Unref()
-		err := s.cc.ReceiveFrame(s.frame)
+		err := s.dec.cc.ReceiveFrame(s.frame)
 		switch {
 		case err == nil:
 			s.decoded++
@@ -659,7 +728,7 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 			// The target's packet is in: flush rather than decode on.
 			s.inputEOF, s.drained, s.running = true, true, false
 			s.drains++
-			if err := s.cc.SendPacket(nil); err != nil && !errors.Is(err, astiav.ErrEof) {
+			if err := s.dec.cc.SendPacket(nil); err != nil && !errors.Is(err, astiav.ErrEof) {
 				return nil, fmt.Errorf("%w: frame %d of %s: flush decoder: %v", ErrFrameDecode, ordinal, s.key.video, err)
 			}
 			continue
@@ -673,7 +742,7 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 		}
 		if eof {
 			s.inputEOF = true
-			if err := s.cc.SendPacket(nil); err != nil && !errors.Is(err, astiav.ErrEof) {
+			if err := s.dec.cc.SendPacket(nil); err != nil && !errors.Is(err, astiav.ErrEof) {
 				return nil, fmt.Errorf("%w: frame %d of %s: flush decoder: %v", ErrFrameDecode, ordinal, s.key.video, err)
 			}
 			continue
@@ -700,11 +769,11 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 func (s *session) send(ordinal int, target int64, drain bool, targetSample int) error {
 	i := s.next - 1
 	sm := &s.ix.Samples[i]
-	if skip := sm.Hidden || sm.PTS < target || (drain && i != targetSample); skip != s.skipping {
-		setSkipNonRef(s.ccAddr, skip)
-		s.skipping = skip
+	if skip := sm.Hidden || sm.PTS < target || (drain && i != targetSample); skip != s.dec.skipping {
+		setSkipNonRef(s.dec.addr, skip)
+		s.dec.skipping = skip
 	}
-	err := s.cc.SendPacket(s.pkt)
+	err := s.dec.cc.SendPacket(s.pkt)
 	s.pkt.Unref()
 	if err != nil {
 		return fmt.Errorf("%w: frame %d of %s: the packet of sample %d is corrupt: %v", ErrFrameDecode, ordinal, s.key.video, s.next-1, err)
@@ -740,10 +809,8 @@ func (s *session) close() {
 		s.pkt.Free()
 		s.pkt = nil
 	}
-	if s.cc != nil {
-		s.cc.Free()
-		s.cc = nil
-	}
+	s.dec.free()
+	s.spare.free()
 	if s.d != nil {
 		s.d.Close()
 		s.d = nil
