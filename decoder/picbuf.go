@@ -1,0 +1,158 @@
+package decoder
+
+// #cgo pkg-config: libavutil
+// #include <errno.h>
+// #include <pthread.h>
+// #include <stdint.h>
+// #include <sys/mman.h>
+// #include <libavutil/buffer.h>
+// #include <libavutil/error.h>
+// #include <libavutil/frame.h>
+// #include <libavutil/imgutils.h>
+//
+// // Buffers of kept pictures are mapped from the kernel, not taken from
+// // malloc, and recycled through a short list of idle ones. malloc would
+// // spread them over one arena per thread that copied a picture, each of
+// // which keeps what is freed in it, so the memory of a bounded cache grew
+// // by a third; mapped buffers go back to the kernel when they are dropped.
+// #define FRAMEFS_PIC_IDLE_MAX (32u << 20)
+//
+// typedef struct framefs_idle_buf {
+// 	struct framefs_idle_buf *next;
+// 	size_t size;
+// } framefs_idle_buf;
+//
+// static pthread_mutex_t framefs_pic_mu = PTHREAD_MUTEX_INITIALIZER;
+// static framefs_idle_buf *framefs_pic_idle; // most recently released first
+// static size_t framefs_pic_idle_bytes, framefs_pic_mapped_bytes;
+//
+// // framefs_pic_release is the AVBuffer free callback: the buffer joins
+// // the idle list, and the oldest idle buffers beyond the limit go back to
+// // the kernel.
+// static void framefs_pic_release(void *opaque, uint8_t *data) {
+// 	size_t size = (size_t)(uintptr_t)opaque;
+// 	framefs_idle_buf *b = (framefs_idle_buf *)data, *unmap = NULL;
+// 	pthread_mutex_lock(&framefs_pic_mu);
+// 	b->size = size;
+// 	b->next = framefs_pic_idle;
+// 	framefs_pic_idle = b;
+// 	framefs_pic_idle_bytes += size;
+// 	if (framefs_pic_idle_bytes > FRAMEFS_PIC_IDLE_MAX) {
+// 		// Cut the list after the longest prefix within the limit.
+// 		size_t kept = 0;
+// 		framefs_idle_buf **p = &framefs_pic_idle;
+// 		while (*p && kept + (*p)->size <= FRAMEFS_PIC_IDLE_MAX) {
+// 			kept += (*p)->size;
+// 			p = &(*p)->next;
+// 		}
+// 		unmap = *p;
+// 		*p = NULL;
+// 		framefs_pic_idle_bytes = kept;
+// 	}
+// 	for (framefs_idle_buf *u = unmap; u; u = u->next)
+// 		framefs_pic_mapped_bytes -= u->size;
+// 	pthread_mutex_unlock(&framefs_pic_mu);
+// 	while (unmap) {
+// 		framefs_idle_buf *next = unmap->next;
+// 		munmap(unmap, unmap->size);
+// 		unmap = next;
+// 	}
+// }
+//
+// // framefs_pic_get returns an idle buffer of exactly size bytes, or a new
+// // mapping, or NULL.
+// static uint8_t *framefs_pic_get(size_t size) {
+// 	pthread_mutex_lock(&framefs_pic_mu);
+// 	for (framefs_idle_buf **p = &framefs_pic_idle; *p; p = &(*p)->next) {
+// 		if ((*p)->size == size) {
+// 			framefs_idle_buf *b = *p;
+// 			*p = b->next;
+// 			framefs_pic_idle_bytes -= size;
+// 			pthread_mutex_unlock(&framefs_pic_mu);
+// 			return (uint8_t *)b;
+// 		}
+// 	}
+// 	framefs_pic_mapped_bytes += size;
+// 	pthread_mutex_unlock(&framefs_pic_mu);
+// 	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+// 	if (m == MAP_FAILED) {
+// 		pthread_mutex_lock(&framefs_pic_mu);
+// 		framefs_pic_mapped_bytes -= size;
+// 		pthread_mutex_unlock(&framefs_pic_mu);
+// 		return NULL;
+// 	}
+// 	return m;
+// }
+//
+// // framefs_frame_copy makes the empty frame d a copy of the picture s in
+// // a buffer from framefs_pic_get.
+// static int framefs_frame_copy(void *d, const void *s) {
+// 	AVFrame *dst = d;
+// 	const AVFrame *src = s;
+// 	const int align = 64;
+// 	int size = av_image_get_buffer_size(src->format, src->width, src->height, align);
+// 	if (size < 0)
+// 		return size;
+// 	size = size < (int)sizeof(framefs_idle_buf) ? (int)sizeof(framefs_idle_buf) : size;
+// 	uint8_t *data = framefs_pic_get(size);
+// 	if (data == NULL)
+// 		return AVERROR(ENOMEM);
+// 	dst->buf[0] = av_buffer_create(data, size, framefs_pic_release, (void *)(uintptr_t)size, 0);
+// 	if (dst->buf[0] == NULL) {
+// 		framefs_pic_release((void *)(uintptr_t)size, data);
+// 		return AVERROR(ENOMEM);
+// 	}
+// 	dst->format = src->format;
+// 	dst->width = src->width;
+// 	dst->height = src->height;
+// 	int err = av_image_fill_arrays(dst->data, dst->linesize, data, src->format, src->width, src->height, align);
+// 	if (err >= 0)
+// 		err = av_frame_copy(dst, src);
+// 	if (err >= 0)
+// 		err = av_frame_copy_props(dst, src);
+// 	if (err < 0)
+// 		av_frame_unref(dst);
+// 	return err < 0 ? err : 0;
+// }
+//
+// static void framefs_pic_stats(size_t *mapped, size_t *idle) {
+// 	pthread_mutex_lock(&framefs_pic_mu);
+// 	*mapped = framefs_pic_mapped_bytes;
+// 	*idle = framefs_pic_idle_bytes;
+// 	pthread_mutex_unlock(&framefs_pic_mu);
+// }
+import "C"
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/asticode/go-astiav"
+)
+
+// pictureIdleMax is how many bytes of released picture buffers are kept
+// for reuse; the rest go back to the kernel.
+const pictureIdleMax = C.FRAMEFS_PIC_IDLE_MAX
+
+// copyFrame returns a copy of the picture f in a buffer of its own, not
+// from the decoder's pool (see pictureCache).
+func copyFrame(f *astiav.Frame) (*astiav.Frame, error) {
+	c := astiav.AllocFrame()
+	if c == nil {
+		return nil, errors.New("decoder: copy picture: out of memory")
+	}
+	if ret := C.framefs_frame_copy(c.UnsafePointer(), f.UnsafePointer()); ret < 0 {
+		c.Free()
+		return nil, fmt.Errorf("decoder: copy picture: %w", astiav.Error(ret))
+	}
+	return c, nil
+}
+
+// pictureMemory returns the bytes of picture buffers mapped in the process
+// (kept pictures, copies still referenced, idle buffers) and of those the
+// idle ones.
+func pictureMemory() (mapped, idle int64) {
+	var m, i C.size_t
+	C.framefs_pic_stats(&m, &i)
+	return int64(m), int64(i)
+}
