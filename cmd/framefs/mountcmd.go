@@ -241,7 +241,7 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 		EncodeImages: func(ctx context.Context, images []string, out string) error {
 			return decoder.EncodeImagesToVideo(ctx, images, out, decoder.VideoEncodeOptions{})
 		},
-		Debug: slog.Default().Enabled(ctx, slog.LevelDebug-4),
+		Debug: slog.Default().Enabled(ctx, slog.LevelDebug), // --debug: every FUSE request too
 		ExtraStats: func(b *strings.Builder) {
 			cs := frames.CacheStats()
 			ps := pool.Stats()
@@ -249,6 +249,8 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_misses_total counter\nframefs_image_cache_misses_total %d\n", cs.Misses)
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_bytes gauge\nframefs_image_cache_bytes %d\n", cs.Bytes)
 			fmt.Fprintf(b, "# TYPE framefs_decoder_sessions_open gauge\nframefs_decoder_sessions_open %d\n", ps.Open)
+			fmt.Fprintf(b, "# TYPE framefs_decoder_frames_decoded_total counter\nframefs_decoder_frames_decoded_total %d\n", ps.Decoded)
+			fmt.Fprintf(b, "# TYPE framefs_decoder_seeks_total counter\nframefs_decoder_seeks_total %d\n", ps.Seeks)
 			fmt.Fprintf(b, "# TYPE framefs_picture_cache_bytes gauge\nframefs_picture_cache_bytes %d\n", ps.PictureBytes)
 			fmt.Fprintf(b, "# TYPE framefs_picture_cache_hits_total counter\nframefs_picture_cache_hits_total %d\n", ps.PictureHits)
 			if s3, ok := store.(*storage.S3); ok {
