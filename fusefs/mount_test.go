@@ -18,6 +18,7 @@ import (
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
+	"golang.org/x/sys/unix"
 )
 
 // requireFUSE skips a test that needs /dev/fuse when it is missing, unless
@@ -203,12 +204,14 @@ func TestLayout(t *testing.T) {
 }
 
 // TestFramesMatchDecoder reads every frame through the mount and compares
-// it with the decoder's own output and with the size stat reported.
+// it with the decoder's own output and with the size stat reported, once
+// from the page cache that opening it filled and once through READ.
 func TestFramesMatchDecoder(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	snap, _ := f.tbl.Head(ctx)
 	eps, _ := f.tbl.Episodes(ctx, snap)
+	var readsBefore int64
 	for _, e := range eps {
 		ref := e.Videos["video"]
 		v, err := f.tbl.OpenVideo(ctx, ref)
@@ -234,8 +237,36 @@ func TestFramesMatchDecoder(t *testing.T) {
 			if int64(len(got)) != st.Size() || !bytes.Equal(got, want) {
 				t.Fatalf("%s: %d bytes (stat %d), decoder gives %d bytes, equal=%v", name, len(got), st.Size(), len(want), bytes.Equal(got, want))
 			}
+			// Open put the image in the page cache, so reading it
+			// needed no READ request. Once its pages are evicted, the
+			// next read comes back through READ, with the same bytes.
+			reads := f.srv.m.stats.frameReads.Load()
+			if reads != readsBefore {
+				t.Fatalf("%s: %d READ requests for a frame whose open filled the page cache", name, reads-readsBefore)
+			}
+			evictPages(t, name)
+			again, err := os.ReadFile(name)
+			if err != nil || !bytes.Equal(again, want) {
+				t.Fatalf("%s after its pages were dropped: %d bytes, equal=%v, %v", name, len(again), bytes.Equal(again, want), err)
+			}
+			if readsBefore = f.srv.m.stats.frameReads.Load(); readsBefore == reads {
+				t.Fatalf("%s: read after its pages were dropped without a READ request", name)
+			}
 		}
 		v.Close()
+	}
+}
+
+// evictPages drops the page-cache pages of a file.
+func evictPages(t *testing.T, name string) {
+	t.Helper()
+	fd, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	if err := unix.Fadvise(int(fd.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
 	}
 }
 

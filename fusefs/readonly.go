@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -71,10 +72,14 @@ func (noXattrs) Getxattr(ctx context.Context, attr string, dest []byte) (uint32,
 
 // bytesHandle serves an open file from memory.
 type bytesHandle struct {
-	data []byte
+	data  []byte
+	reads *atomic.Int64 // if not nil, counts READ requests
 }
 
 func (h *bytesHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if h.reads != nil {
+		h.reads.Add(1)
+	}
 	if off >= int64(len(h.data)) {
 		return fuse.ReadResultData(nil), 0
 	}

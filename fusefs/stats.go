@@ -19,6 +19,7 @@ type stats struct {
 	frameErrors      atomic.Int64
 	sizeComputations atomic.Int64
 	lookups          atomic.Int64
+	frameReads       atomic.Int64
 }
 
 func (s *stats) text(extra func(*strings.Builder)) []byte {
@@ -31,6 +32,7 @@ func (s *stats) text(extra func(*strings.Builder)) []byte {
 	counter("frame_errors_total", "Frames that failed to decode (served as EIO).", s.frameErrors.Load())
 	counter("size_computations_total", "Videos decoded to work out frame sizes not stored at ingest.", s.sizeComputations.Load())
 	counter("lookups_total", "Directory lookups.", s.lookups.Load())
+	counter("frame_read_requests_total", "READ requests for frame images (most reads are served from the page cache).", s.frameReads.Load())
 	if extra != nil {
 		extra(&b)
 	}
