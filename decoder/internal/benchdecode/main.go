@@ -32,6 +32,7 @@ func main() {
 	cacheBytes := flag.Int64("cache-bytes", 64<<20, "FrameSource cache bytes")
 	readahead := flag.Int("readahead", 0, "read-ahead frames (0 = default, -1 = off)")
 	threads := flag.Int("decoder-threads", 0, "decoder threads (0 = default)")
+	seekThreads := flag.Int("seek-threads", 0, "decoder threads of a random request on an otherwise idle pool (0 = default)")
 	pictureBytes := flag.Int64("picture-cache-bytes", 0, "decoded pictures kept for random readers, in bytes (0 = default, -1 = none)")
 	name := flag.String("name", "framefs", "prefix of the printed figure names")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the reads to this file")
@@ -49,14 +50,15 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*video, *mode, *format, *quality, *n, *seed, *framesFile, *cacheBytes, *readahead, *threads, *pictureBytes, *name); err != nil {
+	if err := run(*video, *mode, *format, *quality, *n, *seed, *framesFile, *cacheBytes, *readahead,
+		decoder.Options{DecoderThreads: *threads, SeekThreads: *seekThreads, PictureCacheBytes: *pictureBytes}, *name); err != nil {
 		fmt.Fprintln(os.Stderr, "benchdecode:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(path, mode, format string, quality, n int, seed uint64, framesFile string, cacheBytes int64, readahead, threads int, pictureBytes int64, name string) error {
+func run(path, mode, format string, quality, n int, seed uint64, framesFile string, cacheBytes int64, readahead int, poolOpts decoder.Options, name string) error {
 	ctx := context.Background()
 	f, err := os.Open(path)
 	if err != nil {
@@ -105,7 +107,7 @@ func run(path, mode, format string, quality, n int, seed uint64, framesFile stri
 		return fmt.Errorf("unknown mode %q", mode)
 	}
 
-	pool := decoder.NewPool(decoder.Options{DecoderThreads: threads, PictureCacheBytes: pictureBytes})
+	pool := decoder.NewPool(poolOpts)
 	defer pool.Close()
 	src := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: cacheBytes, Readahead: readahead})
 	defer src.Close()
