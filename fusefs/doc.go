@@ -19,8 +19,10 @@
 //	    tags/NAME -> ../snapshots/N
 //
 // Snapshot contents never change, so their inodes are persistent, their
-// files open with FOPEN_KEEP_CACHE and their inode numbers are derived
-// from their paths (stable across lookups and remounts).
+// files open with FOPEN_KEEP_CACHE (and FOPEN_NOFLUSH) and their inode
+// numbers are derived from their paths (stable across lookups and
+// remounts). Opening a frame stores its whole image in the kernel's page
+// cache, so reading it takes no READ round trip.
 //
 // Locking: each node guards its own mutable fields with its own mutex (no
 // tree-wide lock); the catalog's caches have their own locks. No lock is
