@@ -46,4 +46,5 @@ var (
 	_ = (fs.NodeSetxattrer)((*readOnly)(nil))
 	_ = (fs.NodeRemovexattrer)((*readOnly)(nil))
 	_ = (fs.FileReader)((*bytesHandle)(nil))
+	_ = (fs.FileReader)((*frameHandle)(nil))
 )

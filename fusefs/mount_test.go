@@ -212,6 +212,7 @@ func TestFramesMatchDecoder(t *testing.T) {
 	snap, _ := f.tbl.Head(ctx)
 	eps, _ := f.tbl.Episodes(ctx, snap)
 	var readsBefore int64
+	var paths []string
 	for _, e := range eps {
 		ref := e.Videos["video"]
 		v, err := f.tbl.OpenVideo(ctx, ref)
@@ -252,8 +253,20 @@ func TestFramesMatchDecoder(t *testing.T) {
 			if readsBefore = f.srv.m.stats.frameReads.Load(); readsBefore == reads {
 				t.Fatalf("%s: read after its pages were dropped without a READ request", name)
 			}
+			paths = append(paths, name)
 		}
 		v.Close()
+	}
+	// A second epoch over pages the kernel holds asks the decoder for
+	// nothing.
+	before := f.frames.CacheStats()
+	for _, name := range paths {
+		if _, err := os.ReadFile(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := f.frames.CacheStats(); after.Hits+after.Misses != before.Hits+before.Misses {
+		t.Errorf("reading %d frames held in the page cache again made %d image requests", len(paths), after.Hits+after.Misses-before.Hits-before.Misses)
 	}
 }
 

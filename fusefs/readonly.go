@@ -80,9 +80,14 @@ func (h *bytesHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 	if h.reads != nil {
 		h.reads.Add(1)
 	}
-	if off >= int64(len(h.data)) {
-		return fuse.ReadResultData(nil), 0
+	return fuse.ReadResultData(sliceAt(h.data, dest, off)), 0
+}
+
+// sliceAt returns the part of data that a read of len(dest) bytes at off
+// gets.
+func sliceAt(data, dest []byte, off int64) []byte {
+	if off >= int64(len(data)) {
+		return nil
 	}
-	end := min(off+int64(len(dest)), int64(len(h.data)))
-	return fuse.ReadResultData(h.data[off:end]), 0
+	return data[off:min(off+int64(len(dest)), int64(len(data)))]
 }

@@ -290,22 +290,18 @@ func (n *frameNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 		return nil, 0, syscall.EROFS
 	}
 	m := n.s.t.m
-	size, err := n.frameSize(ctx)
-	if err != nil {
-		return nil, 0, errno("frame size", err)
+	const openFlags = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
+	if n.cached.Load() {
+		// An earlier open gave the kernel the image, which it keeps
+		// (FOPEN_KEEP_CACHE) unless it needed the memory: make the
+		// image again only if a READ asks for it. A loader's second
+		// epoch decodes nothing while the page cache holds the frames.
+		m.stats.framesServed.Add(1)
+		return &frameHandle{n: n}, openFlags, 0
 	}
-	data, err := n.s.t.cat.frame(ctx, n.ref(), n.ordinal())
-	if err != nil {
-		m.stats.frameErrors.Add(1)
-		return nil, 0, errno(fmt.Sprintf("decode %s frame %d of episode %q", n.column, n.row, n.e.Episode), err)
-	}
-	if int64(len(data)) != size {
-		// The size promised at stat time and the bytes differ: the
-		// sizes came from another encoder build. Refuse rather than
-		// serve a file whose length lies.
-		m.stats.frameErrors.Add(1)
-		return nil, 0, errno("frame size", fmt.Errorf("%w: episode %q %s frame %d is %d bytes, %d were announced",
-			table.ErrCorrupt, n.e.Episode, n.column, n.row, len(data), size))
+	data, errno := n.image(ctx)
+	if errno != 0 {
+		return nil, 0, errno
 	}
 	m.stats.framesServed.Add(1)
 	m.stats.bytesServed.Add(int64(len(data)))
@@ -317,7 +313,50 @@ func (n *frameNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 		// serves them again.
 		n.WriteCache(0, data)
 	}
-	return &bytesHandle{data: data, reads: &m.stats.frameReads}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
+	return &bytesHandle{data: data, reads: &m.stats.frameReads}, openFlags, 0
+}
+
+// image returns the frame's encoded image, checked against the size stat
+// announced.
+func (n *frameNode) image(ctx context.Context) ([]byte, syscall.Errno) {
+	m := n.s.t.m
+	size, err := n.frameSize(ctx)
+	if err != nil {
+		return nil, errno("frame size", err)
+	}
+	data, err := n.s.t.cat.frame(ctx, n.ref(), n.ordinal())
+	if err != nil {
+		m.stats.frameErrors.Add(1)
+		return nil, errno(fmt.Sprintf("decode %s frame %d of episode %q", n.column, n.row, n.e.Episode), err)
+	}
+	if int64(len(data)) != size {
+		// The size promised at stat time and the bytes differ: the
+		// sizes came from another encoder build. Refuse rather than
+		// serve a file whose length lies.
+		m.stats.frameErrors.Add(1)
+		return nil, errno("frame size", fmt.Errorf("%w: episode %q %s frame %d is %d bytes, %d were announced",
+			table.ErrCorrupt, n.e.Episode, n.column, n.row, len(data), size))
+	}
+	return data, 0
+}
+
+// frameHandle serves a frame opened after the kernel was given its image
+// (see frameNode.Open): READs come only for pages the kernel dropped, and
+// each makes the image (usually from the image cache).
+type frameHandle struct {
+	n *frameNode
+}
+
+func (h *frameHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	m := h.n.s.t.m
+	m.stats.frameReads.Add(1)
+	data, errno := h.n.image(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	part := sliceAt(data, dest, off)
+	m.stats.bytesServed.Add(int64(len(part)))
+	return fuse.ReadResultData(part), 0
 }
 
 // xattrs returns the row's columns as user.* extended attributes.

@@ -28,7 +28,7 @@ func (s *stats) text(extra func(*strings.Builder)) []byte {
 		fmt.Fprintf(&b, "# HELP framefs_%s %s\n# TYPE framefs_%s counter\nframefs_%s %d\n", name, help, name, name, v)
 	}
 	counter("frames_served_total", "Frame images opened.", s.framesServed.Load())
-	counter("bytes_served_total", "Bytes of frame images read.", s.bytesServed.Load())
+	counter("bytes_served_total", "Bytes of frame images handed to the kernel (at open, and for READs of dropped pages).", s.bytesServed.Load())
 	counter("frame_errors_total", "Frames that failed to decode (served as EIO).", s.frameErrors.Load())
 	counter("size_computations_total", "Videos decoded to work out frame sizes not stored at ingest.", s.sizeComputations.Load())
 	counter("lookups_total", "Directory lookups.", s.lookups.Load())
