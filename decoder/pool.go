@@ -202,6 +202,7 @@ func (p *Pool) acquire(ctx context.Context, v Video, ordinal int) (*session, err
 				p.open++
 				pv.open++
 				p.stats.Opened++
+				seekThreads := p.seekThreadsLocked()
 				p.mu.Unlock()
 				if evict != nil {
 					evict.close()
@@ -216,10 +217,7 @@ func (p *Pool) acquire(ctx context.Context, v Video, ordinal int) (*session, err
 					p.mu.Unlock()
 					return nil, err
 				}
-				s.pictures = p.pictures
-				p.mu.Lock()
-				s.seekThreads = p.seekThreadsLocked()
-				p.mu.Unlock()
+				s.pictures, s.seekThreads = p.pictures, seekThreads
 				s.bind(ctx, v.R)
 				return s, nil
 			}
