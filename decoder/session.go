@@ -470,9 +470,15 @@ func (s *session) keepDrained() {
 		}
 		if pts, ord, ok := s.presented(fi); ok {
 			s.haveLast, s.lastPTS, s.lastOrdinal = true, pts, ord
-			s.pictures.add(pictureKey{s.key.video, s.key.stream, ord}, s.frame)
+			s.pictures.add(pictureKey{s.key.video, s.key.stream, ord}, s.frame, s.chainLength(ord))
 		}
 	}
+}
+
+// chainLength is the number of samples decoded from the keyframe to reach
+// frame ordinal: what a kept picture of it saves a later request.
+func (s *session) chainLength(ordinal int) int {
+	return s.ix.SampleOf(ordinal) - s.ix.DecodeStart(ordinal) + 1
 }
 
 // presented returns the PTS (index units) and ordinal of a decoded frame,
@@ -687,7 +693,7 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 			}
 			s.haveLast, s.lastPTS, s.lastOrdinal = true, pts, ord
 			if sought && ord != ordinal && pts < target && !fi.corrupt && fi.decodeErrors == 0 {
-				s.pictures.add(pictureKey{s.key.video, s.key.stream, ord}, s.frame)
+				s.pictures.add(pictureKey{s.key.video, s.key.stream, ord}, s.frame, s.chainLength(ord))
 			}
 			if ord == ordinal {
 				if fi.corrupt || fi.decodeErrors != 0 {
