@@ -313,7 +313,7 @@ func (n *frameNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 		// serves them again.
 		n.WriteCache(0, data)
 	}
-	return &bytesHandle{data: data, reads: &m.stats.frameReads}, openFlags, 0
+	return &frameHandle{n: n, data: data}, openFlags, 0
 }
 
 // image returns the frame's encoded image, checked against the size stat
@@ -340,16 +340,22 @@ func (n *frameNode) image(ctx context.Context) ([]byte, syscall.Errno) {
 	return data, 0
 }
 
-// frameHandle serves a frame opened after the kernel was given its image
-// (see frameNode.Open): READs come only for pages the kernel dropped, and
-// each makes the image (usually from the image cache).
+// frameHandle serves an open frame. READs come only for pages the kernel
+// does not hold: after the image stored at the first open was dropped, or
+// when the store failed. data is the image made at open, if it was; a
+// handle opened without one makes the image for each READ (usually from
+// the image cache).
 type frameHandle struct {
-	n *frameNode
+	n    *frameNode
+	data []byte
 }
 
 func (h *frameHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	m := h.n.s.t.m
 	m.stats.frameReads.Add(1)
+	if h.data != nil {
+		return fuse.ReadResultData(sliceAt(h.data, dest, off)), 0
+	}
 	data, errno := h.n.image(ctx)
 	if errno != 0 {
 		return nil, errno
