@@ -1,13 +1,13 @@
 package fusefs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
-	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/table"
@@ -33,8 +33,23 @@ type catalog struct {
 	sizes  *lru.Cache[string, []int64]      // by payload + identity
 	rows   *lru.Cache[string, []table.Row]  // by data file + row group
 	files  *lru.Cache[string, []byte]       // frames.jsonl / frames.parquet
-	once   sync.Map                         // key -> *sync.Mutex, one computation per key
+	trees  *lru.Cache[int64, *snapshotTree] // by snapshot id
+	// flight runs one computation per cache key at a time; concurrent
+	// misses wait for it and share its result.
+	flight singleflight.Group
 }
+
+// snapshotTree is what a snapshot directory shows: the snapshot's schema
+// and its folders, built from its manifests alone.
+type snapshotTree struct {
+	schema *table.Schema
+	root   *treeDir
+}
+
+// maxTrees bounds the snapshot trees a catalog keeps (about 200 bytes per
+// episode each), so that a snapshot directory the kernel forgot and looks
+// up again does not read its manifests again.
+const maxTrees = 16
 
 func newCatalog(tbl *table.Table, frames FrameServer, setting decoder.ImageSetting, st *stats) *catalog {
 	// Payloads stay open: the decoder's read-ahead reads them after the
@@ -45,21 +60,52 @@ func newCatalog(tbl *table.Table, frames FrameServer, setting decoder.ImageSetti
 	sizes, _ := lru.New[string, []int64](4096)
 	rows, _ := lru.New[string, []table.Row](64)
 	files, _ := lru.New[string, []byte](64)
+	trees, _ := lru.New[int64, *snapshotTree](maxTrees)
 	return &catalog{tbl: tbl, frames: frames, setting: setting, identity: setting.Identity(), stats: st,
-		videos: videos, sizes: sizes, rows: rows, files: files}
+		videos: videos, sizes: sizes, rows: rows, files: files, trees: trees}
 }
 
 func payloadKey(ref table.VideoRef) string {
 	return fmt.Sprintf("%s@%d+%d", ref.Pack, ref.Offset, ref.Length)
 }
 
-// lock serialises the computation of one cache key, so that concurrent
-// misses do the work once.
-func (c *catalog) lock(key string) func() {
-	m, _ := c.once.LoadOrStore(key, new(sync.Mutex))
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
+// cached returns the value under key in lru, computing it with compute
+// and adding it on a miss. Concurrent misses on one key compute it once.
+func cached[K comparable, V any](c *catalog, lru *lru.Cache[K, V], key K, flightKey string, compute func() (V, error)) (V, error) {
+	if v, ok := lru.Get(key); ok {
+		return v, nil
+	}
+	r, err, _ := c.flight.Do(flightKey, func() (any, error) {
+		if v, ok := lru.Get(key); ok {
+			return v, nil
+		}
+		v, err := compute()
+		if err != nil {
+			return nil, err
+		}
+		lru.Add(key, v)
+		return v, nil
+	})
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	return r.(V), nil
+}
+
+// snapshotTree returns the folders of a snapshot.
+func (c *catalog) snapshotTree(ctx context.Context, snap *table.Snapshot) (*snapshotTree, error) {
+	return cached(c, c.trees, snap.ID, fmt.Sprintf("tree %d", snap.ID), func() (*snapshotTree, error) {
+		schema, err := c.tbl.Schema(ctx, snap.SchemaID)
+		if err != nil {
+			return nil, err
+		}
+		eps, err := c.tbl.Episodes(ctx, snap)
+		if err != nil {
+			return nil, err
+		}
+		return &snapshotTree{schema: schema, root: buildTree(schema, eps)}, nil
+	})
 }
 
 // maxOpenVideos bounds the payloads (pack objects) a table keeps open.
@@ -69,18 +115,11 @@ const maxOpenVideos = 128
 // (and cached) after the call.
 func (c *catalog) openVideo(ctx context.Context, ref table.VideoRef) (decoder.Video, error) {
 	key := payloadKey(ref)
-	v, ok := c.videos.Get(key)
-	if !ok {
-		unlock := c.lock("open " + key)
-		if v, ok = c.videos.Get(key); !ok {
-			var err error
-			if v, err = c.tbl.OpenVideo(ctx, ref); err != nil {
-				unlock()
-				return decoder.Video{}, err
-			}
-			c.videos.Add(key, v)
-		}
-		unlock()
+	v, err := cached(c, c.videos, key, "open "+key, func() (*table.Video, error) {
+		return c.tbl.OpenVideo(ctx, ref)
+	})
+	if err != nil {
+		return decoder.Video{}, err
 	}
 	return decoder.Video{
 		Key:   decoder.VideoKey{Object: ref.Pack, Offset: ref.Offset, Length: ref.Length},
@@ -97,31 +136,19 @@ func (c *catalog) close() { c.videos.Purge() }
 // served setting: stored at ingest when the identity matches, else worked
 // out once by decoding the video and remembered.
 func (c *catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, error) {
-	identity := c.identity
-	key := payloadKey(ref) + "|" + identity
-	if s, ok := c.sizes.Get(key); ok {
-		return s, nil
-	}
-	defer c.lock(key)()
-	if s, ok := c.sizes.Get(key); ok {
-		return s, nil
-	}
-	sizes, ok, err := c.tbl.StoredSizes(ctx, ref, identity)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
+	key := payloadKey(ref) + "|" + c.identity
+	return cached(c, c.sizes, key, "sizes "+key, func() ([]int64, error) {
+		sizes, ok, err := c.tbl.StoredSizes(ctx, ref, c.identity)
+		if err != nil || ok {
+			return sizes, err
+		}
 		c.stats.sizeComputations.Add(1)
 		dv, err := c.openVideo(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
-		if sizes, err = c.frames.FrameSizes(ctx, dv, c.setting); err != nil {
-			return nil, err
-		}
-	}
-	c.sizes.Add(key, sizes)
-	return sizes, nil
+		return c.frames.FrameSizes(ctx, dv, c.setting)
+	})
 }
 
 // frame returns the image of frame ordinal of a stored video.
@@ -136,57 +163,35 @@ func (c *catalog) frame(ctx context.Context, ref table.VideoRef, ordinal int) ([
 // episodeRows returns an episode's rows (with row ids and ordinals).
 func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) ([]table.Row, error) {
 	key := fmt.Sprintf("%s#%d", e.DataFile, e.RowGroup)
-	if r, ok := c.rows.Get(key); ok {
-		return r, nil
-	}
-	defer c.lock(key)()
-	if r, ok := c.rows.Get(key); ok {
-		return r, nil
-	}
-	rows, err := c.tbl.Rows(ctx, snap, e)
-	if err != nil {
-		return nil, err
-	}
-	c.rows.Add(key, rows)
-	return rows, nil
+	return cached(c, c.rows, key, "rows "+key, func() ([]table.Row, error) {
+		return c.tbl.Rows(ctx, snap, e)
+	})
 }
 
 // rowsFile returns the content of an episode's frames.jsonl or
 // frames.parquet.
 func (c *catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string) ([]byte, error) {
 	key := fmt.Sprintf("%s#%d/%s", e.DataFile, e.RowGroup, name)
-	if b, ok := c.files.Get(key); ok {
-		return b, nil
-	}
-	defer c.lock(key)()
-	if b, ok := c.files.Get(key); ok {
-		return b, nil
-	}
-	var data []byte
-	switch name {
-	case rowsJSONL:
-		rows, err := c.episodeRows(ctx, snap, e)
-		if err != nil {
-			return nil, err
-		}
-		var b strings.Builder
-		enc := json.NewEncoder(&b)
-		for _, r := range rows {
-			if err := enc.Encode(r); err != nil {
+	return cached(c, c.files, key, "file "+key, func() ([]byte, error) {
+		switch name {
+		case rowsJSONL:
+			rows, err := c.episodeRows(ctx, snap, e)
+			if err != nil {
 				return nil, err
 			}
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			for _, r := range rows {
+				if err := enc.Encode(r); err != nil {
+					return nil, err
+				}
+			}
+			return b.Bytes(), nil
+		case rowsParquet:
+			return c.tbl.EpisodeParquet(ctx, snap, e)
 		}
-		data = []byte(b.String())
-	case rowsParquet:
-		var err error
-		if data, err = c.tbl.EpisodeParquet(ctx, snap, e); err != nil {
-			return nil, err
-		}
-	default:
 		return nil, fmt.Errorf("%w: %s", table.ErrNotFound, name)
-	}
-	c.files.Add(key, data)
-	return data, nil
+	})
 }
 
 // Names of the per-episode row files.

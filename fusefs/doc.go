@@ -18,11 +18,15 @@
 //	        frames.parquet
 //	    tags/NAME -> ../snapshots/N
 //
-// Snapshot contents never change, so their inodes are persistent, their
-// files open with FOPEN_KEEP_CACHE (and FOPEN_NOFLUSH) and their inode
-// numbers are derived from their paths (stable across lookups and
-// remounts). Opening a frame stores its whole image in the kernel's page
-// cache, so reading it takes no READ round trip.
+// Snapshot contents never change, so their files open with
+// FOPEN_KEEP_CACHE (and FOPEN_NOFLUSH) and their inode numbers are derived
+// from their paths (stable across lookups and remounts). Opening a frame
+// stores its whole image in the kernel's page cache, so reading it takes no
+// READ round trip. Their inodes are not persistent: a node the kernel
+// forgets (FORGET, when it evicts the inode, e.g. after drop_caches) is
+// released, so the daemon's memory does not grow with the frames visited;
+// a later lookup makes a new node from the snapshot's tree, which the
+// table node keeps for its most recently used snapshots.
 //
 // Locking: each node guards its own mutable fields with its own mutex (no
 // tree-wide lock); the catalog's caches have their own locks. No lock is

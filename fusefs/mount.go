@@ -29,6 +29,7 @@ type Server struct {
 // mount kept open.
 func (s *Server) Wait() {
 	s.Server.Wait()
+	s.m.stats.nodes.stop()
 	s.m.stopStaging()
 	s.m.closeCatalogs()
 }

@@ -32,37 +32,22 @@ type treeDir struct {
 	column string
 }
 
-// snapshotDir is snapshots/N/. Its tree is built once, from the
-// snapshot's manifests only, the first time it is listed or looked into.
+// snapshotDir is snapshots/N/. Its tree comes from the catalog, which
+// builds it from the snapshot's manifests the first time it is needed.
 type snapshotDir struct {
 	fs.Inode
 	readOnly
 	t    *tableNode
 	snap *table.Snapshot
 	path string
-
-	once   sync.Once
-	root   *treeDir
-	schema *table.Schema
-	err    error
 }
 
-func (n *snapshotDir) tree(ctx context.Context) (*treeDir, syscall.Errno) {
-	n.once.Do(func() {
-		n.schema, n.err = n.t.tbl.Schema(ctx, n.snap.SchemaID)
-		if n.err != nil {
-			return
-		}
-		var eps []table.EpisodeEntry
-		if eps, n.err = n.t.tbl.Episodes(ctx, n.snap); n.err != nil {
-			return
-		}
-		n.root = buildTree(n.schema, eps)
-	})
-	if n.err != nil {
-		return nil, errno(fmt.Sprintf("list snapshot %d", n.snap.ID), n.err)
+func (n *snapshotDir) tree(ctx context.Context) (*snapshotTree, syscall.Errno) {
+	st, err := n.t.cat.snapshotTree(ctx, n.snap)
+	if err != nil {
+		return nil, errno(fmt.Sprintf("list snapshot %d", n.snap.ID), err)
 	}
-	return n.root, 0
+	return st, 0
 }
 
 func buildTree(s *table.Schema, eps []table.EpisodeEntry) *treeDir {
@@ -102,19 +87,19 @@ func (n *snapshotDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.At
 }
 
 func (n *snapshotDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	root, errno := n.tree(ctx)
+	st, errno := n.tree(ctx)
 	if errno != 0 {
 		return nil, errno
 	}
-	return (&dirNode{s: n, d: root, path: n.path}).Readdir(ctx)
+	return (&dirNode{s: n, tree: st, d: st.root, path: n.path}).Readdir(ctx)
 }
 
 func (n *snapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	root, errno := n.tree(ctx)
+	st, errno := n.tree(ctx)
 	if errno != 0 {
 		return nil, errno
 	}
-	return (&dirNode{s: n, d: root, path: n.path}).lookupIn(ctx, &n.Inode, name, out)
+	return (&dirNode{s: n, tree: st, d: st.root, path: n.path}).lookupIn(ctx, &n.Inode, name, out)
 }
 
 // dirNode is a folder inside a snapshot: a partition, an episode, or an
@@ -123,9 +108,13 @@ type dirNode struct {
 	fs.Inode
 	readOnly
 	s    *snapshotDir
+	tree *snapshotTree
 	d    *treeDir
 	path string
 }
+
+// OnForget releases the node's memory accounting; see nodeCounts.
+func (n *dirNode) OnForget() { n.s.t.m.stats.nodes.released() }
 
 func (n *dirNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	dirAttr(n.s.t.m, &out.Attr, n.s.snap.Time)
@@ -171,7 +160,7 @@ func (n *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: ino(n.path + "/" + name)})
 		}
 	}
-	if n.d.episode != nil && (n.d.column == "" || len(n.s.schema.VideoColumns) == 1) {
+	if n.d.episode != nil && (n.d.column == "" || len(n.tree.schema.VideoColumns) == 1) {
 		for _, name := range []string{rowsJSONL, rowsParquet} {
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: ino(n.path + "/" + name)})
 			// ls -l stats the rows files last, after every frame: render
@@ -196,20 +185,20 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 	out.SetAttrTimeout(immutableTimeout)
 	if sub := n.d.subdirs[name]; sub != nil {
 		dirAttr(m, &out.Attr, n.s.snap.Time)
-		return parent.NewPersistentInode(ctx, &dirNode{s: n.s, d: sub, path: path}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
+		return parent.NewInode(ctx, &dirNode{s: n.s, tree: n.tree, d: sub, path: path}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
 	}
 	e := n.d.episode
 	if e == nil {
 		return nil, syscall.ENOENT
 	}
-	if (name == rowsJSONL || name == rowsParquet) && (n.d.column == "" || len(n.s.schema.VideoColumns) == 1) {
+	if (name == rowsJSONL || name == rowsParquet) && (n.d.column == "" || len(n.tree.schema.VideoColumns) == 1) {
 		data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *e, name)
 		if err != nil {
 			return nil, errno(name, err)
 		}
 		f := &rowsFileNode{s: n.s, e: e, name: name, size: int64(len(data))}
 		fileAttr(n.s, &out.Attr, f.size)
-		return parent.NewPersistentInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path)}), 0
+		return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path)}), 0
 	}
 	if n.d.column == "" {
 		return nil, syscall.ENOENT
@@ -224,7 +213,7 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 		return nil, errno("frame size", err)
 	}
 	fileAttr(n.s, &out.Attr, size)
-	return parent.NewPersistentInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path)}), 0
+	return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path)}), 0
 }
 
 // frameNode is one frame image.
@@ -242,6 +231,8 @@ type frameNode struct {
 	// Open).
 	cached atomic.Bool
 }
+
+func (n *frameNode) OnForget() { n.s.t.m.stats.nodes.released() }
 
 func (n *frameNode) ref() table.VideoRef { return n.e.Videos[n.column] }
 
@@ -437,6 +428,8 @@ type rowsFileNode struct {
 	name string
 	size int64
 }
+
+func (n *rowsFileNode) OnForget() { n.s.t.m.stats.nodes.released() }
 
 func (n *rowsFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *n.e, n.name)
