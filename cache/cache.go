@@ -47,6 +47,9 @@ type Cache[K comparable] struct {
 	flights map[K]*flight
 	// stats are the counters. Guarded by mu.
 	stats Stats
+	// onEvict, if set, is told of every value evicted to stay within
+	// maxBytes (not of values removed or replaced). Called with mu held.
+	onEvict func(K, []byte)
 }
 
 // flight is one load in progress. done is closed when val and err are set;
@@ -85,6 +88,12 @@ func New[K comparable](maxBytes int64) *Cache[K] {
 }
 
 func charge(v []byte) int64 { return int64(len(v)) + EntryOverhead }
+
+// OnEvict sets a function told of every value the cache evicts to stay
+// within its bound (not of values removed with Remove or replaced). It is
+// called with the cache's lock held, so it must be quick and must not call
+// the cache. Set it before the cache is used.
+func (c *Cache[K]) OnEvict(fn func(k K, v []byte)) { c.onEvict = fn }
 
 // MaxBytes returns the cache's byte limit.
 func (c *Cache[K]) MaxBytes() int64 { return c.maxBytes }
@@ -126,10 +135,14 @@ func (c *Cache[K]) add(k K, v []byte) {
 	c.lru.Add(k, v)
 	c.bytes += charge(v)
 	for c.bytes > c.maxBytes {
-		if _, _, ok := c.lru.RemoveOldest(); !ok {
+		k, v, ok := c.lru.RemoveOldest()
+		if !ok {
 			break
 		}
 		c.stats.Evictions++
+		if c.onEvict != nil {
+			c.onEvict(k, v)
+		}
 	}
 }
 

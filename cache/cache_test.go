@@ -253,3 +253,24 @@ func TestCacheConcurrentBounded(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestOnEvict(t *testing.T) {
+	c := New[int](2 * (100 + EntryOverhead))
+	var evicted []int
+	c.OnEvict(func(k int, v []byte) {
+		if v[0] != byte(k) {
+			t.Errorf("evicted %d with the value of %d", k, v[0])
+		}
+		evicted = append(evicted, k)
+	})
+	c.Add(0, val(100, 0))
+	c.Add(1, val(100, 1))
+	c.Remove(1)            // removed, not evicted
+	c.Add(0, val(100, 0))  // replaced, not evicted
+	c.Add(2, val(100, 2))  // fits
+	c.Add(3, val(100, 3))  // evicts 0
+	c.Add(4, val(1000, 4)) // too large: neither kept nor evicting
+	if fmt.Sprint(evicted) != "[0]" {
+		t.Errorf("evicted %v, want [0]", evicted)
+	}
+}
