@@ -45,6 +45,24 @@ type Video struct {
 	// videoidx.ReadMP4 or ScanIndex (IndexVideo picks). It must not be
 	// modified while the decoder uses it.
 	Index *videoidx.Index
+	// Digest names the video's content wherever it is stored (a checksum
+	// of its bytes, such as "sha256:..."): images kept in a FrameSource's
+	// ImageStore are keyed by it, so they stay valid across copies,
+	// snapshots and restarts. Empty: none are kept.
+	Digest string
+	// From and To bound the frames [From, To) that requests of this
+	// caller may ask for (an episode's rows in a longer video): fills and
+	// read-ahead stay within them. To == 0 means every frame.
+	From, To int
+}
+
+// span returns the frames [from, to) requests may ask for.
+func (v Video) span() (from, to int) {
+	n := v.Index.Frames()
+	if v.To <= 0 || v.To > n {
+		return max(0, min(v.From, n)), n
+	}
+	return max(0, min(v.From, v.To)), v.To
 }
 
 // VideoKey names the physical bytes of a video: an object of the caller's

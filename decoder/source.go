@@ -33,6 +33,22 @@ type FrameSourceOptions struct {
 	// parallel (never more than the pool's MaxSessionsPerVideo). 0 means
 	// GOMAXPROCS.
 	SizeWorkers int
+	// NoFill turns GOP fills off (see fill.go): every request that must
+	// seek decodes its own frame only.
+	NoFill bool
+	// MaxFills bounds the GOP fills running at once, each with a decoder
+	// session; more wait for a free one. 0 means GOMAXPROCS.
+	MaxFills int
+	// DropServed says that the caller keeps the images it is served (a
+	// mount hands them to the kernel's page cache), so an image leaves the
+	// memory cache once a Frame call has returned it: the cache then holds
+	// only images still to be asked for, such as a fill's.
+	DropServed bool
+	// Store, if set, is a second tier of encoded images, on local disk:
+	// every image made is written to it, and a request that misses the
+	// memory cache looks there before decoding. Only videos with a Digest
+	// use it.
+	Store ImageStore
 
 	// encodeWorkers is how many goroutines convert and encode the frames
 	// of one read-ahead job: GOMAXPROCS, since converting and encoding a
@@ -73,6 +89,9 @@ func (o FrameSourceOptions) withDefaults() FrameSourceOptions {
 	if o.SizeWorkers <= 0 {
 		o.SizeWorkers = procs
 	}
+	if o.MaxFills <= 0 {
+		o.MaxFills = procs
+	}
 	o.encodeWorkers = procs
 	return o
 }
@@ -92,9 +111,21 @@ type readerKey struct {
 	setting ImageSetting
 }
 
+// ImageStore keeps encoded images outside the process's memory, typically
+// on a local disk (package cache/diskcache), under string keys that name
+// everything that makes the bytes. Get must return only what was Put under
+// the key, verified; a store may forget anything at any time.
+type ImageStore interface {
+	Get(key string) ([]byte, bool)
+	Contains(key string) bool
+	Put(key string, image []byte)
+}
+
 // FrameSource serves frames as encoded images through a Pool of decoder
 // sessions and a byte-bounded cache, and reads ahead of sequential
-// readers. It is safe for concurrent use.
+// readers. A request that must seek fills its GOP (see fill.go): the
+// frames around it are decoded once, in order, and kept encoded for the
+// requests to come. It is safe for concurrent use.
 //
 // Memory is bounded under any access pattern by
 //
@@ -115,10 +146,12 @@ type FrameSource struct {
 	cache *cache.Cache[frameKey]
 	ra    *cache.Readahead[readerKey]
 
-	jobs   chan struct{}   // semaphore of read-ahead jobs
-	ctx    context.Context // cancelled by Close; read-ahead jobs run under it
-	cancel context.CancelFunc
-	closed atomic.Bool
+	jobs      chan struct{} // semaphore of read-ahead jobs
+	fillSlots chan struct{} // semaphore of running GOP fills
+	fills     *fillPolicy
+	ctx       context.Context // cancelled by Close; read-ahead jobs run under it
+	cancel    context.CancelFunc
+	closed    atomic.Bool
 
 	// mu guards active and the jobs in it, and orders starting a
 	// read-ahead job (wg.Add) before Close's wg.Wait. Lock order: mu, then
@@ -126,6 +159,15 @@ type FrameSource struct {
 	mu     sync.Mutex
 	active map[readerKey][]*raJob
 	wg     sync.WaitGroup
+
+	// umu guards unserved, the frames fills encoded that no request has
+	// been served yet. It is a leaf lock: the cache's eviction hook takes
+	// it, so nothing is called while it is held.
+	umu      sync.Mutex
+	unserved map[frameKey]struct{}
+
+	identities sync.Map // ImageSetting -> its Identity(), for store keys
+	storeHits  atomic.Int64
 }
 
 // NewFrameSource returns a FrameSource decoding with pool. Closing the
@@ -133,20 +175,31 @@ type FrameSource struct {
 func NewFrameSource(pool *Pool, opts FrameSourceOptions) *FrameSource {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &FrameSource{
-		pool:   pool,
-		opts:   opts,
-		cache:  cache.New[frameKey](opts.CacheBytes),
-		ra:     cache.NewReadahead[readerKey](opts.Readahead, readaheadKeys),
-		jobs:   make(chan struct{}, opts.MaxReadaheads),
-		active: map[readerKey][]*raJob{},
-		ctx:    ctx,
-		cancel: cancel,
+	fs := &FrameSource{
+		pool:      pool,
+		opts:      opts,
+		cache:     cache.New[frameKey](opts.CacheBytes),
+		ra:        cache.NewReadahead[readerKey](opts.Readahead, readaheadKeys),
+		jobs:      make(chan struct{}, opts.MaxReadaheads),
+		fillSlots: make(chan struct{}, opts.MaxFills),
+		fills:     newFillPolicy(),
+		active:    map[readerKey][]*raJob{},
+		unserved:  map[frameKey]struct{}{},
+		ctx:       ctx,
+		cancel:    cancel,
 	}
+	fs.cache.OnEvict(fs.evicted)
+	return fs
 }
 
 // CacheStats returns the image cache's counters.
 func (fs *FrameSource) CacheStats() cache.Stats { return fs.cache.Stats() }
+
+// FillStats returns the counters of GOP fills.
+func (fs *FrameSource) FillStats() FillStats { return fs.fills.snapshot() }
+
+// StoreHits returns the number of requests served from the ImageStore.
+func (fs *FrameSource) StoreHits() int64 { return fs.storeHits.Load() }
 
 // Frame returns frame ordinal (presentation order) of v encoded with
 // setting, from the cache or by decoding it. The returned slice is shared
@@ -167,16 +220,189 @@ func (fs *FrameSource) Frame(ctx context.Context, v Video, ordinal int, setting 
 	}
 	setting = setting.Normalize()
 	key := frameKey{v.Key, v.Index.Stream, ordinal, setting}
-	b, err := fs.cache.Load(ctx, key, func(ctx context.Context) ([]byte, error) {
-		return fs.pool.Frame(ctx, v, ordinal, setting)
-	})
-	if err != nil {
-		return nil, err
+	b, ok := fs.cache.Get(key)
+	if !ok {
+		var err error
+		if b, err = fs.load(ctx, v, key); err != nil {
+			return nil, err
+		}
 	}
+	fs.served(key)
+	fs.fills.servedBytes(len(b))
 	if from, to := fs.ra.Observe(readerKey{v.Key, v.Index.Stream, setting}, ordinal); from < to {
-		fs.readahead(v, setting, from, min(to, v.Index.Frames()))
+		_, end := v.span()
+		fs.readahead(v, setting, from, min(to, end))
 	}
 	return b, nil
+}
+
+// load makes the image of key, which the cache does not hold: from a load
+// in flight, from the store, by a fill of its GOP, or by decoding it alone.
+func (fs *FrameSource) load(ctx context.Context, v Video, key frameKey) ([]byte, error) {
+	if !fs.cache.Contains(key) {
+		if b, ok := fs.fromStore(v, key); ok {
+			return b, nil
+		}
+		fs.fill(v, key)
+	}
+	return fs.cache.Load(ctx, key, func(ctx context.Context) ([]byte, error) {
+		b, err := fs.pool.Frame(ctx, v, key.ordinal, key.setting)
+		if err == nil {
+			fs.toStore(v, key, b)
+		}
+		return b, err
+	})
+}
+
+// served notes that key's image was handed to a caller: a filled frame
+// proved useful, and with DropServed the cache lets it go.
+func (fs *FrameSource) served(key frameKey) {
+	fs.umu.Lock()
+	_, filled := fs.unserved[key]
+	delete(fs.unserved, key)
+	fs.umu.Unlock()
+	if filled {
+		fs.fills.served()
+	}
+	if fs.opts.DropServed {
+		fs.cache.Remove(key)
+	}
+}
+
+// evicted is the cache's eviction hook (called under its lock): a filled
+// frame evicted before anyone asked for it was wasted, unless the store
+// keeps it.
+func (fs *FrameSource) evicted(key frameKey, _ []byte) {
+	fs.umu.Lock()
+	_, filled := fs.unserved[key]
+	delete(fs.unserved, key)
+	fs.umu.Unlock()
+	if filled && fs.opts.Store == nil {
+		fs.fills.evicted()
+	}
+}
+
+// abandon gives up a promise (its waiters decode the frame themselves) and
+// forgets that a fill made it.
+func (fs *FrameSource) abandon(p *cache.Promise[frameKey]) {
+	p.Abandon()
+	fs.forgetFilled(p.Key())
+}
+
+// forgetFilled drops key from the filled frames waiting to be served: its
+// promise failed.
+func (fs *FrameSource) forgetFilled(key frameKey) {
+	fs.umu.Lock()
+	delete(fs.unserved, key)
+	fs.umu.Unlock()
+}
+
+// fill starts a fill of the GOP of key (see fill.go) when that pays off:
+// every frame of its group not cached, in flight or in the store is
+// promised in the cache (key among them, so the caller waits for the fill)
+// and decoded in order by a job, whose encoders fulfil the promises.
+func (fs *FrameSource) fill(v Video, key frameKey) {
+	if fs.opts.NoFill {
+		return
+	}
+	ix := v.Index
+	from, to := group(v, key.ordinal)
+	var missing []int
+	for o := from; o < to; o++ {
+		k := key
+		k.ordinal = o
+		if fs.cache.Contains(k) || o != key.ordinal && fs.inStore(v, k) {
+			continue
+		}
+		missing = append(missing, o)
+	}
+	if fs.opts.Store == nil {
+		// Without a store, a fill must fit in the memory cache.
+		missing = window(missing, key.ordinal, fs.fills.budget(fs.opts.CacheBytes))
+	}
+	// A lone missing frame (the rest of its GOP is at hand, or there is no
+	// room for it) is decoded alone, from the reference pictures only.
+	if len(missing) < 2 || !fs.fills.worthIt(ix, key.ordinal, missing) {
+		return
+	}
+	rk := readerKey{v.Key, v.Index.Stream, key.setting}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.closed.Load() {
+		return
+	}
+	job := &raJob{v: v, setting: key.setting, end: to, more: make(chan struct{}, 1)}
+	for _, o := range missing {
+		k := key
+		k.ordinal = o
+		if p, ok := fs.cache.Promise(k); ok {
+			job.pending = append(job.pending, p)
+		}
+	}
+	if len(job.pending) == 0 {
+		return
+	}
+	siblings := 0
+	fs.umu.Lock()
+	for _, p := range job.pending {
+		if p.Key() != key {
+			fs.unserved[p.Key()] = struct{}{}
+			siblings++
+		}
+	}
+	fs.umu.Unlock()
+	fs.fills.filled(siblings)
+	fs.active[rk] = append(fs.active[rk], job)
+	fs.wg.Add(1)
+	go func() {
+		defer fs.wg.Done()
+		select {
+		case fs.fillSlots <- struct{}{}:
+		case <-fs.ctx.Done():
+			fs.abandonAll(rk, job, nil)
+			return
+		}
+		defer func() { <-fs.fillSlots }()
+		fs.runReadahead(rk, job)
+	}()
+}
+
+// storeKey names key's image in the store, or "" when v has no digest.
+func (fs *FrameSource) storeKey(v Video, key frameKey) string {
+	if fs.opts.Store == nil || v.Digest == "" {
+		return ""
+	}
+	id, ok := fs.identities.Load(key.setting)
+	if !ok {
+		id, _ = fs.identities.LoadOrStore(key.setting, key.setting.Identity())
+	}
+	return fmt.Sprintf("frame/%s/%d/%d/%s", v.Digest, key.stream, key.ordinal, id.(string))
+}
+
+func (fs *FrameSource) fromStore(v Video, key frameKey) ([]byte, bool) {
+	sk := fs.storeKey(v, key)
+	if sk == "" {
+		return nil, false
+	}
+	b, ok := fs.opts.Store.Get(sk)
+	if ok {
+		fs.storeHits.Add(1)
+		if !fs.opts.DropServed {
+			fs.cache.Add(key, b)
+		}
+	}
+	return b, ok
+}
+
+func (fs *FrameSource) inStore(v Video, key frameKey) bool {
+	sk := fs.storeKey(v, key)
+	return sk != "" && fs.opts.Store.Contains(sk)
+}
+
+func (fs *FrameSource) toStore(v Video, key frameKey, b []byte) {
+	if sk := fs.storeKey(v, key); sk != "" {
+		fs.opts.Store.Put(sk, b)
+	}
 }
 
 // raJob is a read-ahead job: one goroutine with one session decoding
@@ -195,6 +421,10 @@ type raJob struct {
 	pending []*cache.Promise[frameKey]
 	// more is signalled when frames are added to pending.
 	more chan struct{}
+	// linger is how long the job waits for more frames once it has none
+	// left: readaheadLinger for a sequential reader's job, which expects
+	// the reader's next range; nothing for a fill.
+	linger time.Duration
 }
 
 // readahead has frames [from, to) of v decoded into the cache on other
@@ -226,13 +456,17 @@ func (fs *FrameSource) readahead(v Video, setting ImageSetting, from, to int) {
 		default:
 			return
 		}
-		job = &raJob{v: v, setting: setting, more: make(chan struct{}, 1)}
+		job = &raJob{v: v, setting: setting, more: make(chan struct{}, 1), linger: readaheadLinger}
 		fs.active[rk] = append(fs.active[rk], job)
 		fs.wg.Add(1)
 	}
 	job.end = to
 	for n := from; n < to; n++ {
-		if p, ok := fs.cache.Promise(frameKey{v.Key, v.Index.Stream, n, setting}); ok {
+		k := frameKey{v.Key, v.Index.Stream, n, setting}
+		if fs.inStore(v, k) {
+			continue // the reader will find it there
+		}
+		if p, ok := fs.cache.Promise(k); ok {
 			job.pending = append(job.pending, p)
 		}
 	}
@@ -310,12 +544,19 @@ func (fs *FrameSource) runReadahead(rk readerKey, job *raJob) {
 				r := newRenderer(rot, tb, info)
 				defer r.free()
 				for w := range queue {
+					start := time.Now()
 					b, err := r.encode(w.f, job.setting)
+					fs.fills.measuredEncode(time.Since(start))
 					if err != nil {
 						err = fmt.Errorf("frame %d of %s: %w", w.p.Key().ordinal, job.v.Key, err)
 					}
 					w.f.Free()
 					w.p.Fulfil(b, err)
+					if err == nil {
+						fs.toStore(job.v, w.p.Key(), b)
+					} else {
+						fs.forgetFilled(w.p.Key())
+					}
 				}
 			}()
 		}
@@ -338,14 +579,16 @@ func (fs *FrameSource) runReadahead(rk readerKey, job *raJob) {
 				fs.pool.release(s)
 				s = nil
 			}
-			timer := time.NewTimer(readaheadLinger)
-			select {
-			case <-job.more:
-				timer.Stop()
-				continue
-			case <-timer.C:
-			case <-fs.ctx.Done():
-				timer.Stop()
+			if job.linger > 0 {
+				timer := time.NewTimer(job.linger)
+				select {
+				case <-job.more:
+					timer.Stop()
+					continue
+				case <-timer.C:
+				case <-fs.ctx.Done():
+					timer.Stop()
+				}
 			}
 			if batch = fs.takePending(rk, job, true); len(batch) == 0 {
 				return
@@ -372,7 +615,7 @@ func (fs *FrameSource) runReadahead(rk readerKey, job *raJob) {
 // stops, and retires it.
 func (fs *FrameSource) abandonAll(rk readerKey, job *raJob, batch []*cache.Promise[frameKey]) {
 	for _, p := range batch {
-		p.Abandon()
+		fs.abandon(p)
 	}
 	for {
 		ps := fs.takePending(rk, job, true)
@@ -380,7 +623,7 @@ func (fs *FrameSource) abandonAll(rk readerKey, job *raJob, batch []*cache.Promi
 			return
 		}
 		for _, p := range ps {
-			p.Abandon()
+			fs.abandon(p)
 		}
 	}
 }
@@ -392,16 +635,21 @@ func (fs *FrameSource) decodeBatch(s *session, batch []*cache.Promise[frameKey],
 	i := 0
 	defer func() {
 		for _, p := range batch[i:] {
-			p.Abandon()
+			fs.abandon(p)
 		}
 	}()
 	s.readOn()
 	for ; i < len(batch); i++ {
 		p := batch[i]
+		start, decoded := time.Now(), s.decoded
 		f, err := s.decodeTo(fs.ctx, p.Key().ordinal)
+		if n := s.decoded - decoded; err == nil && n > 0 {
+			fs.fills.measuredDecode(time.Since(start) / time.Duration(n))
+		}
 		if err != nil {
 			if errors.Is(err, ErrFrameDecode) {
 				p.Fulfil(nil, err)
+				fs.forgetFilled(p.Key())
 			}
 			return false
 		}
@@ -480,6 +728,9 @@ func (fs *FrameSource) FrameSizes(ctx context.Context, v Video, setting ImageSet
 				if c >= len(chunks) || ctx.Err() != nil {
 					return
 				}
+				if fs.sizesFromStore(v, setting, chunks[c], sizes) {
+					continue
+				}
 				err := fs.pool.with(ctx, v, chunks[c].from, func(s *session) error {
 					s.readOn()
 					for ord := chunks[c].from; ord < chunks[c].to; ord++ {
@@ -488,6 +739,9 @@ func (fs *FrameSource) FrameSizes(ctx context.Context, v Video, setting ImageSet
 							return err
 						}
 						sizes[ord] = int64(len(b))
+						// The image is made anyway: the store keeps it
+						// for the first read.
+						fs.toStore(v, frameKey{v.Key, v.Index.Stream, ord, setting}, b)
 					}
 					return nil
 				})
@@ -507,6 +761,29 @@ func (fs *FrameSource) FrameSizes(ctx context.Context, v Video, setting ImageSet
 		return nil, err
 	}
 	return sizes, nil
+}
+
+// sizesFromStore fills in the sizes of the frames of chunk from the
+// images the store keeps, and reports whether it had them all: then the
+// chunk need not be decoded.
+//
+// Every image of the chunk is read even after one is missing: reading
+// checks it, and a damaged one is dropped now, so the decoding of the chunk
+// writes it again.
+func (fs *FrameSource) sizesFromStore(v Video, setting ImageSetting, chunk ordinalRange, sizes []int64) bool {
+	all := true
+	for ord := chunk.from; ord < chunk.to; ord++ {
+		sk := fs.storeKey(v, frameKey{v.Key, v.Index.Stream, ord, setting})
+		if sk == "" {
+			return false
+		}
+		if b, ok := fs.opts.Store.Get(sk); ok {
+			sizes[ord] = int64(len(b))
+		} else {
+			all = false
+		}
+	}
+	return all
 }
 
 // ordinalRange is frames [from, to) in presentation order.

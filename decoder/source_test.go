@@ -56,38 +56,41 @@ func TestFrameSourceReadahead(t *testing.T) {
 }
 
 // TestFrameSourceSharesLoads: concurrent requests for one frame decode it
-// once.
+// once, whether they share one request's decoding or its GOP's fill.
 func TestFrameSourceSharesLoads(t *testing.T) {
 	t.Parallel()
 	v := openVideo(t, "../testdata/video/h264_gop250.mp4", 0)
-	pool := NewPool(Options{MaxSessionsPerVideo: 4})
-	defer pool.Close()
-	src := NewFrameSource(pool, FrameSourceOptions{Readahead: -1})
-	defer src.Close()
-	var wg sync.WaitGroup
-	results := make([][]byte, 8)
-	for g := range results {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			b, err := src.Frame(context.Background(), v, 240, ImageSetting{})
-			if err != nil {
-				t.Error(err)
-			}
-			results[g] = b
-		}()
-	}
-	wg.Wait()
-	for _, b := range results[1:] {
-		if !bytes.Equal(b, results[0]) {
-			t.Fatal("concurrent requests got different bytes")
+	for _, noFill := range []bool{true, false} {
+		pool := NewPool(Options{MaxSessionsPerVideo: 4})
+		src := NewFrameSource(pool, FrameSourceOptions{Readahead: -1, NoFill: noFill})
+		var wg sync.WaitGroup
+		results := make([][]byte, 8)
+		for g := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b, err := src.Frame(context.Background(), v, 240, ImageSetting{})
+				if err != nil {
+					t.Error(err)
+				}
+				results[g] = b
+			}()
 		}
-	}
-	if cs := src.CacheStats(); cs.Misses != 1 {
-		t.Errorf("cache %+v: want one miss for 8 concurrent requests", cs)
-	}
-	if ps := pool.Stats(); ps.Opened != 1 {
-		t.Errorf("pool opened %d sessions, want 1", ps.Opened)
+		wg.Wait()
+		src.Close()
+		pool.Close()
+		for _, b := range results[1:] {
+			if !bytes.Equal(b, results[0]) {
+				t.Fatal("concurrent requests got different bytes")
+			}
+		}
+		cs, fs := src.CacheStats(), src.FillStats()
+		if noFill && cs.Misses != 1 || !noFill && (cs.Misses != 0 || fs.Fills != 1) {
+			t.Errorf("NoFill %v: cache %+v, fills %+v: want the frame made once for 8 concurrent requests", noFill, cs, fs)
+		}
+		if ps := pool.Stats(); ps.Opened != 1 {
+			t.Errorf("NoFill %v: pool opened %d sessions, want 1", noFill, ps.Opened)
+		}
 	}
 }
 
