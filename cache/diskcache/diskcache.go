@@ -1,0 +1,466 @@
+// Package diskcache keeps byte values in files under a local directory,
+// bounded in bytes and evicted least recently used. It is the disk tier
+// under framefs's memory cache of encoded frame images: a training node's
+// local disk holds far more frames than its memory, and what one job made
+// serves the next job on the node.
+//
+// Keys are strings that name everything that makes a value's bytes, so an
+// entry is valid for as long as it exists, across restarts and for every
+// process using the directory. Several processes may share one directory:
+// entries are written under a temporary name and renamed into place, so a
+// reader sees a whole entry or none; each entry carries its key and a
+// CRC-32C, and one that fails the check (a torn write, a disk error,
+// someone editing the cache) is deleted and reported missing, never
+// returned.
+//
+// Each process bounds the directory from what it knows: the entries it
+// found when it opened the directory, rescanned after it has written an
+// eighth of the bound, plus its own. Processes sharing a directory can
+// overshoot the bound by what the others wrote since the last rescan.
+//
+// The package is pure Go and knows nothing of what it stores.
+package diskcache
+
+import (
+	"container/list"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options configure a Cache. Zero values mean the defaults.
+type Options struct {
+	// Dir is the cache directory, created if missing. Required.
+	Dir string
+	// MaxBytes bounds the bytes of the entry files (default 10 GiB).
+	MaxBytes int64
+}
+
+// DefaultMaxBytes is the bound of a cache opened without one.
+const DefaultMaxBytes = 10 << 30
+
+// Stats are counters since the cache was opened, and its size.
+type Stats struct {
+	Hits      int64 // Get calls answered
+	Misses    int64 // Get calls not answered
+	Writes    int64 // entries written
+	Evictions int64 // entries removed to stay within MaxBytes
+	Corrupt   int64 // entries that failed their check and were removed
+	Errors    int64 // writes that failed (full disk, permissions)
+	Bytes     int64 // bytes of the entries known now
+	Entries   int64 // entries known now
+}
+
+// Entry file layout: a header, the key, the value.
+//
+//	magic    [4]byte "FDC1"
+//	keyLen   uint32 big endian
+//	valueLen uint64 big endian
+//	crc      uint32 big endian, CRC-32C of key and value
+//	key      [keyLen]byte
+//	value    [valueLen]byte
+const (
+	magic      = "FDC1"
+	headerSize = 4 + 4 + 8 + 4
+	// maxKeyLen bounds a key, so that a damaged header cannot make a
+	// reader allocate much.
+	maxKeyLen = 4096
+	// entryExt names entry files; temporary files start with tmpPrefix.
+	entryExt  = ".ent"
+	tmpPrefix = ".tmp-"
+	// staleTemp is the age after which a temporary file is taken for a
+	// crashed writer's and removed.
+	staleTemp = 10 * time.Minute
+	// touchAfter is how old an entry's modification time must be before
+	// a hit renews it: the time is what orders entries for other
+	// processes, and renewing it on every hit would write to the disk on
+	// every read.
+	touchAfter = 10 * time.Minute
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Cache is an open cache directory. It is safe for concurrent use.
+type Cache struct {
+	opts Options
+
+	// mu guards lru, index, bytes, scanning and written.
+	mu      sync.Mutex
+	lru     *list.List               // of *entry, most recently used at the front
+	index   map[string]*list.Element // file name -> element of lru
+	bytes   int64
+	written int64 // bytes written since the last scan
+	// scanning is set while a scan of the directory runs; eviction waits
+	// for it, since the bytes are not known until then.
+	scanning bool
+	scanned  chan struct{} // closed when the current scan ends
+	// epoch counts scans; an entry indexed before the current scan began
+	// and not found by it was removed by another process.
+	epoch  uint64
+	closed bool
+
+	hits, misses, writes, evictions, corrupt, errs atomic.Int64
+}
+
+type entry struct {
+	name  string
+	size  int64  // file size, header included
+	epoch uint64 // Cache.epoch when it was indexed
+}
+
+// Open opens (or creates) a cache directory. The entries already in it are
+// found by a scan in the background; until it ends, Get and Contains find
+// them on disk all the same.
+func Open(opts Options) (*Cache, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("diskcache: no directory given")
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("diskcache: %w", err)
+	}
+	opts.Dir = dir
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		return nil, fmt.Errorf("diskcache: %w", err)
+	}
+	c := &Cache{opts: opts, lru: list.New(), index: map[string]*list.Element{}}
+	c.startScan()
+	return c, nil
+}
+
+// Dir returns the cache directory.
+func (c *Cache) Dir() string { return c.opts.Dir }
+
+// MaxBytes returns the bound.
+func (c *Cache) MaxBytes() int64 { return c.opts.MaxBytes }
+
+// Close waits for a scan in progress; the cache must not be used after.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	ch := c.scanned
+	c.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+	return nil
+}
+
+// Stats returns the counters.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	bytes, entries := c.bytes, int64(c.lru.Len())
+	c.mu.Unlock()
+	return Stats{
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Writes: c.writes.Load(), Evictions: c.evictions.Load(),
+		Corrupt: c.corrupt.Load(), Errors: c.errs.Load(), Bytes: bytes, Entries: entries,
+	}
+}
+
+// fileName names the entry of key: a hash, so that any key is a safe name.
+func fileName(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:20]) + entryExt
+}
+
+func (c *Cache) path(name string) string {
+	return filepath.Join(c.opts.Dir, name[:2], name)
+}
+
+// Get returns the value stored under key, checked.
+func (c *Cache) Get(key string) ([]byte, bool) {
+	name := fileName(key)
+	v, size, ok := c.read(name, key)
+	if !ok {
+		c.misses.Add(1)
+		return nil, false
+	}
+	c.hits.Add(1)
+	c.mu.Lock()
+	if el, known := c.index[name]; known {
+		c.lru.MoveToFront(el)
+	} else {
+		// Written by another process.
+		c.index[name] = c.lru.PushFront(&entry{name, size, c.epoch})
+		c.bytes += size
+	}
+	c.mu.Unlock()
+	return v, true
+}
+
+// read reads and checks the entry file name for key. A file that fails the
+// check is removed.
+func (c *Cache) read(name, key string) (value []byte, size int64, ok bool) {
+	p := c.path(name)
+	f, err := os.Open(p)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			slog.Warn("diskcache: cannot read an entry", "file", p, "err", err)
+		}
+		c.forget(name)
+		return nil, 0, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, false
+	}
+	size = st.Size()
+	var hdr [headerSize]byte
+	bad := func(why string) ([]byte, int64, bool) {
+		c.corrupt.Add(1)
+		slog.Warn("diskcache: damaged entry removed", "file", p, "problem", why)
+		c.forget(name)
+		os.Remove(p)
+		return nil, 0, false
+	}
+	if size < headerSize {
+		return bad("shorter than its header")
+	}
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return bad(err.Error())
+	}
+	keyLen := int64(binary.BigEndian.Uint32(hdr[4:]))
+	valueLen := binary.BigEndian.Uint64(hdr[8:])
+	if string(hdr[:4]) != magic || keyLen > maxKeyLen || valueLen != uint64(size-headerSize-keyLen) {
+		return bad("bad header or length")
+	}
+	buf := make([]byte, keyLen+int64(valueLen))
+	if _, err := f.ReadAt(buf, headerSize); err != nil {
+		return bad(err.Error())
+	}
+	if crc32.Checksum(buf, castagnoli) != binary.BigEndian.Uint32(hdr[16:]) {
+		return bad("checksum mismatch")
+	}
+	if string(buf[:keyLen]) != key {
+		return nil, 0, false // another key with the same hash prefix: not ours
+	}
+	// The value goes on to a caller that keeps it (the kernel's page cache
+	// of a mount): the cache file's pages are not needed twice.
+	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	if time.Since(st.ModTime()) > touchAfter {
+		now := time.Now()
+		_ = os.Chtimes(p, now, now)
+	}
+	return buf[keyLen:], size, true
+}
+
+// Contains reports whether an entry for key exists, without reading it.
+func (c *Cache) Contains(key string) bool {
+	name := fileName(key)
+	c.mu.Lock()
+	_, known := c.index[name]
+	c.mu.Unlock()
+	if known {
+		return true
+	}
+	_, err := os.Stat(c.path(name))
+	return err == nil
+}
+
+// Put stores value under key, unless an entry for it exists. A failure to
+// write (a full disk) is counted and logged, not returned: the cache is an
+// optimisation.
+func (c *Cache) Put(key string, value []byte) {
+	if len(key) > maxKeyLen {
+		return
+	}
+	name := fileName(key)
+	c.mu.Lock()
+	_, known := c.index[name]
+	c.mu.Unlock()
+	if known {
+		return
+	}
+	size, err := c.write(name, key, value)
+	if err != nil {
+		c.errs.Add(1)
+		slog.Debug("diskcache: cannot write an entry", "dir", c.opts.Dir, "err", err)
+		return
+	}
+	c.writes.Add(1)
+	c.mu.Lock()
+	if el, ok := c.index[name]; ok {
+		c.bytes -= el.Value.(*entry).size
+		c.lru.Remove(el)
+	}
+	c.index[name] = c.lru.PushFront(&entry{name, size, c.epoch})
+	c.bytes += size
+	c.written += size
+	rescan := !c.scanning && c.written > c.opts.MaxBytes/8
+	victims := c.evictLocked()
+	c.mu.Unlock()
+	c.remove(victims)
+	if rescan {
+		c.startScan()
+	}
+}
+
+// write writes an entry file under a temporary name and renames it into
+// place, so that readers in any process see all of it or nothing.
+func (c *Cache) write(name, key string, value []byte) (int64, error) {
+	final := c.path(name)
+	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
+		return 0, err
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(c.opts.Dir, "tmp", tmpPrefix+hex.EncodeToString(rnd[:]))
+	buf := make([]byte, headerSize, headerSize+len(key)+len(value))
+	copy(buf, magic)
+	binary.BigEndian.PutUint32(buf[4:], uint32(len(key)))
+	binary.BigEndian.PutUint64(buf[8:], uint64(len(value)))
+	buf = append(append(buf, key...), value...)
+	binary.BigEndian.PutUint32(buf[16:], crc32.Checksum(buf[headerSize:], castagnoli))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	_, err = f.Write(buf)
+	if err == nil {
+		// Start writing the pages back and let the clean ones go: the
+		// value is about to be served from memory, not from this file.
+		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return 0, err
+	}
+	return int64(len(buf)), nil
+}
+
+func (c *Cache) forget(name string) {
+	c.mu.Lock()
+	if el, ok := c.index[name]; ok {
+		c.bytes -= el.Value.(*entry).size
+		c.lru.Remove(el)
+		delete(c.index, name)
+	}
+	c.mu.Unlock()
+}
+
+// evictLocked drops least recently used entries until the cache fits and
+// returns their names; the caller removes the files without holding mu.
+// Nothing is evicted while a scan runs: the total is not known yet.
+func (c *Cache) evictLocked() []string {
+	if c.scanning {
+		return nil
+	}
+	var victims []string
+	for c.bytes > c.opts.MaxBytes && c.lru.Len() > 0 {
+		el := c.lru.Back()
+		e := el.Value.(*entry)
+		c.lru.Remove(el)
+		delete(c.index, e.name)
+		c.bytes -= e.size
+		victims = append(victims, e.name)
+	}
+	return victims
+}
+
+func (c *Cache) remove(names []string) {
+	for _, name := range names {
+		c.evictions.Add(1)
+		os.Remove(c.path(name))
+	}
+}
+
+// startScan scans the directory in the background, unless a scan is
+// running or the cache is closed.
+func (c *Cache) startScan() {
+	c.mu.Lock()
+	if c.scanning || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.scanning = true
+	c.written = 0
+	c.epoch++
+	epoch := c.epoch
+	done := make(chan struct{})
+	c.scanned = done
+	c.mu.Unlock()
+	go func() {
+		defer close(done)
+		c.scan(epoch)
+	}()
+}
+
+// scan indexes every entry file in the directory (what other processes
+// wrote too), oldest first behind what this process used, forgets entries
+// removed by others, removes temporary files of crashed writers, and
+// evicts down to the bound. epoch is the scan's.
+func (c *Cache) scan(epoch uint64) {
+	type found struct {
+		name  string
+		size  int64
+		mtime time.Time
+	}
+	var files []found
+	_ = filepath.WalkDir(c.opts.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if strings.HasPrefix(name, tmpPrefix) {
+			if info, err := d.Info(); err == nil && time.Since(info.ModTime()) > staleTemp {
+				os.Remove(p)
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, entryExt) || len(name) < 2 {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		files = append(files, found{name, info.Size(), info.ModTime()})
+		return nil
+	})
+	sort.Slice(files, func(i, j int) bool { return files[i].mtime.After(files[j].mtime) })
+	onDisk := make(map[string]bool, len(files))
+	c.mu.Lock()
+	for _, f := range files {
+		onDisk[f.name] = true
+		if _, ok := c.index[f.name]; !ok {
+			c.index[f.name] = c.lru.PushBack(&entry{f.name, f.size, epoch})
+			c.bytes += f.size
+		}
+	}
+	for name, el := range c.index {
+		if !onDisk[name] && el.Value.(*entry).epoch < epoch {
+			c.bytes -= el.Value.(*entry).size
+			c.lru.Remove(el)
+			delete(c.index, name)
+		}
+	}
+	c.scanning = false
+	victims := c.evictLocked()
+	c.mu.Unlock()
+	c.remove(victims)
+}
