@@ -121,12 +121,18 @@ func (c *catalog) openVideo(ctx context.Context, ref table.VideoRef) (decoder.Vi
 	if err != nil {
 		return decoder.Video{}, err
 	}
-	return decoder.Video{
+	dv := decoder.Video{
 		Key:   decoder.VideoKey{Object: ref.Pack, Offset: ref.Offset, Length: ref.Length},
 		R:     v.Payload,
 		Size:  ref.Length,
 		Index: v.Index,
-	}, nil
+	}
+	if ref.SHA256 != "" {
+		// The payload's checksum names its frames in the disk tier, so
+		// they are shared by every table and snapshot holding the video.
+		dv.Digest = "sha256:" + ref.SHA256
+	}
+	return dv, nil
 }
 
 // close releases the open payloads.
@@ -151,12 +157,15 @@ func (c *catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, 
 	})
 }
 
-// frame returns the image of frame ordinal of a stored video.
-func (c *catalog) frame(ctx context.Context, ref table.VideoRef, ordinal int) ([]byte, error) {
+// frame returns the image of frame ordinal of a stored video whose
+// episode has rows frames from ref.FirstFrame on.
+func (c *catalog) frame(ctx context.Context, ref table.VideoRef, rows int64, ordinal int) ([]byte, error) {
 	dv, err := c.openVideo(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
+	// Fills and read-ahead decode only the episode's frames.
+	dv.From, dv.To = int(ref.FirstFrame), int(ref.FirstFrame+rows)
 	return c.frames.Frame(ctx, dv, ordinal, c.setting)
 }
 

@@ -315,7 +315,7 @@ func (n *frameNode) image(ctx context.Context) ([]byte, syscall.Errno) {
 	if err != nil {
 		return nil, errno("frame size", err)
 	}
-	data, err := n.s.t.cat.frame(ctx, n.ref(), n.ordinal())
+	data, err := n.s.t.cat.frame(ctx, n.ref(), n.e.Rows, n.ordinal())
 	if err != nil {
 		m.stats.frameErrors.Add(1)
 		return nil, errno(fmt.Sprintf("decode %s frame %d of episode %q", n.column, n.row, n.e.Episode), err)

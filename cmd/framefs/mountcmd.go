@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/framefs/framefs/cache/diskcache"
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/fusefs"
 	"github.com/framefs/framefs/table"
@@ -46,6 +47,41 @@ func writeS3Stats(b *strings.Builder, st storage.S3Stats) {
 	}
 }
 
+// writeFillStats adds the counters of GOP fills to the mount's .stats.
+func writeFillStats(b *strings.Builder, st decoder.FillStats) {
+	for _, c := range []struct {
+		name, kind string
+		v          any
+	}{
+		{"framefs_gop_fills_total", "counter", st.Fills},
+		{"framefs_gop_fill_frames_total", "counter", st.FramesFilled},
+		{"framefs_gop_fill_frames_served_total", "counter", st.Useful},
+		{"framefs_gop_fill_frames_wasted_total", "counter", st.Wasted},
+		{"framefs_gop_fills_declined_total", "counter", st.Declined},
+		{"framefs_gop_fill_usefulness", "gauge", fmt.Sprintf("%.3f", st.Usefulness)},
+	} {
+		fmt.Fprintf(b, "# TYPE %s %s\n%s %v\n", c.name, c.kind, c.name, c.v)
+	}
+}
+
+// writeDiskCacheStats adds the counters of --cache-dir to .stats.
+func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served int64) {
+	for _, c := range []struct {
+		name, kind string
+		v          int64
+	}{
+		{"framefs_disk_cache_frames_served_total", "counter", served},
+		{"framefs_disk_cache_writes_total", "counter", st.Writes},
+		{"framefs_disk_cache_evictions_total", "counter", st.Evictions},
+		{"framefs_disk_cache_corrupt_total", "counter", st.Corrupt},
+		{"framefs_disk_cache_write_errors_total", "counter", st.Errors},
+		{"framefs_disk_cache_bytes", "gauge", st.Bytes},
+		{"framefs_disk_cache_entries", "gauge", st.Entries},
+	} {
+		fmt.Fprintf(b, "# TYPE %s %s\n%s %d\n", c.name, c.kind, c.name, c.v)
+	}
+}
+
 // mountFlags are the command line of `framefs mount`; they map onto
 // fusefs.Options and the decoder's options.
 type mountFlags struct {
@@ -55,6 +91,8 @@ type mountFlags struct {
 	scale       string
 	cacheBytes  int64
 	pictures    int64
+	cacheDir    string
+	cacheDirMax int64
 	sessions    int
 	refresh     time.Duration
 	foreground  bool
@@ -81,7 +119,8 @@ They are staged on local disk (--staging-dir) until they commit.
 
 Mount options (-o) follow mount conventions: ro, allow_other, and the framefs
 options image_format=, jpeg_quality=, scale=WxH, cache_bytes=,
-picture_cache_bytes=, refresh=, staging_dir=, settle=, staging_limit=.`,
+picture_cache_bytes=, cache_dir=, cache_dir_bytes=, refresh=, staging_dir=,
+settle=, staging_limit=.`,
 		Example: `  framefs mount data/warehouse /mnt/frames
   framefs mount data/warehouse/robot /mnt/robot --image-format bmp --daemon
   mount -t fuse.framefs data/warehouse /mnt/frames -o ro,allow_other`,
@@ -100,6 +139,8 @@ picture_cache_bytes=, refresh=, staging_dir=, settle=, staging_limit=.`,
 	fl.StringVar(&f.scale, "scale", "", "resize frames to WxH (e.g. 224x224; W or H 0 keeps the aspect ratio)")
 	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes")
 	fl.Int64Var(&f.pictures, "picture-cache-bytes", 256<<20, "memory for decoded pictures kept for random readers, in bytes (0: none)")
+	fl.StringVar(&f.cacheDir, "cache-dir", "", "local directory keeping encoded frames on disk, shared by mounts and kept across remounts (default: none)")
+	fl.Int64Var(&f.cacheDirMax, "cache-dir-bytes", diskcache.DefaultMaxBytes, "size limit of --cache-dir, in bytes")
 	fl.IntVar(&f.sessions, "max-sessions", 0, "decoder sessions open at once (default 2 x cores)")
 	fl.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often new snapshots and tags are looked for")
 	fl.StringVar(&f.stagingDir, "staging-dir", "", "local directory holding files dropped into ingest/ and replace/ until they commit (default $XDG_CACHE_HOME/framefs/staging or ~/.cache/framefs/staging)")
@@ -138,6 +179,12 @@ func parseMountOptions(f *mountFlags) (ro, allowOther bool, err error) {
 		case "picture_cache_bytes":
 			if f.pictures, err = strconv.ParseInt(value, 10, 64); err != nil {
 				return false, false, fmt.Errorf("-o picture_cache_bytes=%q: not a number", value)
+			}
+		case "cache_dir":
+			f.cacheDir = value
+		case "cache_dir_bytes":
+			if f.cacheDirMax, err = strconv.ParseInt(value, 10, 64); err != nil || f.cacheDirMax <= 0 {
+				return false, false, fmt.Errorf("-o cache_dir_bytes=%q: want a positive number of bytes", value)
 			}
 		case "refresh":
 			if f.refresh, err = time.ParseDuration(value); err != nil {
@@ -229,7 +276,21 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 	}
 	pool := decoder.NewPool(decoder.Options{MaxOpenSessions: f.sessions, PictureCacheBytes: pictures})
 	defer pool.Close()
-	frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: f.cacheBytes})
+	// The kernel's page cache keeps every frame it was served, so the
+	// memory cache holds only frames still to be asked for (DropServed).
+	frameOpts := decoder.FrameSourceOptions{CacheBytes: f.cacheBytes, DropServed: true}
+	var disk *diskcache.Cache
+	if f.cacheDir != "" {
+		if f.cacheDirMax <= 0 {
+			return fmt.Errorf("--cache-dir-bytes %d: want a positive number of bytes", f.cacheDirMax)
+		}
+		if disk, err = diskcache.Open(diskcache.Options{Dir: f.cacheDir, MaxBytes: f.cacheDirMax}); err != nil {
+			return fmt.Errorf("--cache-dir: %w", err)
+		}
+		defer disk.Close()
+		frameOpts.Store = disk
+	}
+	frames := decoder.NewFrameSource(pool, frameOpts)
 	defer frames.Close()
 	stagingDir, err := stagingDirFor(f.stagingDir, readOnly)
 	if err != nil {
@@ -253,6 +314,10 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 			fmt.Fprintf(b, "# TYPE framefs_decoder_seeks_total counter\nframefs_decoder_seeks_total %d\n", ps.Seeks)
 			fmt.Fprintf(b, "# TYPE framefs_picture_cache_bytes gauge\nframefs_picture_cache_bytes %d\n", ps.PictureBytes)
 			fmt.Fprintf(b, "# TYPE framefs_picture_cache_hits_total counter\nframefs_picture_cache_hits_total %d\n", ps.PictureHits)
+			writeFillStats(b, frames.FillStats())
+			if disk != nil {
+				writeDiskCacheStats(b, disk.Stats(), frames.StoreHits())
+			}
 			if s3, ok := store.(*storage.S3); ok {
 				writeS3Stats(b, s3.Stats())
 			}

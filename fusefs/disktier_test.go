@@ -1,0 +1,109 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/framefs/framefs/cache/diskcache"
+	"github.com/framefs/framefs/decoder"
+)
+
+// TestDiskTier reads every frame of a table through a mount with a disk
+// tier, then through a second mount (a new daemon) of the same table
+// sharing the directory after damaging some entries: the second mount
+// decodes nothing but the GOPs whose entries were damaged, and every frame
+// read is the decoder's own bytes.
+func TestDiskTier(t *testing.T) {
+	requireFUSE(t)
+	wh := t.TempDir()
+	tbl := robotTable(t, wh)
+	schema, err := tbl.LatestSchema(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setting, err := decoder.SettingFor(schema.Image.Format, schema.Image.JPEGQuality)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diskDir := t.TempDir()
+	refPool := decoder.NewPool(decoder.Options{})
+	defer refPool.Close()
+	refFrames := decoder.NewFrameSource(refPool, decoder.FrameSourceOptions{CacheBytes: -1})
+	defer refFrames.Close()
+	want := referenceFrames(t, refFrames, setting, "jpg")
+
+	read := func(f *fixture) {
+		t.Helper()
+		paths := make([]string, 0, len(want))
+		for p := range want {
+			paths = append(paths, p)
+		}
+		rand.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
+		for _, p := range paths {
+			got, err := os.ReadFile(f.path("robot", "snapshots", "1", p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want[p]) {
+				t.Fatalf("%s: %d bytes differ from the decoder's %d", p, len(got), len(want[p]))
+			}
+		}
+	}
+	mountWithDisk := func() (*fixture, *decoder.Pool, *diskcache.Cache) {
+		disk, err := diskcache.Open(diskcache.Options{Dir: diskDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { disk.Close() })
+		f := &fixture{wh: wh, mnt: filepath.Join(t.TempDir(), "mnt")}
+		os.MkdirAll(f.mnt, 0o755)
+		pool := decoder.NewPool(decoder.Options{})
+		f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{DropServed: true, Store: disk})
+		f.mount(t, dirWarehouse(t, wh), pool, Options{ReadOnly: true})
+		return f, pool, disk
+	}
+
+	first, _, disk := mountWithDisk()
+	read(first)
+	if st := disk.Stats(); st.Entries < int64(len(want)) {
+		t.Fatalf("disk tier %+v after reading %d frames: want every frame kept", st, len(want))
+	}
+	// Damage three entries: cut one short, flip a bit in two.
+	var entries []string
+	filepath.WalkDir(diskDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".ent") {
+			entries = append(entries, p)
+		}
+		return nil
+	})
+	for i, p := range entries[:3] {
+		data, _ := os.ReadFile(p)
+		if i == 0 {
+			data = data[:len(data)/2]
+		} else {
+			data[len(data)-100] ^= 1
+		}
+		os.WriteFile(p, data, 0o600)
+	}
+
+	second, pool, disk2 := mountWithDisk()
+	read(second)
+	second.frames.Close()
+	if st := disk2.Stats(); st.Corrupt != 3 {
+		t.Errorf("disk tier %+v: want the 3 damaged entries found", st)
+	}
+	// The table stores no frame sizes, so the mount works them out (for
+	// every frame of the videos) from the images the disk tier keeps.
+	if d := pool.Stats().Decoded; d == 0 || d > 3*40 {
+		t.Errorf("the second mount decoded %d pictures: want only the damaged frames' GOPs", d)
+	}
+	if served := second.frames.StoreHits(); served != int64(len(want)) {
+		t.Errorf("%d of %d frames served from the disk tier, want all", served, len(want))
+	}
+}
