@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -69,9 +69,13 @@ func (n *stagingNode) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 			out.Mode = fuse.S_IFREG | 0o444
 			n.m.owner(&out.Attr)
 			uncached(out)
-			return n.NewInode(ctx, &stagingStatusNode{st: n.st, m: n.m}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(n.st.Dir() + "/" + nameStatus)}), 0
+			status := func() (string, bool) { return n.st.Status(), true }
+			return n.NewInode(ctx, &stagingTextNode{m: n.m, text: status}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(n.st.Dir() + "/" + nameStatus)}), 0
 		case nameCommit:
 			return nil, syscall.ENOENT
+		}
+		if ingest.IsErrorFile(name) {
+			return n.lookupError(ctx, name, out)
 		}
 	}
 	child, errno := n.LoopbackNode.Lookup(ctx, name, out)
@@ -84,7 +88,28 @@ func uncached(out *fuse.EntryOut) {
 	out.SetAttrTimeout(0)
 }
 
-// OpendirHandle lists the directory on disk, plus .status at the top.
+// lookupError finds NAME.error, which the stager keeps in memory.
+func (n *stagingNode) lookupError(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	text, ok := n.st.ErrorText(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	out.Mode = fuse.S_IFREG | 0o444
+	out.Size = uint64(len(text))
+	n.m.owner(&out.Attr)
+	uncached(out)
+	node := &stagingTextNode{m: n.m, text: func() (string, bool) { return n.st.ErrorText(name) }}
+	return n.NewInode(ctx, node, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(n.st.Dir() + "/" + name)}), 0
+}
+
+// reserved tells whether name at the top of a staging directory belongs
+// to the mount: .status, .commit and the error files.
+func (n *stagingNode) reserved(name string) bool {
+	return n.root && (name == nameStatus || name == nameCommit || ingest.IsErrorFile(name))
+}
+
+// OpendirHandle lists the directory on disk, plus .status and the error
+// files at the top.
 func (n *stagingNode) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if !n.root {
 		return n.LoopbackNode.OpendirHandle(ctx, flags)
@@ -113,13 +138,16 @@ func (n *stagingNode) Create(ctx context.Context, name string, flags uint32, mod
 		case nameStatus:
 			return nil, nil, 0, syscall.EEXIST
 		}
+		if ingest.IsErrorFile(name) {
+			return nil, nil, 0, syscall.EPERM
+		}
 	}
 	inode, fh, fl, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
 	uncached(out)
-	return inode, n.track(fh, out.Attr.Ino), fl, 0
+	return inode, n.track(fh, out.Attr.Ino, true), fl, 0
 }
 
 // commitNow runs for `touch .commit`: it commits what is staged before
@@ -142,12 +170,13 @@ func (n *stagingNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, ui
 	if errno != 0 || flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC) == 0 {
 		return fh, fl, errno
 	}
-	return n.track(fh, n.StableAttr().Ino), fl, 0
+	return n.track(fh, n.StableAttr().Ino, flags&syscall.O_TRUNC != 0), fl, 0
 }
 
 // Setattr refuses to grow a file past the staging limit (truncate up).
 func (n *stagingNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if size, ok := in.GetSize(); ok && n.st.Limited() {
+	size, resized := in.GetSize()
+	if resized && n.st.Limited() {
 		var cur fuse.AttrOut
 		if errno := n.LoopbackNode.Getattr(ctx, nil, &cur); errno == 0 && size > cur.Size {
 			if err := n.st.Grow(int64(size - cur.Size)); err != nil {
@@ -156,12 +185,18 @@ func (n *stagingNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.Set
 		}
 	}
 	errno := n.LoopbackNode.Setattr(ctx, f, in, out)
+	if resized && errno == 0 {
+		n.st.Truncated(n.StableAttr().Ino, int64(size))
+	}
 	n.st.Kick()
 	return errno
 }
 
 func (n *stagingNode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	if n.root && (name == nameStatus || name == nameCommit) {
+	if n.reserved(name) {
+		return syscall.EPERM
+	}
+	if np, ok := newParent.(*stagingNode); ok && np.reserved(newName) {
 		return syscall.EPERM
 	}
 	errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
@@ -169,10 +204,29 @@ func (n *stagingNode) Rename(ctx context.Context, name string, newParent fs.Inod
 	return errno
 }
 
+// Unlink removes a staged file; removing NAME.error dismisses the
+// message.
 func (n *stagingNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	if n.root && ingest.IsErrorFile(name) {
+		if !n.st.Dismiss(name) {
+			return syscall.ENOENT
+		}
+		return 0
+	}
 	errno := n.LoopbackNode.Unlink(ctx, name)
 	n.st.Kick()
 	return errno
+}
+
+// Link makes another name for a staged file.
+func (n *stagingNode) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.reserved(name) {
+		return nil, syscall.EPERM
+	}
+	child, errno := n.LoopbackNode.Link(ctx, target, name, out)
+	uncached(out)
+	n.st.Kick()
+	return child, errno
 }
 
 // Symlinks and device nodes have no place among staged media.
@@ -200,63 +254,67 @@ type stagedFile interface {
 	fs.FileSetlkwer
 }
 
-// trackedFile is a staged file open for writing: the stager holds back
-// its group while it is being written, and writes past the staging limit
-// fail with ENOSPC. close(2) ends the writing (FLUSH is synchronous, while
-// RELEASE may reach us after cp has exited); a write through a dup'ed
-// descriptor after that starts it again.
-type trackedFile struct {
+// writeHandle is a staged file open for writing. It tells the stager
+// about the requests the kernel sends on it (see ingest.Writer): writes,
+// FLUSH at every close(2) of one of its descriptors, and the single
+// RELEASE once the last descriptor sharing it is closed, which alone
+// ends the writing. Writes past the staging limit fail with ENOSPC, and
+// a write that fails for lack of room marks the file incomplete.
+//
+// It has no PassthroughFd: with kernel passthrough, writes would bypass
+// the daemon and be neither counted nor limited.
+type writeHandle struct {
 	stagedFile
-	st  *ingest.Stager
-	ino uint64
-
-	mu      sync.Mutex
-	writing bool
+	st *ingest.Stager
+	w  *ingest.Writer
 }
 
-func (n *stagingNode) track(fh fs.FileHandle, ino uint64) fs.FileHandle {
+// track wraps a handle opened for writing; truncated says the open
+// created or truncated the file.
+func (n *stagingNode) track(fh fs.FileHandle, ino uint64, truncated bool) fs.FileHandle {
 	sf, ok := fh.(stagedFile)
 	if !ok {
 		return fh
 	}
-	f := &trackedFile{stagedFile: sf, st: n.st, ino: ino}
-	f.setWriting(true)
-	return f
+	return &writeHandle{stagedFile: sf, st: n.st, w: n.st.OpenWriter(ino, truncated)}
 }
 
-func (f *trackedFile) setWriting(w bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.writing == w {
-		return
-	}
-	f.writing = w
-	if w {
-		f.st.WriterOpened(f.ino)
-	} else {
-		f.st.WriterClosed(f.ino)
-	}
-}
-
-func (f *trackedFile) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	f.setWriting(true)
+func (f *writeHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	f.w.Writing()
 	if errno := f.grow(ctx, off+int64(len(data))); errno != 0 {
+		if errno == syscall.ENOSPC {
+			f.w.NoSpace(off, true)
+		}
 		return 0, errno
 	}
-	return f.stagedFile.Write(ctx, data, off)
+	n, errno := f.stagedFile.Write(ctx, data, off)
+	switch {
+	case errno == 0:
+		f.w.Wrote(off, int64(n))
+	case ingest.IsNoSpace(errno):
+		f.w.NoSpace(off, false)
+	}
+	return n, errno
 }
 
-func (f *trackedFile) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
-	f.setWriting(true)
+func (f *writeHandle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	f.w.Writing()
 	if errno := f.grow(ctx, int64(off+size)); errno != 0 {
+		if errno == syscall.ENOSPC {
+			f.w.NoSpace(int64(off), true)
+		}
 		return errno
 	}
-	return f.stagedFile.Allocate(ctx, off, size, mode)
+	errno := f.stagedFile.Allocate(ctx, off, size, mode)
+	if ingest.IsNoSpace(errno) {
+		f.w.NoSpace(int64(off), false)
+	}
+	return errno
 }
 
 // grow reserves what a write up to end adds to the file. Without a
 // staging limit there is nothing to reserve, and no stat per write.
-func (f *trackedFile) grow(ctx context.Context, end int64) syscall.Errno {
+func (f *writeHandle) grow(ctx context.Context, end int64) syscall.Errno {
 	if !f.st.Limited() {
 		return 0
 	}
@@ -270,37 +328,47 @@ func (f *trackedFile) grow(ctx context.Context, end int64) syscall.Errno {
 	return 0
 }
 
-func (f *trackedFile) Flush(ctx context.Context) syscall.Errno {
+func (f *writeHandle) Flush(ctx context.Context) syscall.Errno {
 	errno := f.stagedFile.Flush(ctx)
-	f.setWriting(false)
+	f.w.Flushed()
 	return errno
 }
 
-func (f *trackedFile) Release(ctx context.Context) syscall.Errno {
+func (f *writeHandle) Release(ctx context.Context) syscall.Errno {
 	errno := f.stagedFile.Release(ctx)
-	f.setWriting(false)
+	f.w.Release()
 	return errno
 }
 
-// stagingStatusNode is .status, made when opened.
-type stagingStatusNode struct {
+// stagingTextNode is a read-only file made by the mount: .status, or
+// NAME.error. Its text is made when it is looked at.
+type stagingTextNode struct {
 	fs.Inode
 	readOnly
-	st *ingest.Stager
-	m  *mountFS
+	m    *mountFS
+	text func() (string, bool)
 }
 
-func (n *stagingStatusNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (n *stagingTextNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	text, ok := n.text()
+	if !ok {
+		return syscall.ENOENT
+	}
 	out.Mode = fuse.S_IFREG | 0o444
+	out.Size = uint64(len(text))
 	n.m.owner(&out.Attr)
 	return 0
 }
 
-func (n *stagingStatusNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+func (n *stagingTextNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC) != 0 {
 		return nil, 0, syscall.EPERM
 	}
-	return &bytesHandle{data: []byte(n.st.Status())}, fuse.FOPEN_DIRECT_IO, 0
+	text, ok := n.text()
+	if !ok {
+		return nil, 0, syscall.ENOENT
+	}
+	return &bytesHandle{data: []byte(text)}, fuse.FOPEN_DIRECT_IO, 0
 }
 
 // commitNode is what `touch .commit` created; it is empty and forgotten.
@@ -343,9 +411,13 @@ func (m *mountFS) startStaging(tn *tableNode) error {
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return err
 	}
-	// Which table this is, for resumeStaging after a restart.
-	if err := os.WriteFile(filepath.Join(base, ownerFile), []byte(tn.tbl.String()+"\n"), 0o644); err != nil {
-		return err
+	// Which table this is, for resumeStaging after a restart. Written
+	// once: a staging disk that user data filled must not stop the mount.
+	owner := []byte(tn.tbl.String() + "\n")
+	if have, err := os.ReadFile(filepath.Join(base, ownerFile)); err != nil || !bytes.Equal(have, owner) {
+		if err := os.WriteFile(filepath.Join(base, ownerFile), owner, 0o644); err != nil {
+			return err
+		}
 	}
 	tn.staging = map[string]*stagingNode{}
 	for _, mode := range []ingest.Mode{ingest.Add, ingest.Replace} {
@@ -458,6 +530,7 @@ func (m *mountFS) stagingStats(b *strings.Builder) {
 		{"ingest_episodes_total", "Episodes added, replaced or updated from write directories.", "counter", func(s ingest.Stats) int64 { return s.Episodes }},
 		{"ingest_failures_total", "Staged groups rejected with an .error file.", "counter", func(s ingest.Stats) int64 { return s.Failures }},
 		{"ingest_staged_bytes", "Bytes held in the staging area.", "gauge", func(s ingest.Stats) int64 { return s.Staged }},
+		{"ingest_writing_files", "Staged files open for writing.", "gauge", func(s ingest.Stats) int64 { return s.Writing }},
 	}
 	for _, mt := range metrics {
 		fmt.Fprintf(b, "# HELP framefs_%s %s\n# TYPE framefs_%s %s\n", mt.name, mt.help, mt.name, mt.typ)
@@ -477,6 +550,9 @@ func (m *mountFS) stopStaging() {
 
 // Mkdir makes an image folder.
 func (n *stagingNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.reserved(name) {
+		return nil, syscall.EPERM
+	}
 	child, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
 	uncached(out)
 	n.st.Kick()

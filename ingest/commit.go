@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,28 +22,28 @@ type pending struct {
 	input table.EpisodeInput
 }
 
-// journal records an add commit in flight, for recovery after a crash.
-type journal struct {
-	Started time.Time      `json:"started"`
-	Groups  []journalGroup `json:"groups"`
-}
-
-type journalGroup struct {
-	Episode string            `json:"episode"`
-	Files   map[string]string `json:"files"` // staged name -> fingerprint
-}
+// maxBatch bounds the groups of one commit; the rest commit next. It
+// keeps a commit's journal within its reserved room (see journal.go).
+const maxBatch = 64
 
 func (s *Stager) batchDir() string { return filepath.Join(s.opts.WorkDir, "batch") }
 
-// newBatchDir empties the batch directory for a commit about to start.
-func (s *Stager) newBatchDir() (string, error) {
-	dir := s.batchDir()
-	os.RemoveAll(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		s.transient(err)
-		return "", err
+// clearBatch empties the batch directory, which stays: re-making it for
+// every commit would need room on a disk that may be full.
+func (s *Stager) clearBatch() error {
+	des, err := os.ReadDir(s.batchDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return os.MkdirAll(s.batchDir(), 0o755)
 	}
-	return dir, nil
+	if err != nil {
+		return err
+	}
+	for _, de := range des {
+		if err := os.RemoveAll(filepath.Join(s.batchDir(), de.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // commitAdd commits every ready group of an ingest directory as one
@@ -67,13 +66,17 @@ func (s *Stager) commitAdd(ctx context.Context, tbl *table.Table, schema *table.
 			}
 			continue
 		}
-		p, problem := s.check(schema, g, now)
+		p, kind, problem := s.check(schema, g, now)
 		if problem != "" {
-			s.fail(g, problem)
+			s.fail(g, kind, problem)
 			continue
 		}
 		if p != nil {
 			batch = append(batch, p)
+		}
+		if len(batch) == maxBatch {
+			s.Kick() // the rest next
+			break
 		}
 	}
 	if len(batch) == 0 {
@@ -83,21 +86,21 @@ func (s *Stager) commitAdd(ctx context.Context, tbl *table.Table, schema *table.
 	// A table without snapshots or columns learns them from its first sidecars.
 	opts.AllowNewColumns = opts.AllowNewColumns || (fresh && len(schema.Columns) == 0)
 
-	dir, err := s.newBatchDir()
-	if err != nil {
+	if err := s.clearBatch(); err != nil {
+		s.transient(err)
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer s.clearBatch()
 	j := journal{Started: time.Now().UTC()}
 	kept := batch[:0]
 	for _, p := range batch {
-		if problem := s.stage(ctx, dir, p); problem != "" {
-			s.fail(p.g, problem)
+		if kind, problem := s.stage(ctx, s.batchDir(), p); problem != "" {
+			s.fail(p.g, kind, problem)
 			continue
 		}
 		files := map[string]string{}
 		for _, e := range p.g.entries {
-			files[e.name] = e.fp
+			files[e.name] = fpDigest(e.fp)
 		}
 		j.Groups = append(j.Groups, journalGroup{Episode: p.g.name, Files: files})
 		kept = append(kept, p)
@@ -106,11 +109,19 @@ func (s *Stager) commitAdd(ctx context.Context, tbl *table.Table, schema *table.
 	if len(batch) == 0 {
 		return nil
 	}
-	data, _ := json.Marshal(j)
-	if err := writeFileSync(filepath.Join(dir, "journal.json"), data); err != nil {
+	err = s.writeJournal(j)
+	for errors.Is(err, errJournalFull) && len(batch) > 1 {
+		// Names too long for the reserved room: fewer groups now, the
+		// rest in the next commit.
+		batch, j.Groups = batch[:len(batch)/2], j.Groups[:len(batch)/2]
+		s.Kick()
+		err = s.writeJournal(j)
+	}
+	if err != nil {
 		s.transient(err)
 		return err
 	}
+	defer s.clearJournal()
 	defer s.setRunning("")
 	for len(batch) > 0 {
 		inputs := make([]table.EpisodeInput, len(batch))
@@ -146,7 +157,7 @@ func (s *Stager) commitAdd(ctx context.Context, tbl *table.Table, schema *table.
 			s.transient(err)
 			return err
 		}
-		s.fail(batch[bad].g, err.Error())
+		s.fail(batch[bad].g, problemFailed, err.Error())
 		batch = append(batch[:bad], batch[bad+1:]...)
 	}
 	return nil
@@ -154,44 +165,44 @@ func (s *Stager) commitAdd(ctx context.Context, tbl *table.Table, schema *table.
 
 // check validates a group of an ingest directory without touching the
 // table. A nil pending with no problem means "not yet".
-func (s *Stager) check(schema *table.Schema, g *group, now bool) (*pending, string) {
+func (s *Stager) check(schema *table.Schema, g *group, now bool) (*pending, problemKind, string) {
 	if problem := checkKinds(g); problem != "" {
-		return nil, problem
+		return nil, problemFailed, problem
 	}
 	if err := table.CheckName("episode", g.name); err != nil {
-		return nil, fmt.Sprintf("%q cannot be an episode id: %v", g.name, err)
+		return nil, problemFailed, fmt.Sprintf("%q cannot be an episode id: %v", g.name, err)
 	}
 	videos, dirs, sidecars := g.of(kindVideo), g.of(kindImages), g.of(kindSidecar)
 	if len(videos) == 0 && len(dirs) == 0 {
-		return nil, fmt.Sprintf("%s has no video: drop %s.mp4 (or a folder %s/ of images) beside it", sidecars[0].name, g.name, g.name)
+		return nil, problemFailed, fmt.Sprintf("%s has no video: drop %s.mp4 (or a folder %s/ of images) beside it", sidecars[0].name, g.name, g.name)
 	}
 	if len(videos) > 0 && len(dirs) > 0 {
-		return nil, fmt.Sprintf("%s is both a video and a folder of images; keep one", g.name)
+		return nil, problemFailed, fmt.Sprintf("%s is both a video and a folder of images; keep one", g.name)
 	}
 	var sc *table.Sidecar
 	if len(sidecars) == 0 {
 		if !now {
-			return nil, fmt.Sprintf("waiting: %s has no sidecar. Drop %s.jsonl (or %s) beside it with the frame rows, or touch .commit to add it with empty rows.",
+			return nil, problemWaiting, fmt.Sprintf("waiting: %s has no sidecar. Drop %s.jsonl (or %s) beside it with the frame rows, or touch .commit to add it with empty rows.",
 				firstMedia(videos, dirs), g.name, strings.Join(table.SidecarExtensions[1:], ", "))
 		}
 	} else {
 		var problem string
 		if sc, problem = s.readSidecar(schema, g, sidecars[0]); problem != "" {
-			return nil, problem
+			return nil, problemFailed, problem
 		}
 	}
 	in := table.EpisodeInput{Episode: g.name, Videos: map[string]table.VideoFile{}, Sidecar: sc}
 	if len(dirs) > 0 {
-		return &pending{g: g, input: in}, "" // encoded when staged
+		return &pending{g: g, input: in}, 0, "" // encoded when staged
 	}
 	columns, problem := videoColumns(schema, g.name, videos, true)
 	if problem != "" {
-		return nil, problem
+		return nil, problemFailed, problem
 	}
 	for col, e := range columns {
 		in.Videos[col] = table.VideoFile{Path: e.name}
 	}
-	return &pending{g: g, input: in}, ""
+	return &pending{g: g, input: in}, 0, ""
 }
 
 // firstMedia names a group's video (or image folder) for messages.
@@ -271,35 +282,43 @@ func (s *Stager) readSidecar(schema *table.Schema, g *group, e *entry) (*table.S
 
 // stage links a group's videos into the batch directory (so that renames
 // and deletes in the staging directory cannot disturb the commit) or
-// encodes its images there.
-func (s *Stager) stage(ctx context.Context, dir string, p *pending) string {
+// encodes its images there. A link takes no room for data, but encoding
+// does, and a directory may need a new block for more names: a disk too
+// full for that is no fault of the files, which are tried again later.
+func (s *Stager) stage(ctx context.Context, dir string, p *pending) (problemKind, string) {
 	if dirs := p.g.of(kindImages); len(dirs) > 0 {
 		images, err := ListImages(filepath.Join(s.opts.Dir, dirs[0].name))
 		if err != nil {
-			return err.Error()
+			return problemFailed, err.Error()
 		}
 		if sc := p.input.Sidecar; sc != nil && len(sc.Frames) != len(images) {
-			return fmt.Sprintf("%s has %d rows for the %d images of %s/", sc.Name, len(sc.Frames), len(images), dirs[0].name)
+			return problemFailed, fmt.Sprintf("%s has %d rows for the %d images of %s/", sc.Name, len(sc.Frames), len(images), dirs[0].name)
 		}
 		if s.opts.EncodeImages == nil {
-			return "this mount cannot encode images into videos"
+			return problemFailed, "this mount cannot encode images into videos"
 		}
 		out := filepath.Join(dir, p.g.name+".mp4")
 		if err := s.opts.EncodeImages(ctx, images, out); err != nil {
-			return fmt.Sprintf("%s/: %v", dirs[0].name, err)
+			if s.outOfRoom(err) {
+				return problemNoRoom, fmt.Sprintf("the staging disk has no room to encode the images of %s/ into a video (%v)", dirs[0].name, err)
+			}
+			return problemFailed, fmt.Sprintf("%s/: %v", dirs[0].name, err)
 		}
 		col := "" // the table's only video column
 		p.input.Videos[col] = table.VideoFile{Path: out}
-		return ""
+		return 0, ""
 	}
 	for col, vf := range p.input.Videos {
 		link := filepath.Join(dir, vf.Path)
 		if err := os.Link(filepath.Join(s.opts.Dir, vf.Path), link); err != nil {
-			return fmt.Sprintf("%s: %v", vf.Path, err)
+			if s.outOfRoom(err) {
+				return problemNoRoom, fmt.Sprintf("the staging disk has no room to prepare the commit of %s (%v)", vf.Path, err)
+			}
+			return problemFailed, fmt.Sprintf("%s: %v", vf.Path, err)
 		}
 		p.input.Videos[col] = table.VideoFile{Path: link}
 	}
-	return ""
+	return 0, ""
 }
 
 // applySchema takes schema.json as the columns of a table that has no
@@ -307,7 +326,7 @@ func (s *Stager) stage(ctx context.Context, dir string, p *pending) string {
 func (s *Stager) applySchema(ctx context.Context, tbl *table.Table, g *group, fresh bool) (*table.Schema, error) {
 	path := filepath.Join(s.opts.Dir, SchemaFile)
 	if !fresh {
-		s.fail(g, SchemaFile+" only applies to a table before its first commit; this table has snapshots")
+		s.fail(g, problemFailed, SchemaFile+" only applies to a table before its first commit; this table has snapshots")
 		return tbl.LatestSchema(ctx)
 	}
 	data, err := os.ReadFile(path)
@@ -323,7 +342,7 @@ func (s *Stager) applySchema(ctx context.Context, tbl *table.Table, g *group, fr
 		}
 	}
 	if errors.Is(err, table.ErrInvalidInput) || errors.Is(err, table.ErrInvalidName) || !errors.Is(err, os.ErrNotExist) {
-		s.fail(g, fmt.Sprintf("%s: %v", SchemaFile, err))
+		s.fail(g, problemFailed, fmt.Sprintf("%s: %v", SchemaFile, err))
 		return tbl.LatestSchema(ctx)
 	}
 	s.transient(err)
@@ -338,15 +357,15 @@ func (s *Stager) commitReplace(ctx context.Context, tbl *table.Table, schema *ta
 			continue
 		}
 		if g.name == "" {
-			s.fail(g, SchemaFile+" belongs in ingest/ of a table without snapshots, not in replace/")
+			s.fail(g, problemFailed, SchemaFile+" belongs in ingest/ of a table without snapshots, not in replace/")
 			continue
 		}
 		if problem := checkKinds(g); problem != "" {
-			s.fail(g, problem)
+			s.fail(g, problemFailed, problem)
 			continue
 		}
 		if len(g.of(kindImages)) > 0 {
-			s.fail(g, g.name+"/: replace/ takes videos and sidecars, not folders of images")
+			s.fail(g, problemFailed, g.name+"/: replace/ takes videos and sidecars, not folders of images")
 			continue
 		}
 		if err := s.replaceGroup(ctx, tbl, schema, g); err != nil {
@@ -362,7 +381,7 @@ func (s *Stager) replaceGroup(ctx context.Context, tbl *table.Table, schema *tab
 	if len(sidecars) > 0 {
 		var problem string
 		if sc, problem = s.readSidecar(schema, g, sidecars[0]); problem != "" {
-			s.fail(g, problem)
+			s.fail(g, problemFailed, problem)
 			return nil
 		}
 	}
@@ -370,19 +389,23 @@ func (s *Stager) replaceGroup(ctx context.Context, tbl *table.Table, schema *tab
 	if len(videos) > 0 {
 		var problem string
 		if columns, problem = videoColumns(schema, g.name, videos, false); problem != "" {
-			s.fail(g, problem)
+			s.fail(g, problemFailed, problem)
 			return nil
 		}
 	}
-	dir, err := s.newBatchDir()
-	if err != nil {
+	if err := s.clearBatch(); err != nil {
+		s.transient(err)
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer s.clearBatch()
 	defer s.setRunning("")
 	for col, e := range columns {
-		link := filepath.Join(dir, e.name)
+		link := filepath.Join(s.batchDir(), e.name)
 		if err := os.Link(filepath.Join(s.opts.Dir, e.name), link); err != nil {
+			if s.outOfRoom(err) {
+				s.fail(g, problemNoRoom, fmt.Sprintf("the staging disk has no room to prepare the commit of %s (%v)", e.name, err))
+				return nil
+			}
 			s.transient(err)
 			return err
 		}
@@ -423,80 +446,12 @@ func (s *Stager) replaceFailed(g *group, err error) error {
 			if errors.Is(err, table.ErrNotFound) {
 				msg += "\nreplace/ changes existing episodes; new episodes go into ingest/"
 			}
-			s.fail(g, msg)
+			s.fail(g, problemFailed, msg)
 			return nil
 		}
 	}
 	s.transient(err)
 	return err
-}
-
-// recoverJournal finishes an add commit that a crash interrupted: if it
-// landed, the staged files it committed are removed; if not, they stay
-// staged and commit again.
-func (s *Stager) recoverJournal(ctx context.Context) error {
-	// A commit asked for through .commit may already be running.
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
-	dir := s.batchDir()
-	data, err := os.ReadFile(filepath.Join(dir, "journal.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return os.RemoveAll(dir)
-	}
-	if err != nil {
-		return err
-	}
-	var j journal
-	if err := json.Unmarshal(data, &j); err != nil {
-		s.log.Warn("discarding an unreadable journal", "err", err)
-		return os.RemoveAll(dir)
-	}
-	tbl, err := s.opts.Table(ctx)
-	if err != nil {
-		return err
-	}
-	head, err := tbl.Head(ctx)
-	if err != nil {
-		return err
-	}
-	if head == nil {
-		return os.RemoveAll(dir) // nothing landed
-	}
-	for _, jg := range j.Groups {
-		e, err := tbl.Episode(ctx, head, jg.Episode)
-		if err != nil || e.Time.Before(j.Started) {
-			continue // did not land: still staged
-		}
-		g := &group{name: jg.Episode}
-		for name, fp := range jg.Files {
-			k, _ := classify(name, false)
-			g.entries = append(g.entries, &entry{name: name, fp: fp, kind: k})
-		}
-		for _, en := range g.entries {
-			if st, err := os.Stat(filepath.Join(s.opts.Dir, en.name)); err == nil && st.IsDir() {
-				en.kind = kindImages
-			}
-		}
-		s.log.Info("a commit interrupted by a crash had landed; removing its staged files", "episode", jg.Episode, "snapshot", head.ID)
-		s.done(g, g.entries)
-	}
-	return os.RemoveAll(dir)
-}
-
-func writeFileSync(path string, data []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func (s *Stager) setRunning(what string) {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,28 +67,42 @@ type Stats struct {
 	Episodes int64 // episodes added, replaced or updated
 	Failures int64 // groups that got an error file
 	Staged   int64 // bytes in the staging directory
+	Writing  int64 // staged files open for writing
 }
 
 // Stager commits what arrives in one staging directory.
+//
+// What happens to the directory's contents, step by step: scan lists the
+// entries and sees which changed and which are open; groups gathers them
+// by base name; a group whose files are all settled is checked (check,
+// checkKinds, readSidecar), its files linked or encoded into the batch
+// directory (stage), and committed with the other ready groups
+// (commitAdd, commitReplace). What cannot commit gets a problem (fail),
+// shown as NAME.error.
 type Stager struct {
 	opts Options
 	log  *slog.Logger
 
-	commitMu sync.Mutex // one commit at a time
-	kick     chan struct{}
+	commitMu  sync.Mutex // one step at a time; guards recovered
+	recovered bool       // the journal of a crashed predecessor is dealt with
+	kick      chan struct{}
 
-	mu       sync.Mutex // guards the fields below
-	writers  map[uint64]int
-	seen     map[string]observation // entry name -> last fingerprint
-	reported map[string]string      // group -> fingerprint its error is about
-	status   map[string]string      // group -> state shown in .status
-	history  []string               // last commits, newest last
-	lines    []string               // the staged groups, for .status
-	running  string                 // what is being committed now
-	columns  []string               // the table's video columns, as last read
-	stats    Stats
-	lastErr  string
-	retryAt  time.Time
+	// noSpaceCount counts the inodes with a write that failed for lack
+	// of room, so that writes need no lock when there are none.
+	noSpaceCount atomic.Int64
+
+	mu         sync.Mutex // guards the fields below
+	inodes     map[uint64]*inodeState
+	releasedCh chan struct{}          // closed (and replaced) at every release
+	seen       map[string]observation // entry name -> last fingerprint
+	problems   map[string]*problem    // group -> why it did not commit
+	history    []string               // last commits, newest last
+	lines      []string               // the staged groups, for .status
+	running    string                 // what is being committed now
+	columns    []string               // the table's video columns, as last read
+	stats      Stats
+	lastErr    string
+	retryAt    time.Time
 }
 
 // observation is when an entry was last seen to change.
@@ -104,16 +119,38 @@ func New(opts Options) (*Stager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	for _, d := range []string{opts.Dir, opts.WorkDir} {
+	s := &Stager{
+		opts: opts, log: opts.Logger.With("dir", opts.Mode.String(), "staging", opts.Dir),
+		kick: make(chan struct{}, 1), inodes: map[uint64]*inodeState{}, releasedCh: make(chan struct{}),
+		seen: map[string]observation{}, problems: map[string]*problem{},
+	}
+	for _, d := range []string{opts.Dir, opts.WorkDir, s.batchDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
 	}
-	return &Stager{
-		opts: opts, log: opts.Logger.With("dir", opts.Mode.String(), "staging", opts.Dir),
-		kick: make(chan struct{}, 1), writers: map[uint64]int{}, seen: map[string]observation{},
-		reported: map[string]string{}, status: map[string]string{},
-	}, nil
+	// The room the journal needs is taken now, before user data can fill
+	// the disk; if the disk is full already, the first commit tries again.
+	if err := s.reserveJournal(); err != nil {
+		s.log.Warn("no room for the journal yet", "err", err)
+	}
+	s.removeOldErrorFiles()
+	return s, nil
+}
+
+// removeOldErrorFiles deletes the NAME.error files earlier versions wrote
+// into the staging directory; error files are now kept in memory and
+// worked out again.
+func (s *Stager) removeOldErrorFiles() {
+	des, err := os.ReadDir(s.opts.Dir)
+	if err != nil {
+		return
+	}
+	for _, de := range des {
+		if de.Type().IsRegular() && IsErrorFile(de.Name()) {
+			os.Remove(filepath.Join(s.opts.Dir, de.Name()))
+		}
+	}
 }
 
 // Dir is the staging directory.
@@ -125,23 +162,20 @@ func (s *Stager) Mode() Mode { return s.opts.Mode }
 // Run settles and commits until ctx ends. It first finishes what a
 // crashed predecessor left in the journal.
 func (s *Stager) Run(ctx context.Context) {
-	if err := s.recoverJournal(ctx); err != nil {
-		s.log.Error("recovering the ingest journal", "err", err)
-	}
 	tick := time.NewTicker(max(s.opts.Settle/4, 50*time.Millisecond))
 	defer tick.Stop()
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-s.kick:
-		}
 		s.mu.Lock()
 		wait := time.Now().Before(s.retryAt)
 		s.mu.Unlock()
 		if !wait {
 			s.step(ctx, false)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-s.kick:
 		}
 	}
 }
@@ -152,23 +186,6 @@ func (s *Stager) Kick() {
 	case s.kick <- struct{}{}:
 	default:
 	}
-}
-
-// WriterOpened and WriterClosed track files open for writing, by inode:
-// an open file is never committed.
-func (s *Stager) WriterOpened(ino uint64) {
-	s.mu.Lock()
-	s.writers[ino]++
-	s.mu.Unlock()
-}
-
-func (s *Stager) WriterClosed(ino uint64) {
-	s.mu.Lock()
-	if s.writers[ino]--; s.writers[ino] <= 0 {
-		delete(s.writers, ino)
-	}
-	s.mu.Unlock()
-	s.Kick()
 }
 
 // Limited tells whether the staging area has a size limit.
@@ -192,13 +209,20 @@ func (s *Stager) Grow(delta int64) error {
 func (s *Stager) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	for _, in := range s.inodes {
+		if in.handles > 0 {
+			st.Writing++
+		}
+	}
+	return st
 }
 
 // CommitNow commits every group that nobody is writing, settled or not,
 // including videos without a sidecar (their rows are empty). It returns
 // once done; groups that fail get their error files as usual.
 func (s *Stager) CommitNow(ctx context.Context) error {
+	s.awaitReleases(ctx)
 	return s.step(ctx, true)
 }
 
@@ -208,10 +232,16 @@ type entry struct {
 	kind    kind
 	group   string
 	fp      string
-	inos    []uint64
+	files   []stagedFile // the file, or an image folder's files
 	size    int64
 	settled bool
 	open    bool
+}
+
+// stagedFile is one file of an entry, by inode.
+type stagedFile struct {
+	ino  uint64
+	name string // relative to the staging directory
 }
 
 // group is what commits together: the entries of one base name.
@@ -233,7 +263,10 @@ func (g *group) of(k kind) []*entry {
 	return out
 }
 
-// scan reads the directory and updates what was seen when.
+// scan reads the directory and updates what was seen when. An entry is
+// settled when none of its files is open and nothing about it changed for
+// the settle time, counted from its last change or its last close,
+// whichever came later.
 func (s *Stager) scan(now time.Time) ([]*entry, error) {
 	des, err := os.ReadDir(s.opts.Dir)
 	if err != nil {
@@ -242,6 +275,7 @@ func (s *Stager) scan(now time.Time) ([]*entry, error) {
 	var out []*entry
 	var total int64
 	present := map[string]bool{}
+	inos := map[uint64]bool{}
 	for _, de := range des {
 		k, grp := classify(de.Name(), de.IsDir())
 		e := &entry{name: de.Name(), kind: k, group: grp}
@@ -254,6 +288,9 @@ func (s *Stager) scan(now time.Time) ([]*entry, error) {
 			continue
 		}
 		total += e.size
+		for _, f := range e.files {
+			inos[f.ino] = true
+		}
 		if k == kindIgnored {
 			continue
 		}
@@ -263,6 +300,7 @@ func (s *Stager) scan(now time.Time) ([]*entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Staged = total
+	s.forgetInodes(inos)
 	for name := range s.seen {
 		if !present[name] {
 			delete(s.seen, name)
@@ -274,12 +312,16 @@ func (s *Stager) scan(now time.Time) ([]*entry, error) {
 			obs = observation{fp: e.fp, since: now}
 			s.seen[e.name] = obs
 		}
-		for _, ino := range e.inos {
-			if s.writers[ino] > 0 {
-				e.open = true
+		quiet := obs.since
+		for _, f := range e.files {
+			if st := s.inodes[f.ino]; st != nil {
+				e.open = e.open || st.handles > 0
+				if st.released.After(quiet) {
+					quiet = st.released
+				}
 			}
 		}
-		e.settled = !e.open && now.Sub(obs.since) >= s.opts.Settle
+		e.settled = !e.open && now.Sub(quiet) >= s.opts.Settle
 	}
 	return out, nil
 }
@@ -292,7 +334,7 @@ func fingerprintFile(path string, e *entry) error {
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		e.kind = kindUnknown
 	}
-	e.inos = []uint64{st.Ino}
+	e.files = []stagedFile{{ino: st.Ino, name: e.name}}
 	e.size = st.Size
 	e.fp = fmt.Sprintf("%d:%d:%d.%d", st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec)
 	return nil
@@ -306,11 +348,13 @@ func (s *Stager) fingerprintDir(path string, e *entry) error {
 	}
 	var b strings.Builder
 	for _, de := range des {
-		var sub entry
+		sub := entry{name: de.Name()}
 		if err := fingerprintFile(filepath.Join(path, de.Name()), &sub); err != nil {
 			continue
 		}
-		e.inos = append(e.inos, sub.inos...)
+		for _, f := range sub.files {
+			e.files = append(e.files, stagedFile{ino: f.ino, name: e.name + "/" + f.name})
+		}
 		e.size += sub.size
 		fmt.Fprintf(&b, "%s=%s;", de.Name(), sub.fp)
 	}
@@ -394,12 +438,20 @@ func contains(list []string, s string) bool {
 func (s *Stager) step(ctx context.Context, now bool) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
+	if !s.recovered {
+		if err := s.recoverJournal(ctx); err != nil {
+			s.transient(fmt.Errorf("recovering the ingest journal: %w", err))
+			return err
+		}
+		s.recovered = true
+	}
 	entries, err := s.scan(time.Now())
 	if err != nil {
 		s.transient(err)
 		return err
 	}
 	if len(entries) == 0 {
+		s.forgetStale(nil)
 		s.setStatus(nil)
 		return nil
 	}
@@ -409,7 +461,9 @@ func (s *Stager) step(ctx context.Context, now bool) error {
 		s.mu.Lock()
 		columns := s.columns
 		s.mu.Unlock()
-		s.setStatus(groups(entries, columns, false))
+		gs := groups(entries, columns, false)
+		s.forgetStale(gs)
+		s.setStatus(gs)
 		return nil
 	}
 	tbl, err := s.opts.Table(ctx)
@@ -426,6 +480,8 @@ func (s *Stager) step(ctx context.Context, now bool) error {
 	s.columns = schema.VideoColumns
 	s.mu.Unlock()
 	gs := groups(entries, schema.VideoColumns, now)
+	s.forgetStale(gs)
+	s.failIncomplete(gs)
 	s.setStatus(gs)
 	if s.opts.Mode == Replace {
 		err = s.commitReplace(ctx, tbl, schema, gs, now)
@@ -436,7 +492,9 @@ func (s *Stager) step(ctx context.Context, now bool) error {
 	// are committed or failed, so without one nothing changed.
 	if anyReady(gs) {
 		if entries, serr := s.scan(time.Now()); serr == nil {
-			s.setStatus(groups(entries, schema.VideoColumns, now))
+			gs := groups(entries, schema.VideoColumns, now)
+			s.forgetStale(gs)
+			s.setStatus(gs)
 		}
 	}
 	return err
@@ -452,43 +510,8 @@ func (s *Stager) transient(err error) {
 	s.mu.Unlock()
 }
 
-// fail writes NAME.error for a group, once per state of its files.
-func (s *Stager) fail(g *group, msg string) {
-	s.mu.Lock()
-	if s.reported[g.name] == g.fp {
-		s.mu.Unlock()
-		return
-	}
-	s.reported[g.name] = g.fp
-	if strings.HasPrefix(msg, "waiting") {
-		s.status[g.name] = firstLine(msg)
-	} else {
-		s.stats.Failures++
-		s.status[g.name] = "failed: " + firstLine(msg)
-	}
-	s.mu.Unlock()
-	s.log.Warn("not committed", "group", g.name, "problem", msg)
-	name := g.name + ErrorSuffix
-	text := msg + "\n\nFix the files and they are tried again; remove " + name + " to dismiss this message.\n"
-	if err := os.WriteFile(filepath.Join(s.opts.Dir, name), []byte(text), 0o644); err != nil {
-		s.log.Error("writing error file", "file", name, "err", err)
-	}
-}
-
-// alreadyReported tells whether a group failed before in this state. A
-// group reported as waiting for more files is tried again when the user
-// asks for a commit now.
-func (s *Stager) alreadyReported(g *group, now bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if now && strings.HasPrefix(s.status[g.name], "waiting") {
-		return false
-	}
-	return s.reported[g.name] == g.fp
-}
-
 // done removes a committed group's files (those still the ones that
-// were committed) and its error file.
+// were committed) and forgets its problem.
 func (s *Stager) done(g *group, entries []*entry) {
 	for _, e := range entries {
 		path := filepath.Join(s.opts.Dir, e.name)
@@ -499,15 +522,13 @@ func (s *Stager) done(g *group, entries []*entry) {
 		} else {
 			err = fingerprintFile(path, &fresh)
 		}
-		if err != nil || fresh.fp != e.fp {
+		if err != nil || !sameFiles(e.fp, fresh.fp) {
 			continue // changed since: a new version to stage, not ours to delete
 		}
 		os.RemoveAll(path)
 	}
-	os.Remove(filepath.Join(s.opts.Dir, g.name+ErrorSuffix))
 	s.mu.Lock()
-	delete(s.reported, g.name)
-	delete(s.status, g.name)
+	delete(s.problems, g.name)
 	s.mu.Unlock()
 }
 

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -128,8 +127,8 @@ func (e *env) expectNothingStaged() {
 }
 
 func (e *env) errorText(group string) string {
-	data, _ := os.ReadFile(filepath.Join(e.dir, group+ErrorSuffix))
-	return string(data)
+	text, _ := e.st.ErrorText(group + ErrorSuffix)
+	return text
 }
 
 func TestPairsCommitTogether(t *testing.T) {
@@ -208,7 +207,7 @@ func TestBadGroupsDoNotHoldBackGoodOnes(t *testing.T) {
 	if got := e.episodes(); got["toomany"] != 7 {
 		t.Fatalf("episodes after the fix %v", got)
 	}
-	if _, err := os.Stat(filepath.Join(e.dir, "toomany.error")); err == nil {
+	if _, ok := e.st.ErrorText("toomany.error"); ok {
 		t.Fatal("the error file of a committed group must go")
 	}
 }
@@ -243,7 +242,7 @@ func TestOpenFilesAreNotCommitted(t *testing.T) {
 	if err := syscall.Stat(filepath.Join(e.dir, "busy.mp4"), &st); err != nil {
 		t.Fatal(err)
 	}
-	e.st.WriterOpened(st.Ino)
+	w := e.st.OpenWriter(st.Ino, false)
 	e.settleAndStep()
 	if err := e.st.CommitNow(context.Background()); err != nil {
 		t.Fatal(err)
@@ -251,7 +250,7 @@ func TestOpenFilesAreNotCommitted(t *testing.T) {
 	if len(e.episodes()) != 0 {
 		t.Fatal("a file open for writing was committed")
 	}
-	e.st.WriterClosed(st.Ino)
+	w.Release()
 	e.settleAndStep()
 	if e.episodes()["busy"] != 4 {
 		t.Fatal("not committed once closed")
@@ -302,10 +301,9 @@ func TestJournalRecovery(t *testing.T) {
 	if _, err := e.tbl.AddEpisodes(context.Background(), []table.EpisodeInput{in}, table.AddOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	os.MkdirAll(e.st.batchDir(), 0o755)
-	data, _ := json.Marshal(j)
-	os.WriteFile(filepath.Join(e.st.batchDir(), "journal.json"), data, 0o644)
-
+	if err := e.st.writeJournal(j); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.st.recoverJournal(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +347,7 @@ func TestReplaceDirectory(t *testing.T) {
 	if text := re.errorText("nobody"); !strings.Contains(text, "ingest/") {
 		t.Fatalf("nobody.error = %q", text)
 	}
-	if l := re.listing(); len(l) != 2 {
+	if l := re.listing(); len(l) != 1 {
 		t.Fatalf("left: %v", l)
 	}
 }

@@ -21,14 +21,15 @@ func (s *Stager) setStatus(gs []*group) {
 			names = append(names, n)
 			open = open || e.open
 		}
-		state := "ready"
+		state, held := s.statusOf(g)
 		switch {
-		case s.reported[g.name] == g.fp && s.status[g.name] != "":
-			state = s.status[g.name]
+		case held:
 		case open:
 			state = "writing"
 		case !g.ready:
 			state = "settling"
+		default:
+			state = "ready"
 		}
 		label := g.name
 		if label == "" {
