@@ -372,19 +372,6 @@ func TestTablesAndTagsFromTheMount(t *testing.T) {
 	}
 }
 
-func TestStagingLimit(t *testing.T) {
-	opts := writableOptions(t.TempDir())
-	opts.StagingLimit = 64 << 10
-	f := newFixture(t, opts)
-	in := filepath.Join(f.mnt, "robot", "ingest")
-	big := filepath.Join(t.TempDir(), "big.mp4")
-	os.WriteFile(big, make([]byte, 256<<10), 0o644)
-	out, err := exec.Command("cp", big, in).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "No space left") {
-		t.Fatalf("cp past the staging limit: %v %s", err, out)
-	}
-}
-
 func TestReadOnlyMountHasNoWriteDirectories(t *testing.T) {
 	opts := writableOptions(t.TempDir())
 	opts.ReadOnly = true

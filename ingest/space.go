@@ -40,10 +40,12 @@ func (s *Stager) incomplete(g *group) string {
 			if st == nil || st.noSpace == nil {
 				continue
 			}
+			// No figures that change as files come and go: the message is
+			// about one state of the files, and shown once.
 			var why string
 			if st.noSpace.limit {
-				why = fmt.Sprintf("this write directory may hold at most %s (--staging-limit %d), and %s are staged",
-					formatBytes(s.opts.LimitBytes), s.opts.LimitBytes, formatBytes(s.stats.Staged))
+				why = fmt.Sprintf("this write directory may hold at most %s (--staging-limit %d)",
+					formatBytes(s.opts.LimitBytes), s.opts.LimitBytes)
 			} else {
 				why = "the staging disk is full (" + s.diskSize() + ")"
 			}
@@ -61,7 +63,7 @@ func (s *Stager) diskSize() string {
 	if err := syscall.Statfs(s.opts.Dir, &fs); err != nil {
 		return s.opts.Dir
 	}
-	return fmt.Sprintf("%s in %s, %s free", formatBytes(int64(fs.Blocks)*fs.Bsize), s.opts.Dir, formatBytes(int64(fs.Bavail)*fs.Bsize))
+	return fmt.Sprintf("%s in %s", formatBytes(int64(fs.Blocks)*fs.Bsize), s.opts.Dir)
 }
 
 // outOfRoom tells whether err means the staging disk is full. Errors
