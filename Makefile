@@ -5,7 +5,7 @@ BIN      := bin/framefs
 FUZZTIME ?= 1m
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 
-.PHONY: all deps build run test vet fmt-check unit e2e versitygw bench fuzz soak fixtures golden clean
+.PHONY: all deps build run test vet fmt-check unit e2e versitygw bench fuzz soak soak-write fixtures golden clean
 
 all: build
 
@@ -59,6 +59,15 @@ fuzz:
 # 16 readers of random frames through a real mount for 60 s.
 soak:
 	@status=0; FRAMEFS_SOAK=60s $(GO) test -count=1 -run 'TestConcurrentReaders' -v ./fusefs || status=$$?; \
+	scripts/unmount-stale.sh; exit $$status
+
+# The write directories of a real `framefs mount` under a mix of drag-ins,
+# multi-process writers, deletes, expire, gc and 8 readers, for
+# SOAK_WRITE_TIME (10 minutes); prints its figures.
+SOAK_WRITE_TIME ?= 10m
+soak-write: build
+	@status=0; FRAMEFS_SOAK_WRITE=$(SOAK_WRITE_TIME) FRAMEFS_BIN=$(abspath $(BIN)) \
+	$(GO) test -count=1 -timeout 60m -run 'TestSoakWriteDirectories' -v ./fusefs || status=$$?; \
 	scripts/unmount-stale.sh; exit $$status
 
 # Regenerates the committed test videos and FFmpeg's golden reports on them.

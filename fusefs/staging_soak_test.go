@@ -1,0 +1,542 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/storage"
+)
+
+// TestSoakWriteDirectories puts a real `framefs mount` (FRAMEFS_BIN) under
+// the mix its write directories meet, for FRAMEFS_SOAK_WRITE (make
+// soak-write: 10 minutes): pairs dragged in with cp, videos written by
+// several processes with pauses longer than the settle time, writers
+// killed and their files removed before they commit, episodes deleted,
+// snapshots expired and files collected with the command line, and 8
+// readers of frames. It ends with `framefs verify` clean, every episode
+// dropped in committed exactly as written, no error file for a file that
+// was written completely, no wrong byte read, and the daemon's peak RSS
+// within its caches plus 150 MB. Skipped unless FRAMEFS_SOAK_WRITE is set.
+func TestSoakWriteDirectories(t *testing.T) {
+	duration, err := time.ParseDuration(os.Getenv("FRAMEFS_SOAK_WRITE"))
+	if err != nil {
+		t.Skip("set FRAMEFS_SOAK_WRITE=DURATION and FRAMEFS_BIN=bin/framefs (make soak-write)")
+	}
+	bin, err := filepath.Abs(os.Getenv("FRAMEFS_BIN"))
+	if err != nil || os.Getenv("FRAMEFS_BIN") == "" {
+		t.Fatal("FRAMEFS_BIN must name the framefs binary")
+	}
+	requireFUSE(t)
+	s := newSoak(t, bin)
+	s.run(duration)
+	s.check()
+}
+
+const (
+	soakCacheBytes   = 64 << 20
+	soakPictureBytes = 64 << 20
+	soakRSSSlack     = 150 << 20
+	soakSettle       = time.Second
+	soakPause        = 1500 * time.Millisecond // > soakSettle
+	soakReaders      = 8
+)
+
+// soakVideos are what gets dropped; an episode's name ends in its index.
+var soakVideos = []string{"h264_faststart.mp4", "h264_vfr.mp4", "h264_gop250.mp4", "h264_bframes_gop30.mp4", "mpeg4_part2.mp4", "hevc.mp4", "h264_negative_cts.mp4"}
+
+// soakRows is the number of rows dropped with video k (at most 60).
+func soakRows(frames int) int { return min(frames, 60) }
+
+type soak struct {
+	t                    *testing.T
+	bin, wh, mnt, tblDir string
+	in                   string
+	daemon               *exec.Cmd
+	daemonLog            string
+	refs                 [][][]byte // video index -> frame -> image
+	src                  string     // sidecars to drag in
+
+	mu        sync.Mutex
+	expected  map[string]int // episode dropped -> video index
+	deleted   map[string]bool
+	abandoned map[string]bool
+	problems  map[string]string // error files seen -> text
+	failures  []string
+
+	drops, multi, abandons, deletes, expires, gcs, gcRemoved atomic.Int64
+	reads, readENOENT, readEIO                               atomic.Int64
+	rssPeak                                                  atomic.Int64
+}
+
+func newSoak(t *testing.T, bin string) *soak {
+	s := &soak{t: t, bin: bin, wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt"), src: t.TempDir(),
+		expected: map[string]int{}, deleted: map[string]bool{}, abandoned: map[string]bool{}, problems: map[string]string{}}
+	s.tblDir = filepath.Join(s.wh, "robot")
+	s.in = filepath.Join(s.mnt, "robot", "ingest")
+	tbl := robotTable(t, s.wh)
+	schema, err := tbl.LatestSchema(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setting, err := decoder.SettingFor(schema.Image.Format, schema.Image.JPEGQuality)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range soakVideos {
+		n := countFrames(t, video(v))
+		s.refs = append(s.refs, decodeAll(t, video(v), n, setting))
+	}
+	os.MkdirAll(s.mnt, 0o755)
+	// FRAMEFS_SOAK_LOG keeps the daemon's log (with GODEBUG=gctrace=1,
+	// say) for a look afterwards.
+	s.daemonLog = os.Getenv("FRAMEFS_SOAK_LOG")
+	if s.daemonLog == "" {
+		s.daemonLog = filepath.Join(t.TempDir(), "daemon.log")
+	}
+	logf, err := os.Create(s.daemonLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.daemon = exec.Command(bin, "mount", s.wh, s.mnt, "--staging-dir", filepath.Join(t.TempDir(), "staging"),
+		"--settle", soakSettle.String(), "--refresh", "1s",
+		"--cache-bytes", strconv.Itoa(soakCacheBytes), "--picture-cache-bytes", strconv.Itoa(soakPictureBytes))
+	s.daemon.Stdout, s.daemon.Stderr = logf, logf
+	if err := s.daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if s.daemon.ProcessState == nil {
+			s.daemon.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { s.daemon.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				s.daemon.Process.Kill()
+			}
+		}
+		logf.Close()
+		if mounted(s.mnt) {
+			exec.Command("fusermount3", "-u", "-z", s.mnt).Run()
+		}
+	})
+	waitFor(t, func() bool { _, err := os.ReadFile(filepath.Join(s.in, ".status")); return err == nil }, "the mount")
+	return s
+}
+
+// waitExists waits (a while) until path exists.
+func waitExists(path string) {
+	for i := 0; i < 500; i++ {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// dirWarehouseTable opens the table in directory dir.
+func dirWarehouseTable(t *testing.T, dir string) *table.Table {
+	t.Helper()
+	store, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := table.Open(context.Background(), store, tableOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// countFrames is the number of frames FFmpeg decodes from a video.
+func countFrames(t *testing.T, path string) int {
+	out, err := exec.Command("ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0",
+		"-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", path, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("ffprobe %s: %q", path, out)
+	}
+	return n
+}
+
+func (s *soak) fail(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.failures) < 50 {
+		s.failures = append(s.failures, fmt.Sprintf(format, args...))
+	}
+}
+
+// framefs runs the command line against the table.
+func (s *soak) framefs(args ...string) (string, error) {
+	out, err := exec.Command(s.bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// sidecar writes the rows for video k under dir and returns the path.
+func (s *soak) sidecar(dir, name string, k int) string {
+	path := filepath.Join(dir, name+".jsonl")
+	if err := os.WriteFile(path, []byte(rowsFor("pick", soakRows(len(s.refs[k])))), 0o644); err != nil {
+		s.fail("sidecar %s: %v", name, err)
+	}
+	return path
+}
+
+func (s *soak) expect(name string, k int) {
+	s.mu.Lock()
+	s.expected[name] = k
+	s.mu.Unlock()
+}
+
+// every runs f every interval until deadline, with its own sequence
+// number and random source.
+func every(wg *sync.WaitGroup, deadline time.Time, interval time.Duration, seed uint64, f func(n int, rng *rand.Rand)) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(seed, 3))
+		for n := 0; time.Now().Before(deadline); n++ {
+			f(n, rng)
+			time.Sleep(interval/2 + time.Duration(rng.Int64N(int64(interval))))
+		}
+	}()
+}
+
+func (s *soak) run(duration time.Duration) {
+	deadline := time.Now().Add(duration)
+	var wg, writers sync.WaitGroup
+	stopWatch := make(chan struct{})
+	go s.watch(stopWatch)
+
+	// Drag-ins: a pair copied with one cp, as a file manager does.
+	every(&wg, deadline, 700*time.Millisecond, 1, func(n int, rng *rand.Rand) {
+		k := rng.IntN(len(soakVideos))
+		name := fmt.Sprintf("drag-%05d-%d", n, k)
+		mp4 := filepath.Join(s.src, name+".mp4")
+		if err := os.Link(video(soakVideos[k]), mp4); err != nil {
+			data, _ := os.ReadFile(video(soakVideos[k]))
+			os.WriteFile(mp4, data, 0o644)
+		}
+		side := s.sidecar(s.src, name, k)
+		if out, err := exec.Command("cp", mp4, side, s.in+"/").CombinedOutput(); err != nil {
+			s.fail("cp %s: %v %s", name, err, out)
+			return
+		}
+		os.Remove(mp4)
+		os.Remove(side)
+		s.expect(name, k)
+		s.drops.Add(1)
+	})
+
+	// Multi-process writers, each pausing longer than the settle time.
+	shapes := []string{
+		`( head -c 8000 "$SRC"; sleep $PAUSE; tail -c +8001 "$SRC" ) > "$DST"`,
+		`( head -c 8000 "$SRC"; sleep $PAUSE; tail -c +8001 "$SRC" ) | tee "$DST" > /dev/null`,
+		`exec 3> "$DST"; cat "$SRC" >&3; sleep $PAUSE; exec 3>&-`,
+	}
+	every(&wg, deadline, time.Second, 2, func(n int, rng *rand.Rand) {
+		k := rng.IntN(len(soakVideos))
+		name := fmt.Sprintf("mp-%05d-%d", n, k)
+		dst := filepath.Join(s.in, name+".mp4")
+		cmd := exec.Command("bash", "-c", shapes[n%len(shapes)])
+		cmd.Env = append(os.Environ(), "SRC="+video(soakVideos[k]), "DST="+dst, "PAUSE="+fmt.Sprint(soakPause.Seconds()))
+		if err := cmd.Start(); err != nil {
+			s.fail("writer %s: %v", name, err)
+			return
+		}
+		s.expect(name, k)
+		s.multi.Add(1)
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			// The sidecar once the video is open: a lone sidecar would
+			// rightly get an error.
+			waitExists(dst)
+			s.sidecar(s.in, name, k)
+			if err := cmd.Wait(); err != nil {
+				s.fail("writer %s: %v", name, err)
+			}
+		}()
+	})
+
+	// Writers killed mid-way, their files removed before they settle.
+	every(&wg, deadline, 8*time.Second, 3, func(n int, rng *rand.Rand) {
+		k := rng.IntN(len(soakVideos))
+		name := fmt.Sprintf("gone-%05d-%d", n, k)
+		dst := filepath.Join(s.in, name+".mp4")
+		cmd := exec.Command("bash", "-c", `( head -c 8000 "$SRC"; sleep 30; tail -c +8001 "$SRC" ) > "$DST"`)
+		cmd.Env = append(os.Environ(), "SRC="+video(soakVideos[k]), "DST="+dst)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			s.fail("writer %s: %v", name, err)
+			return
+		}
+		s.mu.Lock()
+		s.abandoned[name] = true
+		s.mu.Unlock()
+		waitExists(dst)
+		s.sidecar(s.in, name, k)
+		time.Sleep(time.Second)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		// The sidecar first: a lone video just closed is not settled.
+		for _, f := range []string{name + ".jsonl", name + ".mp4"} {
+			if err := os.Remove(filepath.Join(s.in, f)); err != nil {
+				s.fail("rm %s: %v", f, err)
+			}
+		}
+		s.abandons.Add(1)
+	})
+
+	// Episodes deleted, snapshots expired, files collected.
+	every(&wg, deadline, 5*time.Second, 4, func(n int, rng *rand.Rand) {
+		s.mu.Lock()
+		var names []string
+		for name := range s.expected {
+			if !s.deleted[name] {
+				names = append(names, name)
+			}
+		}
+		s.mu.Unlock()
+		sort.Strings(names)
+		for _, name := range names[:max(0, len(names)-20)] { // committed by now
+			if out, err := s.framefs("delete", s.tblDir, "--episode", name); err != nil {
+				if strings.Contains(out, "not found") {
+					continue // not committed yet
+				}
+				s.fail("framefs delete %s: %v %s", name, err, out)
+				return
+			}
+			s.mu.Lock()
+			s.deleted[name] = true
+			s.mu.Unlock()
+			s.deletes.Add(1)
+			return
+		}
+	})
+	every(&wg, deadline, 15*time.Second, 5, func(int, *rand.Rand) {
+		if out, err := s.framefs("expire", s.tblDir, "--keep-last", "3"); err != nil {
+			s.fail("framefs expire: %v %s", err, out)
+		}
+		s.expires.Add(1)
+	})
+	every(&wg, deadline, 30*time.Second, 6, func(int, *rand.Rand) {
+		out, err := s.framefs("gc", s.tblDir, "--grace", "30s")
+		if err != nil {
+			s.fail("framefs gc: %v %s", err, out)
+			return
+		}
+		var removed int64
+		fmt.Sscanf(out, "removed %d files", &removed)
+		s.gcRemoved.Add(removed)
+		s.gcs.Add(1)
+	})
+
+	for r := 0; r < soakReaders; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 11))
+			for time.Now().Before(deadline) {
+				s.readOne(rng, r < 2)
+			}
+		}(r)
+	}
+
+	wg.Wait()
+	writers.Wait()
+	// Everything dropped commits: ingest/ empties.
+	end := time.Now().Add(3 * time.Minute)
+	for {
+		entries, _ := os.ReadDir(s.in)
+		if len(entries) == 1 {
+			break
+		}
+		if time.Now().After(end) {
+			status, _ := os.ReadFile(filepath.Join(s.in, ".status"))
+			s.fail("ingest/ did not empty:\n%s", status)
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	close(stopWatch)
+}
+
+// readOne reads a random frame of a random episode, from latest or (old)
+// from any live snapshot, and checks it against the decoder's.
+func (s *soak) readOne(rng *rand.Rand, old bool) {
+	base := filepath.Join(s.mnt, "robot", "latest")
+	if old {
+		snaps, err := os.ReadDir(filepath.Join(s.mnt, "robot", "snapshots"))
+		if err != nil || len(snaps) == 0 {
+			return
+		}
+		base = filepath.Join(s.mnt, "robot", "snapshots", snaps[rng.IntN(len(snaps))].Name())
+	}
+	eps, err := os.ReadDir(filepath.Join(base, "task=pick"))
+	if err != nil || len(eps) == 0 {
+		return // expired meanwhile
+	}
+	name := eps[rng.IntN(len(eps))].Name()
+	var frames [][]byte
+	var rows int
+	switch {
+	case name == "ep1":
+		frames, rows = s.refs[3], 40 // h264_bframes_gop30.mp4
+	default:
+		k, err := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
+		if err != nil || k >= len(s.refs) {
+			s.fail("unexpected episode %q", name)
+			return
+		}
+		frames, rows = s.refs[k], soakRows(len(s.refs[k]))
+	}
+	i := rng.IntN(rows)
+	got, err := os.ReadFile(filepath.Join(base, "task=pick", name, frameName(int64(i), int64(rows), "jpg")))
+	switch {
+	case err == nil && bytes.Equal(got, frames[i]):
+		s.reads.Add(1)
+	case err == nil:
+		s.fail("%s frame %d of %s: wrong bytes (%d, want %d)", name, i, base, len(got), len(frames[i]))
+	case errors.Is(err, syscall.ENOENT):
+		s.readENOENT.Add(1) // deleted or expired since listed
+	case errors.Is(err, syscall.EIO):
+		s.readEIO.Add(1)
+	default:
+		s.fail("%s frame %d of %s: %v", name, i, base, err)
+	}
+}
+
+// watch records every error file that appears in ingest/ and the
+// daemon's RSS.
+func (s *soak) watch(stop chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+		for _, name := range errorFiles(s.in) {
+			text, _ := os.ReadFile(filepath.Join(s.in, name))
+			s.mu.Lock()
+			if _, seen := s.problems[name]; !seen {
+				s.problems[name] = string(text)
+			}
+			s.mu.Unlock()
+		}
+		if rss := procStatusBytes(s.daemon.Process.Pid, "VmRSS:"); rss > s.rssPeak.Load() {
+			s.rssPeak.Store(rss)
+		}
+	}
+}
+
+// procStatusBytes reads a kB field of /proc/PID/status.
+func procStatusBytes(pid int, field string) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func (s *soak) check() {
+	t := s.t
+	hwm := procStatusBytes(s.daemon.Process.Pid, "VmHWM:")
+	commits := stagingStat(t, s.mnt, "ingest_commits_total", "ingest")
+	episodes := stagingStat(t, s.mnt, "ingest_episodes_total", "ingest")
+	failures := stagingStat(t, s.mnt, "ingest_failures_total", "ingest")
+
+	// Every dropped episode not deleted is in the head, as written.
+	tbl := dirWarehouseTable(t, s.tblDir)
+	ctx := context.Background()
+	head, err := tbl.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := tbl.Episodes(ctx, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inHead := map[string]bool{}
+	for _, e := range eps {
+		inHead[e.Episode] = true
+		k, ok := s.expected[e.Episode]
+		if !ok {
+			if e.Episode != "ep1" && e.Episode != "ep2" {
+				s.fail("episode %s in the table was never dropped in", e.Episode)
+			}
+			continue
+		}
+		if e.Videos["video"].SHA256 != sha(t, video(soakVideos[k])) || e.Rows != int64(soakRows(len(s.refs[k]))) {
+			s.fail("episode %s: stored video or rows differ from what was dropped", e.Episode)
+		}
+	}
+	for name := range s.expected {
+		if !s.deleted[name] && !inHead[name] {
+			s.fail("episode %s was dropped in but is not in the table", name)
+		}
+	}
+	for name := range s.abandoned {
+		if inHead[name] {
+			s.fail("episode %s was committed from a killed writer's removed files", name)
+		}
+	}
+	out, err := s.framefs("verify", s.tblDir)
+	if err != nil || strings.TrimSpace(out) != "ok" {
+		s.fail("framefs verify: %v\n%s", err, out)
+	}
+	if s.daemon.ProcessState != nil {
+		s.fail("the daemon exited: %v", s.daemon.ProcessState)
+	}
+	logData, _ := os.ReadFile(s.daemonLog)
+	errorLines := strings.Count(string(logData), "level=ERROR") + strings.Count(string(logData), " ERROR ")
+	for name, text := range s.problems {
+		s.fail("%s appeared for a file written completely: %s", name, text)
+	}
+
+	limit := int64(soakCacheBytes + soakPictureBytes + soakRSSSlack)
+	t.Logf("soak: %d drag-ins, %d multi-process writers, %d killed writers removed, %d episode deletes, %d expires, %d gc runs (%d files removed)",
+		s.drops.Load(), s.multi.Load(), s.abandons.Load(), s.deletes.Load(), s.expires.Load(), s.gcs.Load(), s.gcRemoved.Load())
+	t.Logf("soak: the mount committed %d snapshots with %d episodes; %d ingest failures; %d error files seen", commits, episodes, failures, len(s.problems))
+	t.Logf("soak: %d readers read %d frames right, 0 wrong; %d ENOENT (deleted or expired since listed), %d EIO", soakReaders, s.reads.Load(), s.readENOENT.Load(), s.readEIO.Load())
+	t.Logf("soak: %d episodes in the head, %d snapshots; framefs verify: %s", len(eps), head.ID, strings.TrimSpace(out))
+	t.Logf("soak: daemon RSS peak %.1f MiB (VmHWM %.1f MiB), caches %d MiB + 150 MB = %.1f MiB allowed; %d ERROR log lines",
+		float64(s.rssPeak.Load())/(1<<20), float64(hwm)/(1<<20), (soakCacheBytes+soakPictureBytes)>>20, float64(limit)/(1<<20), errorLines)
+	if max(s.rssPeak.Load(), hwm) > limit {
+		s.fail("daemon RSS peak %d bytes exceeds its caches plus 150 MB (%d)", max(s.rssPeak.Load(), hwm), limit)
+	}
+	if s.reads.Load() == 0 || commits == 0 {
+		s.fail("nothing was read or committed")
+	}
+	if failures > 0 {
+		s.fail("%d ingest failures", failures)
+	}
+	for _, f := range s.failures {
+		t.Error(f)
+	}
+}
