@@ -28,8 +28,9 @@ const (
 // stagingNode serves TABLE/ingest/ and TABLE/replace/ (and their image
 // folders): a loopback of the stager's directory on local disk, so that
 // every POSIX operation file managers, cp and rsync use works as on a
-// local disk. It tells the stager which files are open for writing,
-// enforces the staging limit, and adds .status and .commit at the top.
+// local disk. It tells the stager which files are open for writing and
+// which writes failed for lack of room, enforces the staging limit, and
+// adds .status, .commit and the stager's NAME.error files at the top.
 //
 // The stager deletes what it commits behind the kernel's back, so entries
 // here are never cached: every path walk asks again. (Telling the kernel

@@ -98,14 +98,10 @@ func episodeNames(prefix string, n int) []string {
 	return out
 }
 
-// checkTable verifies the table and that every episode is there once.
-func checkTable(t *testing.T, tbl *table.Table, want []string) {
+// headEpisodes returns the table's head and its episodes.
+func headEpisodes(t *testing.T, tbl *table.Table) (*table.Snapshot, []table.EpisodeEntry) {
 	t.Helper()
 	ctx := context.Background()
-	problems, err := tbl.Verify(ctx)
-	if err != nil || len(problems) > 0 {
-		t.Fatalf("verify: %v %v", problems, err)
-	}
 	head, err := tbl.Head(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +110,18 @@ func checkTable(t *testing.T, tbl *table.Table, want []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return head, eps
+}
+
+// checkTable verifies the table and that every episode is there once.
+func checkTable(t *testing.T, tbl *table.Table, want []string) {
+	t.Helper()
+	ctx := context.Background()
+	problems, err := tbl.Verify(ctx)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("verify: %v %v", problems, err)
+	}
+	_, eps := headEpisodes(t, tbl)
 	count := map[string]int{}
 	for _, e := range eps {
 		count[e.Episode]++

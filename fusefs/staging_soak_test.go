@@ -472,16 +472,7 @@ func (s *soak) check() {
 	failures := stagingStat(t, s.mnt, "ingest_failures_total", "ingest")
 
 	// Every dropped episode not deleted is in the head, as written.
-	tbl := dirWarehouseTable(t, s.tblDir)
-	ctx := context.Background()
-	head, err := tbl.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eps, err := tbl.Episodes(ctx, head)
-	if err != nil {
-		t.Fatal(err)
-	}
+	head, eps := headEpisodes(t, dirWarehouseTable(t, s.tblDir))
 	inHead := map[string]bool{}
 	for _, e := range eps {
 		inHead[e.Episode] = true

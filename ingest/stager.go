@@ -129,10 +129,13 @@ func New(opts Options) (*Stager, error) {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
 	}
-	// The room the journal needs is taken now, before user data can fill
-	// the disk; if the disk is full already, the first commit tries again.
-	if err := s.reserveJournal(); err != nil {
-		s.log.Warn("no room for the journal yet", "err", err)
+	// The room the journal of add commits needs is taken now, before user
+	// data can fill the disk; if the disk is full already, the first
+	// commit tries again.
+	if opts.Mode == Add {
+		if err := s.reserveJournal(); err != nil {
+			s.log.Warn("no room for the journal yet", "err", err)
+		}
 	}
 	s.removeOldErrorFiles()
 	return s, nil
