@@ -130,3 +130,50 @@ func TestStagingLimit(t *testing.T) {
 	f := newFixture(t, opts)
 	stagingFullScenario(t, f, 256<<10, "--staging-limit 65536")
 }
+
+// An image folder settles while the staging disk is full: encoding it
+// into a video finds no room. It is not failed for good: its error says
+// so, and once there is room it commits without a remount.
+func TestStagingDiskFullWhileEncoding(t *testing.T) {
+	requireFUSE(t)
+	staging := stagingTmpfs(t, "4m")
+	f := newFixture(t, writableOptions(staging))
+	in := f.path("robot", "ingest")
+	src := t.TempDir()
+	run(t, "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=5", "-frames:v", "6", filepath.Join(src, "img%03d.png"))
+	if err := os.Mkdir(filepath.Join(in, "frames"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	images, _ := filepath.Glob(filepath.Join(src, "img*.png"))
+	run(t, "cp", append(images, filepath.Join(in, "frames"))...)
+	// The sidecar stays open until the disk is full.
+	side, err := os.Create(filepath.Join(in, "frames.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	side.WriteString(rowsFor("pick", 6))
+	fillStaging(t, in, 8<<20)
+	side.Close()
+
+	var msg []byte
+	waitFor(t, func() bool {
+		msg, _ = os.ReadFile(filepath.Join(in, "frames.error"))
+		return len(msg) > 0
+	}, "frames.error")
+	if !strings.Contains(string(msg), "no room to encode the images of frames/") || !strings.Contains(string(msg), "tried again") {
+		t.Fatalf("frames.error = %q", msg)
+	}
+	if hasEpisodes(f.tbl, "frames") {
+		t.Fatal("committed without room to encode")
+	}
+	if err := os.Remove(filepath.Join(in, "big.mp4")); err != nil {
+		t.Fatal(err)
+	}
+	got := waitEpisodes(t, f.tbl, "frames")
+	if got["frames"].Rows != 6 || got["frames"].Videos["video"].Frames != 6 {
+		t.Fatalf("frames: %+v", got["frames"])
+	}
+	if errs := errorFiles(in); len(errs) > 0 {
+		t.Fatalf("error files left: %v", errs)
+	}
+}

@@ -300,7 +300,8 @@ func (s *Stager) stage(ctx context.Context, dir string, p *pending) (problemKind
 		out := filepath.Join(dir, p.g.name+".mp4")
 		if err := s.opts.EncodeImages(ctx, images, out); err != nil {
 			if s.outOfRoom(err) {
-				return problemNoRoom, fmt.Sprintf("the staging disk has no room to encode the images of %s/ into a video (%v)", dirs[0].name, err)
+				s.log.Warn("no room to encode images", "folder", dirs[0].name, "err", err)
+				return problemNoRoom, fmt.Sprintf("the staging disk has no room to encode the images of %s/ into a video", dirs[0].name)
 			}
 			return problemFailed, fmt.Sprintf("%s/: %v", dirs[0].name, err)
 		}
@@ -312,7 +313,8 @@ func (s *Stager) stage(ctx context.Context, dir string, p *pending) (problemKind
 		link := filepath.Join(dir, vf.Path)
 		if err := os.Link(filepath.Join(s.opts.Dir, vf.Path), link); err != nil {
 			if s.outOfRoom(err) {
-				return problemNoRoom, fmt.Sprintf("the staging disk has no room to prepare the commit of %s (%v)", vf.Path, err)
+				s.log.Warn("no room to link a staged file", "file", vf.Path, "err", err)
+				return problemNoRoom, fmt.Sprintf("the staging disk has no room to prepare the commit of %s", vf.Path)
 			}
 			return problemFailed, fmt.Sprintf("%s: %v", vf.Path, err)
 		}
@@ -403,7 +405,8 @@ func (s *Stager) replaceGroup(ctx context.Context, tbl *table.Table, schema *tab
 		link := filepath.Join(s.batchDir(), e.name)
 		if err := os.Link(filepath.Join(s.opts.Dir, e.name), link); err != nil {
 			if s.outOfRoom(err) {
-				s.fail(g, problemNoRoom, fmt.Sprintf("the staging disk has no room to prepare the commit of %s (%v)", e.name, err))
+				s.log.Warn("no room to link a staged file", "file", e.name, "err", err)
+				s.fail(g, problemNoRoom, fmt.Sprintf("the staging disk has no room to prepare the commit of %s", e.name))
 				return nil
 			}
 			s.transient(err)
