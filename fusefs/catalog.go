@@ -31,7 +31,7 @@ type catalog struct {
 
 	videos *lru.Cache[string, *table.Video] // open payloads, by payload
 	sizes  *lru.Cache[string, []int64]      // by payload + identity
-	rows   *lru.Cache[string, []table.Row]  // by data file + row group
+	rows   *lru.Cache[string, []table.Row]  // by data file + row group + schema
 	files  *lru.Cache[string, []byte]       // frames.jsonl / frames.parquet
 	trees  *lru.Cache[int64, *snapshotTree] // by snapshot id
 	// flight runs one computation per cache key at a time; concurrent
@@ -171,7 +171,9 @@ func (c *catalog) frame(ctx context.Context, ref table.VideoRef, rows int64, ord
 
 // episodeRows returns an episode's rows (with row ids and ordinals).
 func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) ([]table.Row, error) {
-	key := fmt.Sprintf("%s#%d", e.DataFile, e.RowGroup)
+	// Rows are read with the snapshot's schema: a column added later
+	// shows as null.
+	key := fmt.Sprintf("%s#%d@%d", e.DataFile, e.RowGroup, snap.SchemaID)
 	return cached(c, c.rows, key, "rows "+key, func() ([]table.Row, error) {
 		return c.tbl.Rows(ctx, snap, e)
 	})
@@ -180,7 +182,7 @@ func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table
 // rowsFile returns the content of an episode's frames.jsonl or
 // frames.parquet.
 func (c *catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string) ([]byte, error) {
-	key := fmt.Sprintf("%s#%d/%s", e.DataFile, e.RowGroup, name)
+	key := fmt.Sprintf("%s#%d@%d/%s", e.DataFile, e.RowGroup, snap.SchemaID, name)
 	return cached(c, c.files, key, "file "+key, func() ([]byte, error) {
 		switch name {
 		case rowsJSONL:

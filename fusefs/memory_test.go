@@ -1,6 +1,8 @@
 package fusefs
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,5 +75,51 @@ func TestNodesReleasedOnForget(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(eps[0], "000007.jpg"))
 	if err != nil || int64(len(data)) != sizes[filepath.Join(eps[0], "000007.jpg")] {
 		t.Fatalf("read after FORGET: %d bytes, %v", len(data), err)
+	}
+}
+
+// TestEpisodeFilesSharedAcrossSnapshots: a frame of an episode a commit
+// did not change is the same file in the snapshots before and after it
+// (one inode, one copy in the page cache), while a frame of a changed
+// episode is a new one.
+func TestEpisodeFilesSharedAcrossSnapshots(t *testing.T) {
+	f := newFixture(t, Options{ReadOnly: true})
+	ctx := context.Background()
+	frame := func(snap, ep string) string {
+		task := map[string]string{"ep1": "task=pick", "ep2": "task=place"}[ep]
+		return f.path("robot", "snapshots", snap, task, ep, "000005.jpg")
+	}
+	data, err := os.ReadFile(frame("1", "ep1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadFile(frame("1", "ep2")); err != nil {
+		t.Fatal(err)
+	}
+	// Snapshot 2 changes ep2's rows and leaves ep1 alone.
+	if _, err := f.tbl.UpdateRows(ctx, "ep2", sidecar(t, "ep2", "place", 30)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, err := os.Stat(f.path("robot", "snapshots", "2")); return err == nil }, "snapshot 2")
+	inode := func(p string) uint64 {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Sys().(*syscall.Stat_t).Ino
+	}
+	if inode(frame("1", "ep1")) != inode(frame("2", "ep1")) {
+		t.Error("an unchanged episode's frame has another inode in the next snapshot")
+	}
+	if inode(frame("1", "ep2")) == inode(frame("2", "ep2")) {
+		t.Error("a frame of an episode whose rows changed kept its inode")
+	}
+	before := statsValue(t, f, "framefs_bytes_served_total")
+	again, err := os.ReadFile(frame("2", "ep1"))
+	if err != nil || !bytes.Equal(again, data) {
+		t.Fatalf("the frame through snapshot 2: %v", err)
+	}
+	if after := statsValue(t, f, "framefs_bytes_served_total"); after != before {
+		t.Errorf("%d bytes served again for a frame the page cache held", after-before)
 	}
 }

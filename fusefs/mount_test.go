@@ -194,8 +194,12 @@ func TestLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap, _ := f.tbl.Snapshot(context.Background(), 1)
-	if !st.ModTime().Equal(snap.Time.Truncate(time.Second)) && st.ModTime().Unix() != snap.Time.Unix() {
-		t.Errorf("mtime %v, snapshot time %v", st.ModTime(), snap.Time)
+	e, err := f.tbl.Episode(context.Background(), snap, "ep1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.ModTime().Equal(e.Time) {
+		t.Errorf("mtime %v, the episode's commit time %v", st.ModTime(), e.Time)
 	}
 	st2, _ := os.Stat(filepath.Join(ep, "000000.jpg"))
 	if st.Sys().(*syscall.Stat_t).Ino != st2.Sys().(*syscall.Stat_t).Ino {

@@ -157,12 +157,12 @@ func (n *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		ext := n.ext()
 		for i := int64(0); i < e.Rows; i++ {
 			name := frameName(i, e.Rows, ext)
-			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: ino(n.path + "/" + name)})
+			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: n.frameIno(n.d.column, i)})
 		}
 	}
 	if n.d.episode != nil && (n.d.column == "" || len(n.tree.schema.VideoColumns) == 1) {
 		for _, name := range []string{rowsJSONL, rowsParquet} {
-			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: ino(n.path + "/" + name)})
+			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: n.rowsIno(name)})
 			// ls -l stats the rows files last, after every frame: render
 			// them meanwhile on another core (their size is their content).
 			go n.s.t.cat.rowsFile(n.s.t.m.bg, n.s.snap, *n.d.episode, name)
@@ -197,8 +197,8 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 			return nil, errno(name, err)
 		}
 		f := &rowsFileNode{s: n.s, e: e, name: name, size: int64(len(data))}
-		fileAttr(n.s, &out.Attr, f.size)
-		return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path)}), 0
+		fileAttr(n.s, e, &out.Attr, f.size)
+		return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: n.rowsIno(name)}), 0
 	}
 	if n.d.column == "" {
 		return nil, syscall.ENOENT
@@ -212,8 +212,8 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 	if err != nil {
 		return nil, errno("frame size", err)
 	}
-	fileAttr(n.s, &out.Attr, size)
-	return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path)}), 0
+	fileAttr(n.s, e, &out.Attr, size)
+	return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: n.frameIno(n.d.column, row)}), 0
 }
 
 // frameNode is one frame image.
@@ -257,21 +257,68 @@ func (n *frameNode) frameSize(ctx context.Context) (int64, error) {
 	return n.size, nil
 }
 
-// fileAttr fills the attributes of a read-only file of a snapshot.
-func fileAttr(s *snapshotDir, a *fuse.Attr, size int64) {
+// A file of an episode is the same file in every snapshot (and view) that
+// holds the same version of the episode: its inode number names what makes
+// its bytes, attributes and extended attributes (the episode version's rows
+// and video, the schema they are read with, the image setting), not its
+// path, and its times are the episode version's commit time. So the kernel
+// keeps one inode, and one copy in its page cache, for a frame read through
+// latest before and after a commit that did not change its episode, or
+// through a tag, a snapshot and a view; and the daemon one node. (Such
+// files report one link: they are not hard links to tools that copy
+// trees.)
+func episodeFileIno(e *table.EpisodeEntry, schemaID int, parts ...string) uint64 {
+	var b strings.Builder
+	fmt.Fprintf(&b, "episode|%s|%s#%d|%d|%d|%d", e.Episode, e.DataFile, e.RowGroup, e.FirstRowID, e.Rows, schemaID)
+	for _, col := range sortedKeys(e.Videos) {
+		r := e.Videos[col]
+		fmt.Fprintf(&b, "|%s=%s@%d+%d:%d", col, r.Pack, r.Offset, r.Length, r.FirstFrame)
+	}
+	for _, p := range parts {
+		b.WriteString("|" + p)
+	}
+	return ino(b.String())
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// frameIno is the inode number of row's frame of a video column in n's
+// episode, as served with the table's image setting.
+func (n *dirNode) frameIno(column string, row int64) uint64 {
+	return episodeFileIno(n.d.episode, n.s.snap.SchemaID, "frame", column, strconv.FormatInt(row, 10), n.s.t.cat.identity)
+}
+
+// rowsIno is the inode number of one of n's episode's rows files.
+func (n *dirNode) rowsIno(name string) uint64 {
+	return episodeFileIno(n.d.episode, n.s.snap.SchemaID, name)
+}
+
+// fileAttr fills the attributes of a read-only file of episode e.
+func fileAttr(s *snapshotDir, e *table.EpisodeEntry, a *fuse.Attr, size int64) {
 	a.Mode = fuse.S_IFREG | 0o444
 	a.Nlink = 1
 	a.Size = uint64(size)
 	a.Blocks = (a.Size + 511) / 512
 	s.t.m.owner(a)
-	a.SetTimes(nil, &s.snap.Time, &s.snap.Time)
+	t := e.Time
+	if t.IsZero() {
+		t = s.snap.Time // written before episodes had their own time
+	}
+	a.SetTimes(nil, &t, &t)
 }
 
 func (n *frameNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if _, err := n.frameSize(ctx); err != nil {
 		return errno("frame size", err)
 	}
-	fileAttr(n.s, &out.Attr, n.size)
+	fileAttr(n.s, n.e, &out.Attr, n.size)
 	out.SetTimeout(immutableTimeout)
 	return 0
 }
@@ -437,7 +484,7 @@ func (n *rowsFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.A
 		return errno(n.name, err)
 	}
 	n.size = int64(len(data))
-	fileAttr(n.s, &out.Attr, n.size)
+	fileAttr(n.s, n.e, &out.Attr, n.size)
 	return 0
 }
 
