@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -270,6 +271,7 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 	if err != nil {
 		return err
 	}
+	limitGoMemory(f.cacheBytes)
 	pictures := f.pictures
 	if pictures <= 0 {
 		pictures = -1 // none
@@ -360,6 +362,22 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 	}
 	<-done
 	return nil
+}
+
+// goHeapHeadroom is the Go memory a mount needs besides its image cache:
+// nodes of the files the kernel holds, snapshot trees, rows, I/O buffers,
+// commits of the write directories.
+const goHeapHeadroom = 128 << 20
+
+// limitGoMemory sets a soft limit on the Go heap (unless GOMEMLIMIT does):
+// the image cache plus headroom. Without it the heap grows to twice what
+// is live before a collection, and served images leave the cache all the
+// time, so the daemon's memory would be twice its image cache.
+func limitGoMemory(cacheBytes int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(max(cacheBytes, 0) + goHeapHeadroom)
 }
 
 // stagingDirFor picks the local directory for the write directories'
