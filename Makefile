@@ -55,6 +55,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
 	$(GO) test -run '^$$' -fuzz '^FuzzScanIndex$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./decoder
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSidecar$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table
+	$(GO) test -run '^$$' -fuzz '^FuzzEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./cache/diskcache
 
 # 16 readers of random frames through a real mount for 60 s.
 soak:

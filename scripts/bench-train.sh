@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# Training reads through a real mount, side by side with the peers a team
+# would use instead, in one run. Prints NAME VALUE UNIT lines (see
+# scripts/bench.sh); ratio:... is framefs speed / peer speed (above 1:
+# framefs is faster), except where the name says otherwise.
+#
+#   epochs   torchvision ImageFolder + DataLoader(shuffle=True, 2 workers),
+#            epochs 1 and 2, over the mount vs over the same JPEG files
+#            pre-extracted to local disk (cold page cache at epoch 1), at
+#            GOP 30 and GOP 250; with frames decoded per frame served and
+#            the daemon's CPU per served frame from .stats and /proc
+#   disk     the same with memory caches 4x smaller than the dataset's
+#            images and --cache-dir on local disk
+#   pyav     the mount's first epoch vs a PyAV Dataset seeking per item
+#   random   300 random frames, one reader: mount (PIL decode of each file)
+#            vs PyAV exact seek, wall time and CPU per frame
+#   rss      peak daemon RSS under 16 random readers vs the configured caches
+#   forget   daemon RSS after stat of every frame of a 54,000-frame episode
+#            and after drop_caches
+#
+# EPISODES (4) episodes of 1,800 640x480 frames per GOP size; RUNS (3) runs
+# of each side, alternated, medians reported; PARTS picks parts
+# (default: all, e.g. PARTS="epochs random").
+set -euo pipefail
+export LC_ALL=C
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(realpath "${1:-$root/bin/framefs}")
+emit() { printf '%s %s %s\n' "$1" "$2" "$3"; }
+median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.3f\n", (v[NR/2]+v[NR/2+1])/2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+cache="$root/.cache/bench"
+episodes=${EPISODES:-4}
+runs=${RUNS:-3}
+parts=${PARTS:-epochs disk pyav random rss forget}
+py=/usr/bin/python3
+pyd="$root/scripts/py"
+mkdir -p "$cache"
+work=$(mktemp -d -p "$cache")
+mnt="$work/mnt"
+mkdir -p "$mnt"
+daemon_pid=""
+cleanup() {
+	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+want() { [[ " $parts " == *" $1 "* ]]; }
+
+# mount_wh ARGS...: a fresh mount of the warehouse at $mnt; sets daemon_pid.
+mount_wh() {
+	fusermount3 -u "$mnt" 2>/dev/null || true
+	local out
+	out=$("$bin" mount "$work/wh" "$mnt" -o ro --daemon "$@")
+	daemon_pid=$(sed -n 's/.*(pid \([0-9]*\),.*/\1/p' <<<"$out")
+}
+unmount_wh() {
+	fusermount3 -u "$mnt" 2>/dev/null || true
+	while [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; do sleep 0.1; done
+	daemon_pid=""
+}
+rss_mb() { awk -v k="$2" '$1==k":" {printf "%.1f", $2/1024}' "/proc/$1/status"; }
+
+# The videos: EPISODES x 1,800 frames of 640x480 30 fps H.264 (B-frames),
+# at GOP 30 and 250, each episode a different stretch of the test pattern.
+"$bin" create "$work/wh/gop30" --column 'note:string?' >/dev/null
+"$bin" create "$work/wh/gop250" --column 'note:string?' >/dev/null
+for gop in 30 250; do
+	vids=()
+	for ep in $(seq 0 $((episodes - 1))); do
+		v="$cache/train_ep${ep}_gop${gop}.mp4"
+		if [ ! -f "$v" ]; then
+			ffmpeg -v error -y -f lavfi -i "testsrc2=size=640x480:rate=30" -ss $((ep * 60)) -frames:v 1800 \
+				-c:v libx264 -preset veryfast -bf 2 -g "$gop" -keyint_min "$gop" -sc_threshold 0 -pix_fmt yuv420p "$v.tmp.mp4"
+			mv "$v.tmp.mp4" "$v"
+		fi
+		ln -sf "$v" "$work/ep$ep.mp4"
+		vids+=("$work/ep$ep.mp4")
+	done
+	"$bin" ingest "$work/wh/gop$gop" "${vids[@]}" >/dev/null # stores the JPEG sizes
+done
+frames=$((episodes * 1800))
+
+# The peer's dataset: the same JPEG files, copied out of the mount.
+mount_wh
+for gop in 30 250; do
+	cp -r "$mnt/gop$gop/latest/." "$work/jpeg$gop"
+	find "$work/jpeg$gop" -name 'frames.*' -delete
+done
+image_bytes=$(du -sb "$work/jpeg30" | awk '{print $1}')
+emit train_dataset_frames "$frames" frames
+emit train_dataset_jpeg_bytes_gop30 "$image_bytes" bytes
+unmount_wh
+
+# epochs ROOT_OF_MOUNT MOUNT_ARGS...: RUNS alternated runs of the peer and
+# the mount, two epochs each; emits the medians.
+epochs() {
+	local name=$1 gop=$2
+	shift 2
+	local p1=() p2=() m1=() m2=() dps=() cpus=() dps2=()
+	for _ in $(seq "$runs"); do
+		read -r e1 e2 < <("$py" "$pyd/shuffled_epochs.py" "$work/jpeg$gop" --evict | awk '{print $5}' | paste -sd' ')
+		p1+=("$e1") p2+=("$e2")
+		mount_wh "$@"
+		out=$("$py" "$pyd/shuffled_epochs.py" "$mnt/gop$gop/latest" --daemon-pid "$daemon_pid" --stats "$mnt/.stats")
+		m1+=("$(awk '$2==1 {print $5}' <<<"$out")") m2+=("$(awk '$2==2 {print $5}' <<<"$out")")
+		dps+=("$(awk '$2==1 {printf "%.3f", $7/$8}' <<<"$out")")
+		dps2+=("$(awk '$2==2 {printf "%.3f", $7/$8}' <<<"$out")")
+		cpus+=("$(awk '$2==1 {printf "%.2f", 1000*$6/$8}' <<<"$out")")
+		unmount_wh
+	done
+	local pm1 pm2 mm1 mm2
+	pm1=$(printf '%s\n' "${p1[@]}" | median) pm2=$(printf '%s\n' "${p2[@]}" | median)
+	mm1=$(printf '%s\n' "${m1[@]}" | median) mm2=$(printf '%s\n' "${m2[@]}" | median)
+	emit "${name}_local_jpeg_epoch1" "$pm1" images/s
+	emit "${name}_mount_epoch1" "$mm1" images/s
+	emit "ratio:${name}_epoch1_vs_local_jpeg" "$(ratio "$mm1" "$pm1")" x
+	emit "${name}_epoch1_decoded_per_served" "$(printf '%s\n' "${dps[@]}" | median)" frames
+	emit "${name}_epoch1_daemon_cpu_per_served" "$(printf '%s\n' "${cpus[@]}" | median)" ms
+	emit "${name}_local_jpeg_epoch2" "$pm2" images/s
+	emit "${name}_mount_epoch2" "$mm2" images/s
+	emit "ratio:${name}_epoch2_vs_local_jpeg" "$(ratio "$mm2" "$pm2")" x
+	emit "${name}_epoch2_decoded_per_served" "$(printf '%s\n' "${dps2[@]}" | median)" frames
+	mount_epoch1=$mm1
+}
+
+# The image cache sized to the dataset's frames, as docs/CACHES.md says.
+fit=$((image_bytes + image_bytes / 10))
+if want epochs; then
+	emit shuffled_image_cache_bytes "$fit" bytes
+	for gop in 30 250; do
+		epochs "shuffled_gop$gop" "$gop" --cache-bytes "$fit"
+	done
+fi
+
+# A dataset 4x larger than the memory caches, with the disk tier: fresh
+# cache directory and mount per run.
+if want disk; then
+	mem=$((image_bytes / 4))
+	for gop in 30 250; do
+		disk_args() {
+			rm -rf "$work/diskcache"
+			echo --cache-bytes $((mem - (8 << 20))) --picture-cache-bytes $((8 << 20)) --cache-dir "$work/diskcache"
+		}
+		# shellcheck disable=SC2046
+		epochs "disk_4x_gop$gop" "$gop" $(disk_args)
+	done
+	emit disk_4x_memory_caches_bytes "$mem" bytes
+fi
+
+# One 1,800-frame episode per GOP size, for the PyAV and random-reader
+# comparisons.
+for gop in 30 250; do
+	"$bin" create "$work/wh/one$gop" --column 'note:string?' >/dev/null
+	ln -sf "$cache/train_ep0_gop${gop}.mp4" "$work/one.mp4"
+	"$bin" ingest "$work/wh/one$gop" "$work/one.mp4" >/dev/null
+done
+
+if want pyav; then
+	for gop in 30 250; do
+		pys=() ms=()
+		for _ in $(seq "$runs"); do
+			pys+=("$("$py" "$pyd/pyav_dataset.py" "$cache/train_ep0_gop${gop}.mp4" | awk '{print $5}')")
+			mount_wh
+			ms+=("$("$py" "$pyd/shuffled_epochs.py" "$mnt/one$gop/latest" --epochs 1 | awk '{print $5}')")
+			unmount_wh
+		done
+		pm=$(printf '%s\n' "${pys[@]}" | median) mm=$(printf '%s\n' "${ms[@]}" | median)
+		emit "pyav_dataset_shuffled_gop$gop" "$pm" images/s
+		emit "mount_shuffled_one_episode_gop$gop" "$mm" images/s
+		emit "ratio:mount_epoch1_vs_pyav_dataset_gop$gop" "$(ratio "$mm" "$pm")" x
+	done
+fi
+
+# 300 random frames (no repeats, the same for both), one reader.
+if want random; then
+	"$py" -c "import random; r = random.Random(3); print('\n'.join(map(str, r.sample(range(1800), 300))))" >"$work/frames.txt"
+	for gop in 30 250; do
+		pyfps=() pycpu=() mfps=() mcpu=() mdec=()
+		for _ in $(seq "$runs"); do
+			read -r _ _ fps cpu < <("$py" "$pyd/random_reads.py" pyav "$cache/train_ep0_gop${gop}.mp4" "$work/frames.txt")
+			pyfps+=("$fps") pycpu+=("$(awk -v c="$cpu" 'BEGIN {printf "%.3f", 1000*c/300}')")
+			mount_wh
+			ep="$mnt/one$gop/latest/one"
+			ls "$ep" >/dev/null
+			cpu0=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
+			dec0=$(awk '$1=="framefs_decoder_frames_decoded_total" {print $2}' "$mnt/.stats")
+			read -r _ _ fps _ < <("$py" "$pyd/random_reads.py" mount "$ep" "$work/frames.txt")
+			cpu1=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
+			dec1=$(awk '$1=="framefs_decoder_frames_decoded_total" {print $2}' "$mnt/.stats")
+			mfps+=("$fps")
+			mcpu+=("$(awk -v a="$cpu0" -v b="$cpu1" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.3f", 1000*(b-a)/hz/300}')")
+			mdec+=("$(awk -v a="$dec0" -v b="$dec1" 'BEGIN {printf "%.2f", (b-a)/300}')")
+			unmount_wh
+		done
+		pf=$(printf '%s\n' "${pyfps[@]}" | median) pc=$(printf '%s\n' "${pycpu[@]}" | median)
+		mf=$(printf '%s\n' "${mfps[@]}" | median) mc=$(printf '%s\n' "${mcpu[@]}" | median)
+		emit "random300_pyav_gop$gop" "$pf" frames/s
+		emit "random300_mount_gop$gop" "$mf" frames/s
+		emit "ratio:random300_mount_vs_pyav_gop$gop" "$(ratio "$mf" "$pf")" x
+		emit "random300_pyav_cpu_per_frame_gop$gop" "$pc" ms
+		emit "random300_daemon_cpu_per_served_gop$gop" "$mc" ms
+		emit "ratio:random300_daemon_cpu_vs_pyav_cpu_gop$gop" "$(ratio "$mc" "$pc")" x
+		emit "random300_decoded_per_served_gop$gop" "$(printf '%s\n' "${mdec[@]}" | median)" frames
+	done
+fi
+
+# Peak RSS of the daemon under 16 readers of random frames (60 s).
+if want rss; then
+	mount_wh
+	for r in $(seq 16); do
+		"$py" - "$mnt/gop30/latest" "$r" <<'PY' &
+import os, random, sys, time
+root, seed = sys.argv[1], int(sys.argv[2])
+paths = [os.path.join(d, n) for d, _, fs in os.walk(root) for n in fs if n.endswith(".jpg")]
+r = random.Random(seed)
+end = time.time() + 60
+while time.time() < end:
+    with open(r.choice(paths), "rb") as f:
+        f.read()
+PY
+	done
+	wait
+	emit rss16_daemon_peak "$(rss_mb "$daemon_pid" VmHWM)" MB
+	# The defaults: 256 MiB of images and 256 MiB of pictures.
+	emit rss16_configured_caches "$(((256 << 20) * 2 / 1000000))" MB
+	unmount_wh
+fi
+
+# stat of every frame of a 54,000-frame episode, then drop_caches: the
+# daemon gives the memory of the nodes the kernel forgot back.
+if want forget; then
+	v="$cache/forget_54000f_320x240.mp4"
+	if [ ! -f "$v" ]; then
+		ffmpeg -v error -y -f lavfi -i testsrc2=size=320x240:rate=30 -frames:v 54000 -c:v libx264 -preset ultrafast \
+			-g 250 -pix_fmt yuv420p "$v.tmp.mp4"
+		mv "$v.tmp.mp4" "$v"
+	fi
+	"$bin" create "$work/wh/long" --column 'note:string?' >/dev/null
+	ln -sf "$v" "$work/long.mp4"
+	"$bin" ingest "$work/wh/long" "$work/long.mp4" --no-sizes >/dev/null
+	mount_wh --image-format bmp
+	ls "$mnt/long/latest" >/dev/null
+	sleep 1
+	before=$(rss_mb "$daemon_pid" VmRSS)
+	"$py" -c "import os, sys; d = sys.argv[1]; print(sum(os.stat(os.path.join(d, n)).st_size > 0 for n in os.listdir(d)))" "$mnt/long/latest/long" >/dev/null
+	after_stat=$(rss_mb "$daemon_pid" VmRSS)
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	sleep 3
+	after_drop=$(rss_mb "$daemon_pid" VmRSS)
+	emit forget_rss_before_stat "$before" MB
+	emit forget_rss_after_stat_54000 "$after_stat" MB
+	emit forget_rss_after_drop_caches "$after_drop" MB
+	emit forget_rss_growth_after_drop "$(awk -v a="$after_drop" -v b="$before" 'BEGIN {printf "%.1f", a-b}')" MB
+	emit forget_nodes_released "$(awk '$1=="framefs_nodes_forgotten_total" {print $2}' "$mnt/.stats")" nodes
+	unmount_wh
+fi

@@ -1,0 +1,87 @@
+"""Shuffled training epochs over an image folder, as a training job reads it.
+
+    shuffled_epochs.py ROOT [--epochs 2] [--workers 2] [--seed 1] [--evict]
+                            [--daemon-pid PID] [--stats FILE]
+
+torchvision's ImageFolder + DataLoader(shuffle=True): every image of ROOT/CLASS/
+once per epoch, in a new random order each epoch, decoded by PIL in worker
+processes. Prints one line per epoch:
+
+    epoch N IMAGES SECONDS IMAGES_PER_S [DAEMON_CPU_S DECODED SERVED]
+
+--evict drops the files from the page cache first (a cold local disk).
+With --daemon-pid and --stats (a framefs mount's .stats file), each line also
+gives the mount daemon's CPU seconds and the frames it decoded and served
+during the epoch.
+"""
+import argparse
+import os
+import time
+
+import torch
+import torchvision
+
+
+def daemon_cpu(pid):
+    # utime + stime, fields 14 and 15 of /proc/PID/stat, in clock ticks.
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def counters(path):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            name, value = line.rsplit(None, 1)
+            out[name] = float(value)
+    return out
+
+
+def evict(root):
+    for d, _, files in os.walk(root):
+        for name in files:
+            fd = os.open(os.path.join(d, name), os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("root")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--evict", action="store_true")
+    ap.add_argument("--daemon-pid", type=int)
+    ap.add_argument("--stats")
+    a = ap.parse_args()
+    if a.evict:
+        evict(a.root)
+    ds = torchvision.datasets.ImageFolder(a.root, transform=torchvision.transforms.PILToTensor())
+    g = torch.Generator()
+    g.manual_seed(a.seed)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, shuffle=True, num_workers=a.workers, generator=g)
+    for epoch in range(1, a.epochs + 1):
+        cpu0 = daemon_cpu(a.daemon_pid) if a.daemon_pid else 0
+        st0 = counters(a.stats) if a.stats else {}
+        start = time.perf_counter()
+        n = 0
+        for _ in loader:
+            n += 1
+        secs = time.perf_counter() - start
+        line = "epoch %d %d %.3f %.1f" % (epoch, n, secs, n / secs)
+        if a.daemon_pid and a.stats:
+            st1 = counters(a.stats)
+            decoded = st1.get("framefs_decoder_frames_decoded_total", 0) - st0.get("framefs_decoder_frames_decoded_total", 0)
+            served = st1.get("framefs_frames_served_total", 0) - st0.get("framefs_frames_served_total", 0)
+            line += " %.3f %d %d" % (daemon_cpu(a.daemon_pid) - cpu0, decoded, served)
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
