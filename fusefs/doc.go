@@ -16,6 +16,7 @@
 //	        000000.jpg ...            frames (one folder per video column
 //	        frames.jsonl              when the table has several)
 //	        frames.parquet
+//	        video.mp4                 the stored video, byte for byte
 //	    tags/NAME -> ../snapshots/N
 //
 // Snapshot contents never change, so their files open with

@@ -182,7 +182,7 @@ func TestLayout(t *testing.T) {
 	}
 	ep := f.path("robot", "latest", "task=pick", "ep1")
 	got := names(t, ep)
-	if len(got) != 42 || got[0] != "000000.jpg" || got[39] != "000039.jpg" || got[40] != "frames.jsonl" || got[41] != "frames.parquet" {
+	if len(got) != 43 || got[0] != "000000.jpg" || got[39] != "000039.jpg" || got[40] != "frames.jsonl" || got[41] != "frames.parquet" || got[42] != "video.mp4" {
 		t.Errorf("episode folder: %d entries %v...", len(got), got[:3])
 	}
 	data, err := os.ReadFile(filepath.Join(ep, "frames.jsonl"))

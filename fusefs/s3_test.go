@@ -175,6 +175,14 @@ func TestS3Mount(t *testing.T) {
 		}
 	})
 
+	t.Run("StoredVideo", func(t *testing.T) {
+		// The stored video, read by ranges through the block cache.
+		runOut(t, "cmp", filepath.Join(snap, "task=pick", "ep1", "video.mp4"), video("h264_bframes_gop30.mp4"))
+		if n, m := ffprobeFrames(t, filepath.Join(snap, "task=place", "ep2", "video.mp4")), ffprobeFrames(t, video("hevc.mp4")); n != m {
+			t.Errorf("ffprobe decodes %s frames from the mounted video, %s from the source", n, m)
+		}
+	})
+
 	t.Run("Clients", func(t *testing.T) {
 		out := t.TempDir()
 		if n := strings.Count(runOut(t, "find", snap, "-name", "*.jpg"), "\n"); n != 70 {

@@ -160,7 +160,11 @@ func (n *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: n.frameIno(n.d.column, i)})
 		}
 	}
-	if n.d.episode != nil && (n.d.column == "" || len(n.tree.schema.VideoColumns) == 1) {
+	if n.isEpisodeFolder() {
+		for _, col := range sortedKeys(n.d.episode.Videos) {
+			ref := n.d.episode.Videos[col]
+			entries = append(entries, fuse.DirEntry{Name: videoFileName(col, ref), Mode: fuse.S_IFREG, Ino: videoIno(ref)})
+		}
 		for _, name := range []string{rowsJSONL, rowsParquet} {
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: n.rowsIno(name)})
 			// ls -l stats the rows files last, after every frame: render
@@ -169,6 +173,13 @@ func (n *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		}
 	}
 	return fs.NewListDirStream(entries), 0
+}
+
+// isEpisodeFolder reports whether n is an episode's folder (which holds
+// its rows files and videos), rather than a partition folder or the frames
+// folder of one of several video columns.
+func (n *dirNode) isEpisodeFolder() bool {
+	return n.d.episode != nil && (n.d.column == "" || len(n.tree.schema.VideoColumns) == 1)
 }
 
 func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -191,7 +202,12 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 	if e == nil {
 		return nil, syscall.ENOENT
 	}
-	if (name == rowsJSONL || name == rowsParquet) && (n.d.column == "" || len(n.tree.schema.VideoColumns) == 1) {
+	if col, ok := videoColumnOf(e, name); ok && n.isEpisodeFolder() {
+		f := &videoFileNode{s: n.s, e: e, column: col, ref: e.Videos[col]}
+		fileAttr(n.s, e, &out.Attr, f.ref.Length)
+		return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: videoIno(f.ref)}), 0
+	}
+	if (name == rowsJSONL || name == rowsParquet) && n.isEpisodeFolder() {
 		data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *e, name)
 		if err != nil {
 			return nil, errno(name, err)

@@ -1,0 +1,103 @@
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/table"
+)
+
+// An episode folder shows each of its stored videos as a file,
+// VIDEOCOLUMN.mp4 (video.mp4 for the default column): the payload byte for
+// byte, read by ranges from its pack, for GPU decoders and video readers
+// (DALI, torchcodec, PyAV, ffprobe) and for copying the original out. When
+// several episodes share one stored video (each from its own first frame),
+// the file is the whole video; frames.jsonl says which frames are the
+// episode's.
+
+// videoFileName is the name of a video column's file: the column and the
+// extension of the file it was ingested from (MP4 and its kin, Matroska,
+// WebM), .mp4 when that is unknown.
+func videoFileName(column string, ref table.VideoRef) string {
+	switch ext := strings.ToLower(path.Ext(ref.SourceName)); ext {
+	case ".mp4", ".m4v", ".mov", ".mkv", ".webm":
+		return column + ext
+	}
+	return column + ".mp4"
+}
+
+// videoColumnOf returns the video column whose file is name in an episode
+// folder of e.
+func videoColumnOf(e *table.EpisodeEntry, name string) (string, bool) {
+	for col, ref := range e.Videos {
+		if videoFileName(col, ref) == name {
+			return col, true
+		}
+	}
+	return "", false
+}
+
+// videoIno is the inode number of a stored video's file: every episode
+// folder showing the same payload shows the same file.
+func videoIno(ref table.VideoRef) uint64 {
+	return ino(fmt.Sprintf("video|%s@%d+%d|%s", ref.Pack, ref.Offset, ref.Length, ref.SHA256))
+}
+
+// videoFileNode is one stored video.
+type videoFileNode struct {
+	fs.Inode
+	readOnly
+	s      *snapshotDir
+	e      *table.EpisodeEntry
+	column string
+	ref    table.VideoRef
+}
+
+func (n *videoFileNode) OnForget() { n.s.t.m.stats.nodes.released() }
+
+func (n *videoFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	fileAttr(n.s, n.e, &out.Attr, n.ref.Length)
+	out.SetTimeout(immutableTimeout)
+	return 0
+}
+
+func (n *videoFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	v, err := n.s.t.cat.openVideo(ctx, n.ref)
+	if err != nil {
+		return nil, 0, errno("open stored video", err)
+	}
+	return &videoHandle{n: n, r: v.R}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
+}
+
+// videoHandle reads an open stored video from its pack.
+type videoHandle struct {
+	n *videoFileNode
+	r io.ReaderAt
+}
+
+func (h *videoHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	size := h.n.ref.Length
+	if off >= size {
+		return fuse.ReadResultData(nil), 0
+	}
+	want := min(int64(len(dest)), size-off)
+	got, err := h.r.ReadAt(dest[:want], off)
+	if int64(got) < want {
+		if err == nil {
+			err = fmt.Errorf("%w: short read of a stored video", table.ErrCorrupt)
+		}
+		return nil, errno(fmt.Sprintf("read %s of episode %q", videoFileName(h.n.column, h.n.ref), h.n.e.Episode), err)
+	}
+	h.n.s.t.m.stats.videoBytes.Add(int64(got))
+	return fuse.ReadResultData(dest[:got]), 0
+}
