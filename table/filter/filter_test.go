@@ -1,0 +1,283 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+var testSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "episode_id", Type: arrow.BinaryTypes.String},
+	{Name: "task", Type: arrow.BinaryTypes.String},
+	{Name: "speed", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "gear", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "flag", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	{Name: "state", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32), Nullable: true},
+	{Name: "Mixed Case", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+}, nil)
+
+func TestCompileErrors(t *testing.T) {
+	for _, tc := range []struct{ filter, want string }{
+		{"", "empty"},
+		{"   ", "empty"},
+		{"spd > 3", `unknown column "spd" (did you mean "speed"?)`},
+		{"nope = 1", `unknown column "nope"; the columns are`},
+		{"speed = 'fast'", "cannot compare column speed (a float) with \"fast\" (a string)"},
+		{"task = 3", "cannot compare column task (a string)"},
+		{"task = 'abc", "unterminated string"},
+		{`"task = 'a'`, "unterminated quoted name"},
+		{"1=1; DROP TABLE x", "one condition"},
+		{"speed > 1 ORDER BY speed", "one condition"},
+		{"speed > 1 UNION SELECT * FROM y", "one condition"},
+		{"speed > (SELECT 1)", "subqueries"},
+		{"speed + 1 > 2", "operator"},
+		{"speed", "must be a condition"},
+		{"speed > 1 AND gear", "not a condition"},
+		{"state > 1", "is a list"},
+		{"lower(task) = 'a'", "function lower is not supported"},
+		{"task LIKE 3", "LIKE takes a 'pattern'"},
+		{"speed LIKE 'a%'", "LIKE matches strings"},
+		{"ts > TIMESTAMP 'yesterday'", "not a timestamp"},
+		{"speed IN (1, gear)", "literal values"},
+		{"t.speed > 1", "without a table name"},
+		{"speed >", "incomplete"},
+		{"speed > > 1", "syntax error at line 1, column"},
+		{strings.Repeat("(", 300) + "speed > 1" + strings.Repeat(")", 300), "nests more than"},
+		{"speed > 1 OR " + strings.Repeat("speed > 1 OR ", MaxLength/10) + "speed > 1", "bytes long"},
+		{"list_extract(state, 'a') > 1", "integer position"},
+		{"len(speed) > 1", "len takes a list or a string"},
+	} {
+		_, err := Compile(tc.filter, testSchema)
+		if err == nil {
+			t.Errorf("%.60q: compiled", tc.filter)
+			continue
+		}
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%.60q: error %q, want it to contain %q", tc.filter, err, tc.want)
+		}
+	}
+}
+
+func TestCompileColumns(t *testing.T) {
+	f, err := Compile(`"Mixed Case" > 1 AND SPEED > 2 OR mixed_case_not_here IS NULL`, testSchema)
+	if err == nil {
+		t.Fatalf("compiled %v", f)
+	}
+	f, err = Compile(`"Mixed Case" > 1 AND SPEED > 2 OR task IS NULL`, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.Columns(), ","); got != "Mixed Case,speed,task" {
+		t.Errorf("columns %s", got)
+	}
+}
+
+// rows is a small set of rows for evaluation tests.
+type rows struct {
+	n    int
+	cols map[string]arrow.Array
+}
+
+func (r rows) column(name string) arrow.Array { return r.cols[name] }
+
+func randomRows(rng *rand.Rand, n int, constant bool) rows {
+	mem := memory.DefaultAllocator
+	b := array.NewRecordBuilder(mem, testSchema)
+	defer b.Release()
+	tasks := []string{"pick", "place", "push", "pi_ck", "Pick"}
+	ep := fmt.Sprintf("ep%d", rng.IntN(5))
+	task := tasks[rng.IntN(len(tasks))]
+	for i := 0; i < n; i++ {
+		b.Field(0).(*array.StringBuilder).Append(ep)
+		if !constant {
+			task = tasks[rng.IntN(len(tasks))]
+		}
+		b.Field(1).(*array.StringBuilder).Append(task)
+		if rng.IntN(8) == 0 {
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(2).(*array.Float64Builder).Append(float64(rng.IntN(200)) / 2)
+		}
+		if rng.IntN(8) == 0 {
+			b.Field(3).AppendNull()
+		} else {
+			b.Field(3).(*array.Int32Builder).Append(int32(rng.IntN(7) - 1))
+		}
+		if rng.IntN(8) == 0 {
+			b.Field(4).AppendNull()
+		} else {
+			b.Field(4).(*array.BooleanBuilder).Append(rng.IntN(2) == 0)
+		}
+		if rng.IntN(8) == 0 {
+			b.Field(5).AppendNull()
+		} else {
+			b.Field(5).(*array.TimestampBuilder).Append(arrow.Timestamp(time.Date(2026, 1, 2, 3, 4, rng.IntN(60), 0, time.UTC).UnixMicro()))
+		}
+		lb := b.Field(6).(*array.ListBuilder)
+		if rng.IntN(8) == 0 {
+			lb.AppendNull()
+		} else {
+			lb.Append(true)
+			for k := rng.IntN(4); k > 0; k-- {
+				lb.ValueBuilder().(*array.Float32Builder).Append(float32(rng.IntN(6)) / 2)
+			}
+		}
+		b.Field(7).(*array.Int64Builder).Append(int64(rng.IntN(10)))
+	}
+	rec := b.NewRecordBatch()
+	out := rows{n: n, cols: map[string]arrow.Array{}}
+	for i, f := range testSchema.Fields() {
+		out.cols[f.Name] = rec.Column(i)
+	}
+	return out
+}
+
+// statsOf computes exact statistics of rows, as a manifest would hold.
+func statsOf(r rows) StatsFunc {
+	return func(name string) (ColumnStats, bool) {
+		a := r.cols[name]
+		if a == nil {
+			return ColumnStats{}, false
+		}
+		k, _, _ := kindOf(a.DataType())
+		if k == KindList {
+			return ColumnStats{Nulls: int64(a.NullN()), Rows: int64(a.Len())}, true
+		}
+		v, _ := arrayVec(a, k)
+		s := ColumnStats{Nulls: int64(a.NullN()), Rows: int64(a.Len())}
+		for i := 0; i < a.Len(); i++ {
+			if a.IsNull(i) {
+				continue
+			}
+			var x Value
+			switch k {
+			case KindBool:
+				x = Bool(v.tri[i] == triT)
+			case KindInt:
+				x = Int(v.ints[i])
+			case KindTimestamp:
+				x = TimestampMicros(v.ints[i])
+			case KindFloat:
+				x = Float(v.flts[i])
+			case KindString:
+				x = String(v.strs[i])
+			}
+			if !s.HasRange || compareValues(x, s.Min) < 0 {
+				s.Min = x
+			}
+			if !s.HasRange || compareValues(x, s.Max) > 0 {
+				s.Max = x
+			}
+			s.HasRange = true
+		}
+		return s, true
+	}
+}
+
+var propertyFilters = []string{
+	"speed >= 50", "speed < 10 OR speed > 90", "speed = 40.5", "speed != 40.5", "speed BETWEEN 20 AND 30",
+	"speed NOT BETWEEN 20 AND 30", "gear IN (1, 2)", "gear NOT IN (1, NULL)", "gear IN (0, NULL)", "gear IS NULL",
+	"NOT (gear > 2)", "flag", "NOT flag", "flag IS NOT TRUE", "flag = FALSE", "task = 'pick'", "task LIKE 'pi%'",
+	"task LIKE 'pi_ck'", "task NOT LIKE '%ck'", "task LIKE 'pi\\_%' ESCAPE '\\'", "task IN ('place', 'push')",
+	"ts >= TIMESTAMP '2026-01-02 03:04:30'", "ts < '2026-01-02 03:04:10'", "episode_id = 'ep1'",
+	"episode_id > 'ep2' AND speed > 20", "len(state) >= 2", "list_contains(state, 1.5)", "list_extract(state, 1) > 1",
+	"list_extract(state, -1) = 0", "state IS NULL", "\"Mixed Case\" = 3 OR gear = 3", "speed > gear",
+	"task = 'pick' AND (speed > 50 OR gear IS NULL)", "NOT (task = 'pick' OR flag)", "speed = NULL", "NULL IS NULL",
+	"(flag OR gear > 1) IS FALSE", "TRUE", "FALSE OR speed > 99",
+}
+
+// TestPruneAgreesWithEval checks that statistics never contradict
+// evaluation: None means no row matches, All that every row does.
+func TestPruneAgreesWithEval(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, text := range propertyFilters {
+		f, err := Compile(text, testSchema)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		decisions := map[Decision]int{}
+		for round := 0; round < 300; round++ {
+			r := randomRows(rng, 1+rng.IntN(6), round%2 == 0)
+			got, err := f.Eval(r.n, r.column)
+			if err != nil {
+				t.Fatal(err)
+			}
+			matches := 0
+			for _, m := range got {
+				if m {
+					matches++
+				}
+			}
+			d := f.Prune(statsOf(r))
+			decisions[d]++
+			if d == None && matches > 0 || d == All && matches != r.n {
+				t.Fatalf("%s: statistics say %s, evaluation matched %d of %d rows", text, d, matches, r.n)
+			}
+		}
+		t.Logf("%-50s %v", text, decisions)
+	}
+}
+
+func TestLike(t *testing.T) {
+	for _, tc := range []struct {
+		pattern string
+		escape  rune
+		s       string
+		want    bool
+	}{
+		{"abc", -1, "abc", true}, {"abc", -1, "abcd", false}, {"", -1, "", true}, {"", -1, "a", false},
+		{"a%", -1, "abc", true}, {"a%", -1, "ba", false}, {"%c", -1, "abc", true}, {"%b%", -1, "abc", true},
+		{"%", -1, "", true}, {"_", -1, "é", true}, {"_", -1, "ab", false}, {"a_c", -1, "abc", true},
+		{"a%c%e", -1, "abcde", true}, {"a%c%e", -1, "abcdf", false}, {"%a%a", -1, "aXa", true},
+		{"a\\%", '\\', "a%", true}, {"a\\%", '\\', "ab", false}, {"a\\%%", '\\', "a%bc", true},
+		{"%_b", -1, "ab", true}, {"%_b", -1, "b", false}, {"a%%b", -1, "ab", true}, {"ab%ab", -1, "ab", false},
+	} {
+		m, err := compileLike(tc.pattern, tc.escape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.match(tc.s); got != tc.want {
+			t.Errorf("%q LIKE %q = %v, want %v", tc.s, tc.pattern, got, tc.want)
+		}
+	}
+}
+
+func FuzzCompile(f *testing.F) {
+	for _, s := range propertyFilters {
+		f.Add(s)
+	}
+	f.Add("1=1; DROP TABLE x")
+	f.Add("task LIKE '%\\%' ESCAPE '\\'")
+	rng := rand.New(rand.NewPCG(3, 4))
+	r := randomRows(rng, 20, false)
+	f.Fuzz(func(t *testing.T, text string) {
+		flt, err := Compile(text, testSchema)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("%q: error without ErrInvalid: %v", text, err)
+			}
+			return
+		}
+		got, err := flt.Eval(r.n, r.column)
+		if err != nil {
+			t.Fatal(err)
+		}
+		matches := 0
+		for _, m := range got {
+			if m {
+				matches++
+			}
+		}
+		if d := flt.Prune(statsOf(r)); d == None && matches > 0 || d == All && matches != r.n {
+			t.Fatalf("%q: statistics say %s, evaluation matched %d of %d rows", text, d, matches, r.n)
+		}
+	})
+}
