@@ -4,7 +4,7 @@
 //
 //   - Parse turns filter text into an expression, with a maintained SQL
 //     parser (TiDB's, in ANSI_QUOTES and NO_BACKSLASH_ESCAPES mode, so that
-//     "col" is a column and 'it''s' a string, as in DuckDB, PostgreSQL and
+//     "col" is a column and 'text' a string, as in DuckDB, PostgreSQL and
 //     Lance); only the subset below is accepted.
 //   - Compile checks the names and types of an expression against the
 //     columns of a table (an Arrow schema) before anything is read.

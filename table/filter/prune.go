@@ -57,10 +57,10 @@ func (f *Filter) Prune(stats StatsFunc) Decision {
 
 // Sets of the possible outcomes of a condition.
 const (
-	setF uint8 = 1 << triF
-	setT uint8 = 1 << triT
-	setN uint8 = 1 << triN
-	setAny     = setF | setT | setN
+	setF   uint8 = 1 << triF
+	setT   uint8 = 1 << triT
+	setN   uint8 = 1 << triN
+	setAny       = setF | setT | setN
 )
 
 // abstract describes the values an expression may take over a group of

@@ -49,12 +49,12 @@ type Value struct {
 }
 
 // Int, Float, String, Bool and Timestamp make values.
-func Int(v int64) Value               { return Value{Kind: KindInt, Int: v} }
-func Float(v float64) Value           { return Value{Kind: KindFloat, Float: v} }
-func String(v string) Value           { return Value{Kind: KindString, Str: v} }
-func Bool(v bool) Value               { return Value{Kind: KindBool, Bool: v} }
-func Timestamp(t time.Time) Value     { return Value{Kind: KindTimestamp, Int: t.UnixMicro()} }
-func TimestampMicros(us int64) Value  { return Value{Kind: KindTimestamp, Int: us} }
+func Int(v int64) Value              { return Value{Kind: KindInt, Int: v} }
+func Float(v float64) Value          { return Value{Kind: KindFloat, Float: v} }
+func String(v string) Value          { return Value{Kind: KindString, Str: v} }
+func Bool(v bool) Value              { return Value{Kind: KindBool, Bool: v} }
+func Timestamp(t time.Time) Value    { return Value{Kind: KindTimestamp, Int: t.UnixMicro()} }
+func TimestampMicros(us int64) Value { return Value{Kind: KindTimestamp, Int: us} }
 func (v Value) asFloat() float64 {
 	if v.Kind == KindInt {
 		return float64(v.Int)
