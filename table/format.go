@@ -29,6 +29,7 @@ const (
 	prefixSchema      = "schema/"
 	prefixSnapshot    = "snapshot/"
 	prefixTag         = "tag/"
+	prefixView        = "view/"
 	prefixManifest    = "manifest/"
 	prefixData        = "data/"
 	prefixVideo       = "video/"
@@ -151,6 +152,10 @@ type EpisodeEntry struct {
 	Videos map[string]VideoRef `json:"videos"`
 	// Time is when this version of the episode was committed.
 	Time time.Time `json:"time"`
+	// Stats summarise the user columns of the rows (partition columns
+	// aside), so that filters skip episodes without reading them. Absent
+	// in manifests written before they existed.
+	Stats map[string]ColumnStats `json:"stats,omitempty"`
 }
 
 // VideoRef locates one stored video (a payload inside a pack object).

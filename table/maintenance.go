@@ -23,24 +23,22 @@ type ExpireOptions struct {
 }
 
 // Expire deletes old snapshot files and returns the ids it dropped. Their
-// data stays until GC finds it unreferenced.
+// data stays until GC finds it unreferenced. Snapshots that a tag or a
+// pinned view names are kept.
 func (t *Table) Expire(ctx context.Context, opts ExpireOptions) ([]int64, error) {
 	ids, err := t.SnapshotIDs(ctx)
 	if err != nil {
 		return nil, err
 	}
 	keep := max(opts.KeepLast, 1)
-	tags, err := t.Tags(ctx)
+	pinned, err := t.pinnedSnapshots(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tagged := map[int64]bool{}
-	for _, tg := range tags {
-		tagged[tg.Snapshot] = true
-	}
 	var dropped []int64
+	saved := map[int64][]byte{}
 	for i, id := range ids {
-		if i >= len(ids)-keep || tagged[id] {
+		if i >= len(ids)-keep || pinned[id] {
 			continue
 		}
 		if opts.OlderThan > 0 {
@@ -52,15 +50,43 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) ([]int64, error)
 				continue
 			}
 		}
+		data, err := t.store.ReadAll(ctx, snapshotKey(id))
+		if err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				continue // another expire got there first
+			}
+			return dropped, err
+		}
 		if err := t.store.Delete(ctx, snapshotKey(id)); err != nil {
 			return dropped, err
 		}
+		saved[id] = data
 		t.mu.Lock()
 		delete(t.snapshots, id)
 		t.mu.Unlock()
 		dropped = append(dropped, id)
 	}
-	return dropped, nil
+	if len(dropped) == 0 {
+		return nil, nil
+	}
+	// A tag or view created while this ran may pin a snapshot just
+	// deleted (it checked the snapshot before the delete): put such
+	// snapshots back, byte for byte.
+	pinned, err = t.pinnedSnapshots(ctx)
+	if err != nil {
+		return dropped, err
+	}
+	kept := dropped[:0]
+	for _, id := range dropped {
+		if pinned[id] {
+			if err := t.store.PutIfAbsent(ctx, snapshotKey(id), saved[id]); err != nil && !errors.Is(err, storage.ErrExists) {
+				return kept, fmt.Errorf("restore snapshot %d, pinned meanwhile: %w", id, err)
+			}
+			continue
+		}
+		kept = append(kept, id)
+	}
+	return kept, nil
 }
 
 // GCOptions tune GC.
@@ -255,6 +281,27 @@ func (t *Table) Verify(ctx context.Context) ([]Problem, error) {
 		}
 		if episodes != s.Episodes || frames != s.Frames {
 			report(id, snapshotKey(id), "counts %d episodes and %d frames, its manifests hold %d and %d", s.Episodes, s.Frames, episodes, frames)
+		}
+	}
+	views, errs, err := t.Views(ctx)
+	if err != nil {
+		return problems, err
+	}
+	for i, v := range views {
+		if errs[i] != nil {
+			report(0, viewKey(v.Name), "%v", errs[i])
+			continue
+		}
+		snap, err := t.ResolveView(ctx, v)
+		if errors.Is(err, ErrNotFound) && v.Snapshot == 0 {
+			continue // a table without snapshots yet
+		}
+		if err != nil {
+			report(v.Snapshot, viewKey(v.Name), "%v", err)
+			continue
+		}
+		if _, err := t.CompileFilter(ctx, snap, v.Where); err != nil {
+			report(snap.ID, viewKey(v.Name), "%v", err)
 		}
 	}
 	return problems, nil

@@ -172,6 +172,7 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 		entries = append(entries, EpisodeEntry{
 			Episode: st.id, Partition: st.part, Rows: int64(len(st.rows)), FirstRowID: -1,
 			DataFile: dataKey, RowGroup: i, SchemaID: schema.ID, Videos: refs, Time: now,
+			Stats: episodeStats(schema, st.rows),
 		})
 		epRows = append(epRows, episodeRows{episode: st.id, rows: st.rows, videos: refs})
 		ch.mustBeNew = append(ch.mustBeNew, st.id)
@@ -414,6 +415,7 @@ func (t *Table) rewriteEpisode(ctx context.Context, head *Snapshot, schema *Sche
 	entry := cur
 	entry.Partition, entry.Rows, entry.DataFile, entry.RowGroup = part, int64(len(rows)), dataKey, 0
 	entry.SchemaID, entry.Videos, entry.Time = schema.ID, videos, t.opts.Now().UTC()
+	entry.Stats = episodeStats(schema, rows)
 	if int64(len(rows)) > cur.Rows {
 		entry.FirstRowID = -1 // more rows than ids reserved: take new ones
 	}

@@ -1,0 +1,636 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/framefs/framefs/table/filter"
+)
+
+// FilterSchema returns the columns a filter on snapshot rows may name: the
+// episode column and the user columns (partition columns included), as
+// Arrow fields.
+func FilterSchema(s *Schema) (*arrow.Schema, error) {
+	fields := []arrow.Field{{Name: s.EpisodeColumn, Type: arrow.BinaryTypes.String}}
+	for _, c := range s.Columns {
+		dt, err := c.Type.Arrow()
+		if err != nil {
+			return nil, err
+		}
+		fields = append(fields, arrow.Field{Name: c.Name, Type: dt, Nullable: c.Nullable})
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// CompileFilter checks filter text against the schema of a snapshot.
+// Errors wrap ErrInvalidInput and filter.ErrInvalid.
+func (t *Table) CompileFilter(ctx context.Context, snap *Snapshot, text string) (*filter.Filter, error) {
+	s, err := t.Schema(ctx, snap.SchemaID)
+	if err != nil {
+		return nil, err
+	}
+	return compileFilter(s, text)
+}
+
+func compileFilter(s *Schema, text string) (*filter.Filter, error) {
+	fs, err := FilterSchema(s)
+	if err != nil {
+		return nil, err
+	}
+	f, err := filter.Compile(text, fs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+	}
+	return f, nil
+}
+
+// SelectOptions tune Select.
+type SelectOptions struct {
+	// Episode, when set, restricts the selection to that episode.
+	Episode string
+	// GroupBy splits each episode's matching rows by the values of these
+	// columns (see SelectedPart.Group).
+	GroupBy []string
+	// CountOnly asks for counts: matching rows are counted, and reading is
+	// skipped wherever statistics decide.
+	CountOnly bool
+}
+
+// Selection is the result of Select.
+type Selection struct {
+	// Episodes with at least one matching row, in snapshot order.
+	Episodes []SelectedEpisode
+	// Frames counts the matching rows.
+	Frames int64
+	Stats  SelectStats
+}
+
+// SelectedEpisode is an episode with matching rows.
+type SelectedEpisode struct {
+	Entry EpisodeEntry
+	// Frames counts its matching rows.
+	Frames int64
+	// Parts are the matching rows, by group (one part without GroupBy).
+	// Empty with CountOnly.
+	Parts []SelectedPart
+}
+
+// SelectedPart is a group of an episode's matching rows.
+type SelectedPart struct {
+	// Group names the part's GroupBy values as folder names,
+	// "COL=VALUE/COL2=VALUE2" (empty without GroupBy).
+	Group string
+	// Ordinals are the rows (0-based positions in the episode), ascending;
+	// nil means every row of the episode.
+	Ordinals []int64
+}
+
+// SelectStats say how much of the snapshot Select had to read.
+type SelectStats struct {
+	// Episodes in the snapshot (or the one asked for).
+	Episodes int `json:"episodes"`
+	// SkippedByManifest episodes were decided by partition values and
+	// manifest statistics without reading rows (matching none of them).
+	SkippedByManifest int `json:"skipped_by_manifest"`
+	// MatchedByManifest episodes match in every row, by the same means.
+	MatchedByManifest int `json:"matched_by_manifest"`
+	// SkippedByRowGroup and MatchedByRowGroup were decided by Parquet
+	// row-group statistics (episodes written before manifest statistics).
+	SkippedByRowGroup int `json:"skipped_by_row_group"`
+	MatchedByRowGroup int `json:"matched_by_row_group"`
+	// Scanned episodes had their rows read and evaluated.
+	Scanned int `json:"scanned"`
+	// RowsScanned counts the rows evaluated.
+	RowsScanned int64 `json:"rows_scanned"`
+	// DataFiles counts the Parquet files opened.
+	DataFiles int `json:"data_files"`
+}
+
+// Select finds the rows of a snapshot that match f: first by partition
+// values and per-episode column statistics in the manifests, then by
+// Parquet row-group statistics, and only then by reading the filter's
+// columns of the remaining row groups and evaluating f over them.
+func (t *Table) Select(ctx context.Context, snap *Snapshot, f *filter.Filter, opts SelectOptions) (*Selection, error) {
+	schema, err := t.Schema(ctx, snap.SchemaID)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range opts.GroupBy {
+		if err := checkGroupColumn(schema, g); err != nil {
+			return nil, err
+		}
+	}
+	eps, err := t.Episodes(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Episode != "" {
+		e, err := t.Episode(ctx, snap, opts.Episode)
+		if err != nil {
+			return nil, err
+		}
+		eps = []EpisodeEntry{e}
+	}
+	sel := &Selection{Stats: SelectStats{Episodes: len(eps)}}
+	results := make([]*SelectedEpisode, len(eps))
+	// What needs reading, by data file.
+	var work []scanItem
+	rowsNeedGroups := !groupsConstant(schema, opts.GroupBy)
+	for i := range eps {
+		e := &eps[i]
+		d := f.Prune(manifestStats(schema, e, e.Stats != nil))
+		switch {
+		case d == filter.None:
+			sel.Stats.SkippedByManifest++
+			continue
+		case d == filter.All:
+			sel.Stats.MatchedByManifest++
+			if !rowsNeedGroups || opts.CountOnly {
+				results[i] = wholeEpisode(schema, e, opts)
+				continue
+			}
+		}
+		work = append(work, scanItem{index: i, entry: e, decided: d})
+	}
+	if len(work) > 0 {
+		scanned, err := t.scan(ctx, schema, f, work, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range scanned.results {
+			results[r.index] = r.episode
+		}
+		sel.Stats.SkippedByRowGroup += scanned.skippedByRowGroup
+		sel.Stats.MatchedByRowGroup += scanned.matchedByRowGroup
+		sel.Stats.Scanned += scanned.scanned
+		sel.Stats.RowsScanned += scanned.rows
+		sel.Stats.DataFiles += scanned.files
+	}
+	for _, r := range results {
+		if r != nil && r.Frames > 0 {
+			sel.Episodes = append(sel.Episodes, *r)
+			sel.Frames += r.Frames
+		}
+	}
+	return sel, nil
+}
+
+// Count returns the number of rows of a snapshot that match f, reading
+// rows only where statistics cannot decide.
+func (t *Table) Count(ctx context.Context, snap *Snapshot, f *filter.Filter) (int64, SelectStats, error) {
+	sel, err := t.Select(ctx, snap, f, SelectOptions{CountOnly: true})
+	if err != nil {
+		return 0, SelectStats{}, err
+	}
+	return sel.Frames, sel.Stats, nil
+}
+
+func checkGroupColumn(s *Schema, name string) error {
+	if name == s.EpisodeColumn {
+		return nil
+	}
+	c, ok := s.Column(name)
+	if !ok {
+		return fmt.Errorf("%w: group-by column %q is not a column of the table", ErrInvalidInput, name)
+	}
+	if _, isList := c.Type.Elem(); isList {
+		return fmt.Errorf("%w: group-by column %q is a list; group by a column of single values", ErrInvalidInput, name)
+	}
+	return nil
+}
+
+// groupsConstant reports whether every group-by column has one value per
+// episode (partition columns and the episode id), so that groups follow
+// from the manifest.
+func groupsConstant(s *Schema, groupBy []string) bool {
+	for _, g := range groupBy {
+		if g != s.EpisodeColumn && !s.isPartition(g) {
+			return false
+		}
+	}
+	return true
+}
+
+// episodeConstants returns the values an episode holds in every row: its
+// id and its partition values.
+func episodeConstants(s *Schema, e *EpisodeEntry) map[string]filter.Value {
+	out := map[string]filter.Value{s.EpisodeColumn: filter.String(e.Episode)}
+	for _, p := range s.PartitionColumns {
+		c, _ := s.Column(p)
+		if v, ok := partitionValue(c.Type, e.Partition[p]); ok {
+			out[p] = v
+		}
+	}
+	return out
+}
+
+// manifestStats returns the statistics a manifest entry gives: its
+// constants, and its column statistics when withColumns is set.
+func manifestStats(s *Schema, e *EpisodeEntry, withColumns bool) filter.StatsFunc {
+	consts := episodeConstants(s, e)
+	return func(name string) (filter.ColumnStats, bool) {
+		if v, ok := consts[name]; ok {
+			return filter.Exactly(v, e.Rows), true
+		}
+		if !withColumns {
+			return filter.ColumnStats{}, false
+		}
+		st, ok := e.Stats[name]
+		if !ok {
+			return filter.ColumnStats{}, false
+		}
+		c, ok := s.Column(name)
+		if !ok {
+			return filter.ColumnStats{}, false
+		}
+		return filterStats(c, st, e.Rows)
+	}
+}
+
+// wholeEpisode selects every row of an episode whose groups are constant.
+func wholeEpisode(s *Schema, e *EpisodeEntry, opts SelectOptions) *SelectedEpisode {
+	out := &SelectedEpisode{Entry: *e, Frames: e.Rows}
+	if !opts.CountOnly {
+		out.Parts = []SelectedPart{{Group: constantGroup(s, e, opts.GroupBy)}}
+	}
+	return out
+}
+
+func constantGroup(s *Schema, e *EpisodeEntry, groupBy []string) string {
+	var vals []any
+	for _, g := range groupBy {
+		if g == s.EpisodeColumn {
+			vals = append(vals, e.Episode)
+		} else {
+			vals = append(vals, e.Partition[g])
+		}
+	}
+	return GroupFolder(groupBy, vals)
+}
+
+type scanItem struct {
+	index   int
+	entry   *EpisodeEntry
+	decided filter.Decision
+}
+
+type scanResult struct {
+	index   int
+	episode *SelectedEpisode
+}
+
+type scanOutcome struct {
+	results                               []scanResult
+	skippedByRowGroup, matchedByRowGroup  int
+	scanned, files                        int
+	rows                                  int64
+}
+
+// scanConcurrency is how many data files are read at once: enough to
+// hide object-store latency, bounded so memory stays small.
+func scanConcurrency() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
+
+// scan reads the row groups of the items, grouped by data file, and
+// evaluates the filter over them.
+func (t *Table) scan(ctx context.Context, s *Schema, f *filter.Filter, items []scanItem, opts SelectOptions) (*scanOutcome, error) {
+	byFile := map[string][]scanItem{}
+	var files []string
+	for _, it := range items {
+		if _, ok := byFile[it.entry.DataFile]; !ok {
+			files = append(files, it.entry.DataFile)
+		}
+		byFile[it.entry.DataFile] = append(byFile[it.entry.DataFile], it)
+	}
+	sort.Strings(files)
+	var mu sync.Mutex
+	out := &scanOutcome{files: len(files)}
+	var rows atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(scanConcurrency())
+	for _, key := range files {
+		its := byFile[key]
+		g.Go(func() error {
+			res, err := t.scanFile(gctx, s, f, key, its, opts, &rows)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			out.results = append(out.results, res.results...)
+			out.skippedByRowGroup += res.skippedByRowGroup
+			out.matchedByRowGroup += res.matchedByRowGroup
+			out.scanned += res.scanned
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out.rows = rows.Load()
+	return out, nil
+}
+
+// maxRowGroupsPerRead bounds how many row groups are decoded together,
+// which bounds memory on files of thousands of episodes.
+const maxRowGroupsPerRead = 64
+
+func (t *Table) scanFile(ctx context.Context, s *Schema, f *filter.Filter, key string, items []scanItem,
+	opts SelectOptions, rows *atomic.Int64) (*scanOutcome, error) {
+	obj, err := t.store.Open(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	defer obj.Close()
+	pf, err := file.NewParquetReader(io.NewSectionReader(obj, 0, obj.Size()))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+	}
+	leaves := leafColumns(pf.MetaData())
+	out := &scanOutcome{}
+	// Row-group statistics decide the episodes the manifest had none for.
+	var read []scanItem
+	for _, it := range items {
+		e := it.entry
+		if e.RowGroup < 0 || e.RowGroup >= pf.NumRowGroups() {
+			return nil, fmt.Errorf("%w: %s has no row group %d (episode %q)", ErrCorrupt, key, e.RowGroup, e.Episode)
+		}
+		if n := pf.MetaData().RowGroup(e.RowGroup).NumRows(); n != e.Rows {
+			return nil, fmt.Errorf("%w: %s row group %d has %d rows, the manifest says %d", ErrCorrupt, key, e.RowGroup, n, e.Rows)
+		}
+		if it.decided == filter.Some && e.Stats == nil {
+			switch f.Prune(rowGroupStats(s, e, pf.MetaData(), leaves)) {
+			case filter.None:
+				out.skippedByRowGroup++
+				continue
+			case filter.All:
+				out.matchedByRowGroup++
+				if groupsConstant(s, opts.GroupBy) || opts.CountOnly {
+					out.results = append(out.results, scanResult{it.index, wholeEpisode(s, e, opts)})
+					continue
+				}
+				it.decided = filter.All
+			}
+		}
+		read = append(read, it)
+	}
+	sort.Slice(read, func(i, j int) bool { return read[i].entry.RowGroup < read[j].entry.RowGroup })
+	// The columns to read: the filter's (unless every row is known to
+	// match) and the group-by columns that vary within an episode.
+	need := map[string]bool{}
+	for _, c := range f.Columns() {
+		need[c] = true
+	}
+	if !opts.CountOnly {
+		for _, g := range opts.GroupBy {
+			if g != s.EpisodeColumn && !s.isPartition(g) {
+				need[g] = true
+			}
+		}
+	}
+	var cols []int
+	for name := range need {
+		cols = append(cols, leaves[name]...)
+	}
+	sort.Ints(cols)
+	for start := 0; start < len(read); start += maxRowGroupsPerRead {
+		chunk := read[start:min(start+maxRowGroupsPerRead, len(read))]
+		res, err := evalRowGroups(ctx, fr, s, f, key, chunk, cols, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range chunk {
+			rows.Add(r.entry.Rows)
+		}
+		out.results = append(out.results, res...)
+		out.scanned += len(chunk)
+	}
+	return out, nil
+}
+
+// leafColumns maps each top-level column of a Parquet file to the indexes
+// of its leaf columns.
+func leafColumns(md *metadata.FileMetaData) map[string][]int {
+	out := map[string][]int{}
+	for i := 0; i < md.Schema.NumColumns(); i++ {
+		path := md.Schema.Column(i).ColumnPath()
+		if len(path) > 0 {
+			out[path[0]] = append(out[path[0]], i)
+		}
+	}
+	return out
+}
+
+// rowGroupStats returns the statistics Parquet keeps for an episode's row
+// group, with the episode's constants. Float bounds are not used: writers
+// leave NaN out of them.
+func rowGroupStats(s *Schema, e *EpisodeEntry, md *metadata.FileMetaData, leaves map[string][]int) filter.StatsFunc {
+	consts := episodeConstants(s, e)
+	rg := md.RowGroup(e.RowGroup)
+	return func(name string) (filter.ColumnStats, bool) {
+		if v, ok := consts[name]; ok {
+			return filter.Exactly(v, e.Rows), true
+		}
+		c, ok := s.Column(name)
+		idx := leaves[name]
+		if !ok || len(idx) != 1 {
+			return filter.ColumnStats{}, false
+		}
+		cc, err := rg.ColumnChunk(idx[0])
+		if err != nil {
+			return filter.ColumnStats{}, false
+		}
+		if set, err := cc.StatsSet(); err != nil || !set {
+			return filter.ColumnStats{}, false
+		}
+		ts, err := cc.Statistics()
+		if err != nil || ts == nil || !ts.HasNullCount() {
+			return filter.ColumnStats{}, false
+		}
+		out := filter.ColumnStats{Nulls: ts.NullCount(), Rows: e.Rows}
+		if !ts.HasMinMax() {
+			return out, true
+		}
+		switch st := ts.(type) {
+		case *metadata.BooleanStatistics:
+			out.Min, out.Max, out.HasRange = filter.Bool(st.Min()), filter.Bool(st.Max()), true
+		case *metadata.Int32Statistics:
+			out.Min, out.Max, out.HasRange = filter.Int(int64(st.Min())), filter.Int(int64(st.Max())), true
+		case *metadata.Int64Statistics:
+			if c.Type == "timestamp" {
+				out.Min, out.Max = filter.TimestampMicros(st.Min()), filter.TimestampMicros(st.Max())
+			} else {
+				out.Min, out.Max = filter.Int(st.Min()), filter.Int(st.Max())
+			}
+			out.HasRange = true
+		case *metadata.ByteArrayStatistics:
+			// framefs writes string bounds whole or not at all (values
+			// longer than the writer's limit leave them out).
+			if c.Type == "string" {
+				out.Min, out.Max, out.HasRange = filter.String(string(st.Min())), filter.String(string(st.Max())), true
+			}
+		}
+		return out, true
+	}
+}
+
+// evalRowGroups reads the given columns of the items' row groups (in
+// row-group order) and evaluates the filter over them.
+func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *Schema, f *filter.Filter, key string,
+	items []scanItem, cols []int, opts SelectOptions) ([]scanResult, error) {
+	rgs := make([]int, len(items))
+	var total int64
+	for i, it := range items {
+		rgs[i] = it.entry.RowGroup
+		total += it.entry.Rows
+	}
+	results := make([]scanResult, len(items))
+	selected := make([]*SelectedEpisode, len(items))
+	for i, it := range items {
+		selected[i] = &SelectedEpisode{Entry: *it.entry}
+		results[i] = scanResult{it.index, selected[i]}
+	}
+	if len(cols) == 0 {
+		// None of the filter's columns is in this (older) file: they read
+		// as NULL in every row.
+		for i, it := range items {
+			match, err := f.Eval(int(it.entry.Rows), func(string) arrow.Array { return nil })
+			if err != nil {
+				return nil, err
+			}
+			for k, m := range match {
+				if m || it.decided == filter.All {
+					selected[i].Frames++
+					if !opts.CountOnly {
+						selected[i].addRow(constantGroup(s, it.entry, opts.GroupBy), int64(k))
+					}
+				}
+			}
+			selected[i].normalize()
+		}
+		return results, nil
+	}
+	tbl, err := fr.ReadRowGroups(ctx, cols, rgs)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+	}
+	defer tbl.Release()
+	if tbl.NumRows() != total {
+		return nil, fmt.Errorf("%w: %s: read %d rows, the manifest says %d", ErrCorrupt, key, tbl.NumRows(), total)
+	}
+	// Walk the table's chunks alongside the row groups: a chunk may span
+	// row groups and a row group several chunks.
+	reader := array.NewTableReader(tbl, 64<<10)
+	defer reader.Release()
+	item, offset := 0, int64(0)
+	var match []bool
+	for reader.Next() {
+		rec := reader.RecordBatch()
+		n := int(rec.NumRows())
+		columns := func(name string) arrow.Array {
+			idx := rec.Schema().FieldIndices(name)
+			if len(idx) != 1 {
+				return nil
+			}
+			return rec.Column(idx[0])
+		}
+		if cap(match) < n {
+			match = make([]bool, n)
+		}
+		match = match[:n]
+		if _, err := f.EvalInto(n, columns, match); err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		var groupCols []arrow.Array
+		var groupNames []string
+		if !opts.CountOnly && !groupsConstant(s, opts.GroupBy) {
+			for _, g := range opts.GroupBy {
+				groupNames = append(groupNames, g)
+				groupCols = append(groupCols, columns(g))
+			}
+		}
+		for i := 0; i < n; i++ {
+			for offset == items[item].entry.Rows {
+				item++
+				offset = 0
+			}
+			it := items[item]
+			if match[i] || it.decided == filter.All {
+				sel := selected[item]
+				sel.Frames++
+				if !opts.CountOnly {
+					group := constantGroup(s, it.entry, opts.GroupBy)
+					if groupCols != nil {
+						group = rowGroup(s, it.entry, groupNames, groupCols, i)
+					}
+					sel.addRow(group, offset)
+				}
+			}
+			offset++
+		}
+	}
+	if err := reader.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+	}
+	for _, sel := range selected {
+		sel.normalize()
+	}
+	return results, nil
+}
+
+// rowGroup names the group of row i of a batch.
+func rowGroup(s *Schema, e *EpisodeEntry, names []string, cols []arrow.Array, i int) string {
+	vals := make([]any, len(names))
+	for k, g := range names {
+		switch {
+		case g == s.EpisodeColumn:
+			vals[k] = e.Episode
+		case s.isPartition(g):
+			vals[k] = e.Partition[g]
+		case cols[k] == nil:
+			vals[k] = nil
+		default:
+			vals[k] = arrowValue(cols[k], i)
+		}
+	}
+	return GroupFolder(names, vals)
+}
+
+func (e *SelectedEpisode) addRow(group string, ordinal int64) {
+	for i := range e.Parts {
+		if e.Parts[i].Group == group {
+			e.Parts[i].Ordinals = append(e.Parts[i].Ordinals, ordinal)
+			return
+		}
+	}
+	e.Parts = append(e.Parts, SelectedPart{Group: group, Ordinals: []int64{ordinal}})
+}
+
+// normalize sorts the parts by group and marks a single part holding
+// every row as whole (nil ordinals).
+func (e *SelectedEpisode) normalize() {
+	sort.Slice(e.Parts, func(i, j int) bool { return e.Parts[i].Group < e.Parts[j].Group })
+	if len(e.Parts) == 1 && int64(len(e.Parts[0].Ordinals)) == e.Entry.Rows {
+		e.Parts[0].Ordinals = nil
+	}
+}

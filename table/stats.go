@@ -1,0 +1,232 @@
+package table
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/framefs/framefs/table/filter"
+)
+
+// ColumnStats summarise one user column over an episode's rows, so that a
+// filter can skip episodes without reading their rows. Min and Max are
+// JSON values of the column's type (timestamps as integer microseconds);
+// they bound every non-null value and are left out when unknown (lists,
+// floats holding NaN or infinities, strings with no short upper bound).
+type ColumnStats struct {
+	Min   json.RawMessage `json:"min,omitempty"`
+	Max   json.RawMessage `json:"max,omitempty"`
+	Nulls int64           `json:"nulls"`
+}
+
+// maxStatBytes bounds string bounds kept in manifests: longer minimums
+// are cut (still a lower bound), longer maximums cut and incremented
+// (still an upper bound).
+const maxStatBytes = 64
+
+// episodeStats computes the statistics of every user column that is not
+// a partition column (partition values are in the entry already).
+func episodeStats(s *Schema, rows []Row) map[string]ColumnStats {
+	out := map[string]ColumnStats{}
+	for _, c := range s.Columns {
+		if s.isPartition(c.Name) {
+			continue
+		}
+		var st ColumnStats
+		var lo, hi any
+		ranged := true
+		for _, r := range rows {
+			v := r[c.Name]
+			if v == nil {
+				st.Nulls++
+				continue
+			}
+			v, ok := statValue(c.Type, v)
+			if !ok {
+				ranged = false
+				continue
+			}
+			if lo == nil || lessStat(v, lo) {
+				lo = v
+			}
+			if hi == nil || lessStat(hi, v) {
+				hi = v
+			}
+		}
+		if ranged && lo != nil {
+			st.Min, st.Max = encodeStat(lo, false), encodeStat(hi, true)
+			if st.Min == nil || st.Max == nil {
+				st.Min, st.Max = nil, nil
+			}
+		}
+		out[c.Name] = st
+	}
+	return out
+}
+
+func (s *Schema) isPartition(name string) bool {
+	for _, p := range s.PartitionColumns {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// statValue converts a row value to the form its statistics compare in,
+// exactly as it is stored (float32 columns hold float32 values); ok is
+// false for values that have no place in a range (lists, NaN, infinities).
+func statValue(t Type, v any) (any, bool) {
+	switch t {
+	case "bool":
+		b, ok := v.(bool)
+		return b, ok
+	case "int32", "int64":
+		i, ok := v.(int64)
+		return i, ok
+	case "float32", "float64":
+		f, ok := v.(float64)
+		if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, false
+		}
+		if t == "float32" {
+			f = float64(float32(f))
+			if math.IsInf(f, 0) {
+				return nil, false
+			}
+		}
+		return f, true
+	case "string":
+		s, ok := v.(string)
+		// Bounds are JSON strings, which must be valid UTF-8.
+		return s, ok && utf8.ValidString(s)
+	case "timestamp":
+		ts, ok := v.(time.Time)
+		if !ok {
+			return nil, false
+		}
+		return ts.UnixMicro(), true
+	}
+	return nil, false
+}
+
+func lessStat(a, b any) bool {
+	switch x := a.(type) {
+	case bool:
+		return !x && b.(bool)
+	case int64:
+		return x < b.(int64)
+	case float64:
+		return x < b.(float64)
+	case string:
+		return x < b.(string)
+	}
+	return false
+}
+
+// encodeStat writes a bound as JSON; upper marks a maximum, which a cut
+// string must still bound from above.
+func encodeStat(v any, upper bool) json.RawMessage {
+	switch x := v.(type) {
+	case bool:
+		return json.RawMessage(strconv.FormatBool(x))
+	case int64:
+		return json.RawMessage(strconv.FormatInt(x, 10))
+	case float64:
+		return json.RawMessage(strconv.FormatFloat(x, 'g', -1, 64))
+	case string:
+		if len(x) > maxStatBytes {
+			cut := maxStatBytes
+			for cut > 0 && !utf8.RuneStart(x[cut]) {
+				cut--
+			}
+			x = x[:cut]
+			if upper {
+				var ok bool
+				if x, ok = incrementString(x); !ok {
+					return nil
+				}
+			}
+		}
+		b, _ := json.Marshal(x)
+		return b
+	}
+	return nil
+}
+
+// incrementString returns a string above every string that starts with p
+// (UTF-8 orders strings by code point, so raising the last code point
+// does it), or false when there is none.
+func incrementString(p string) (string, bool) {
+	rs := []rune(p)
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := rs[i] + 1
+		if r >= 0xD800 && r <= 0xDFFF {
+			r = 0xE000
+		}
+		if r <= utf8.MaxRune {
+			rs[i] = r
+			return string(rs[:i+1]), true
+		}
+	}
+	return "", false
+}
+
+// filterStats converts an episode's statistics of column c to the filter's
+// form; ok is false when they cannot be read (then nothing is assumed).
+func filterStats(c Column, st ColumnStats, rows int64) (filter.ColumnStats, bool) {
+	out := filter.ColumnStats{Nulls: st.Nulls, Rows: rows}
+	if st.Nulls < 0 || st.Nulls > rows {
+		return out, false
+	}
+	if st.Min == nil || st.Max == nil {
+		return out, true
+	}
+	lo, ok1 := decodeStat(c.Type, st.Min)
+	hi, ok2 := decodeStat(c.Type, st.Max)
+	if ok1 && ok2 {
+		out.HasRange, out.Min, out.Max = true, lo, hi
+	}
+	return out, true
+}
+
+func decodeStat(t Type, raw json.RawMessage) (filter.Value, bool) {
+	s := string(raw)
+	switch t {
+	case "bool":
+		b, err := strconv.ParseBool(s)
+		return filter.Bool(b), err == nil
+	case "int32", "int64":
+		i, err := strconv.ParseInt(s, 10, 64)
+		return filter.Int(i), err == nil
+	case "float32", "float64":
+		f, err := strconv.ParseFloat(s, 64)
+		return filter.Float(f), err == nil && !math.IsNaN(f)
+	case "timestamp":
+		i, err := strconv.ParseInt(s, 10, 64)
+		return filter.TimestampMicros(i), err == nil
+	case "string":
+		var str string
+		err := json.Unmarshal(raw, &str)
+		return filter.String(str), err == nil
+	}
+	return filter.Value{}, false
+}
+
+// partitionValue converts a partition value (kept as a string in the
+// manifest) to the filter's form.
+func partitionValue(t Type, s string) (filter.Value, bool) {
+	switch t {
+	case "string":
+		return filter.String(s), true
+	case "int32", "int64":
+		i, err := strconv.ParseInt(s, 10, 64)
+		return filter.Int(i), err == nil
+	case "bool":
+		b, err := strconv.ParseBool(s)
+		return filter.Bool(b), err == nil
+	}
+	return filter.Value{}, false
+}
