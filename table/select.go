@@ -293,10 +293,10 @@ type scanResult struct {
 }
 
 type scanOutcome struct {
-	results                               []scanResult
-	skippedByRowGroup, matchedByRowGroup  int
-	scanned, files                        int
-	rows                                  int64
+	results                              []scanResult
+	skippedByRowGroup, matchedByRowGroup int
+	scanned, files                       int
+	rows                                 int64
 }
 
 // scanConcurrency is how many data files are read at once: enough to
