@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv("FRAMEFS_TEST_WRITER"); spec != "" {
 		os.Exit(runWriter(spec))
 	}
+	if spec := os.Getenv("FRAMEFS_TEST_VIEWS"); spec != "" {
+		os.Exit(runViewWorker(spec))
+	}
 	os.Exit(m.Run())
 }
 

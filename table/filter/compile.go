@@ -101,7 +101,14 @@ func (b *binder) column(name string) (expr, error) {
 		return nil, invalid("column %q (%s) cannot be used in a filter", f.Name, f.Type)
 	}
 	b.used[f.Name] = true
-	return &colExpr{name: f.Name, k: k, elemKind: elem}, nil
+	c := &colExpr{name: f.Name, k: k, elemKind: elem}
+	switch dt := f.Type.(type) {
+	case *arrow.Float32Type:
+		c.single = true
+	case arrow.ListLikeType:
+		c.elemSingle = dt.Elem().ID() == arrow.FLOAT32
+	}
+	return c, nil
 }
 
 func (b *binder) unknownColumn(name string) error {
@@ -255,6 +262,28 @@ func describe(e expr) string {
 	return "the expression"
 }
 
+// single reports whether an expression holds float32 values.
+func single(e expr) bool {
+	switch x := e.(type) {
+	case *colExpr:
+		return x.single
+	case *callExpr:
+		list, ok := x.args[0].(*colExpr)
+		return ok && x.fn == "list_extract" && list.elemSingle
+	}
+	return false
+}
+
+// toSingle returns lit rounded to float32 when other holds float32
+// values, else lit unchanged.
+func toSingle(other, lit expr) expr {
+	l, ok := lit.(*litExpr)
+	if !ok || !single(other) || !l.v.Kind.numeric() {
+		return lit
+	}
+	return &litExpr{v: Float(float64(float32(l.v.asFloat())))}
+}
+
 // coerce brings a literal to the kind of the other operand where SQL
 // would (a string compared with a timestamp is a timestamp), and reports
 // the kind the comparison is made in.
@@ -270,11 +299,17 @@ func coerce(l, r expr) (expr, expr, Kind, error) {
 		}
 		return nil, nil, 0, invalid("%s is a list; lists are compared through len(), list_contains() or list_extract()", describe(list))
 	}
+	if lk.numeric() && rk.numeric() {
+		// A number compared with a float32 column is rounded to float32
+		// first, as DuckDB does (0.1 matches a float32 0.1).
+		l, r = toSingle(r, l), toSingle(l, r)
+		if lk == rk {
+			return l, r, lk, nil
+		}
+		return l, r, KindFloat, nil
+	}
 	if lk == rk {
 		return l, r, lk, nil
-	}
-	if lk.numeric() && rk.numeric() {
-		return l, r, KindFloat, nil
 	}
 	if lk == KindTimestamp && rk == KindString {
 		if lit, ok := r.(*litExpr); ok {
@@ -398,7 +433,9 @@ func (b *binder) call(x callNode) (expr, error) {
 			return nil, invalid("list_contains takes a list first; %s is %s", describe(args[0]), args[0].kind())
 		}
 		elem := args[0].elem()
-		probe := &colExpr{k: elem} // stands for an element in the type check
+		// probe stands for an element in the type check.
+		list, _ := args[0].(*colExpr)
+		probe := &colExpr{k: elem, single: list != nil && list.elemSingle}
 		_, r, k, err := coerce(probe, args[1])
 		if err != nil {
 			return nil, invalid("list_contains: the list holds %s values, %s is %s", elem, describe(args[1]), args[1].kind())
@@ -432,6 +469,8 @@ type colExpr struct {
 	name     string
 	k        Kind
 	elemKind Kind
+	// single marks a float32 column, elemSingle a list of float32.
+	single, elemSingle bool
 }
 
 func (c *colExpr) kind() Kind { return c.k }
