@@ -289,7 +289,9 @@ func TestFiltersMatchDuckDB(t *testing.T) {
 	want := runDuckDB(t, filepath.Join(dir, "data", "*.parquet"), duckdbMatrix)
 	check := func(t *testing.T, tbl *Table) (skipped int) {
 		matched := 0
-		defer func() { t.Logf("%d filters, %d matching rows in all, %d episodes decided by statistics", len(duckdbMatrix), matched, skipped) }()
+		defer func() {
+			t.Logf("%d filters, %d matching rows in all, %d episodes decided by statistics", len(duckdbMatrix), matched, skipped)
+		}()
 		for i, expr := range duckdbMatrix {
 			got, st, err := selectRows(t, tbl, snap, expr)
 			if want[i].Error != "" {

@@ -100,7 +100,9 @@ func TestSelectStatistics(t *testing.T) {
 		filter string
 		check  func(st SelectStats) bool
 	}{
-		{"episode_id = 'ep03'", func(st SelectStats) bool { return st.SkippedByManifest == 7 && st.MatchedByManifest == 1 && st.Scanned == 0 }},
+		{"episode_id = 'ep03'", func(st SelectStats) bool {
+			return st.SkippedByManifest == 7 && st.MatchedByManifest == 1 && st.Scanned == 0
+		}},
 		{"speed > 1000", func(st SelectStats) bool { return st.SkippedByManifest == 8 && st.DataFiles == 0 }},
 		{"task IN ('pick', 'place', 'stack')", func(st SelectStats) bool { return st.MatchedByManifest == 8 && st.Scanned == 0 }},
 		{"gear = 2", func(st SelectStats) bool { return st.Scanned == 8 && st.RowsScanned > 0 }},
