@@ -48,6 +48,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newProbeCommand(), newCreateCommand(), newIngestCommand(), newUpdateCommand(),
 		newReplaceCommand(), newDeleteCommand(), newLogCommand(), newTagCommand(), newLsCommand(),
 		newExpireCommand(), newGCCommand(), newVerifyCommand(), newMountCommand(), newIngestImagesCommand(),
-		newFrameCommand(), newWarmCommand())
+		newFrameCommand(), newWarmCommand(), newViewCommand())
 	return root
 }

@@ -473,10 +473,17 @@ func newLsCommand() *cobra.Command {
 	var snapshot int64
 	var tag string
 	var asJSON bool
+	var where lsWhereOptions
 	cmd := &cobra.Command{
-		Use:   "ls TABLE [EPISODE]",
-		Short: "List a snapshot's episodes, or an episode's frame rows",
-		Args:  cobra.RangeArgs(1, 2),
+		Use:   "ls TABLE [EPISODE] [--where EXPR [--count]]",
+		Short: "List a snapshot's episodes, an episode's frame rows, or the frames that match a filter",
+		Long: `ls lists the episodes of a snapshot, or the frame rows of EPISODE. With --where
+it lists the frames whose row matches the filter (SQL WHERE syntax: = != < <=
+> >=, AND OR NOT, IS NULL, IN, BETWEEN, LIKE, TIMESTAMP '...', len(),
+list_contains(), list_extract()), or with --count only counts them.`,
+		Example: `  framefs ls data/robot --where "ego_speed_kmh >= 60 AND task = 'pick'" --count
+  framefs ls data/robot --where "label IN ('cat', 'dog')" --json`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			tbl, err := openTable(ctx, args[0])
@@ -488,6 +495,13 @@ func newLsCommand() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if where.where != "" || where.count {
+				if len(args) == 2 {
+					where.episode = args[1]
+				}
+				where.asJSON = asJSON
+				return runLsWhere(ctx, out, tbl, snap, where)
+			}
 			if len(args) == 1 {
 				eps, err := tbl.Episodes(ctx, snap)
 				if err != nil {
@@ -540,6 +554,8 @@ func newLsCommand() *cobra.Command {
 	cmd.Flags().Int64Var(&snapshot, "snapshot", 0, "read this snapshot (default: the head)")
 	cmd.Flags().StringVar(&tag, "tag", "", "read the snapshot of this tag")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&where.where, "where", "", "list only the frames whose row matches this filter (SQL WHERE syntax)")
+	cmd.Flags().BoolVar(&where.count, "count", false, "print the number of matching frames instead")
 	return cmd
 }
 

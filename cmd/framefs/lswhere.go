@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/framefs/framefs/table"
+)
+
+// lsWhereOptions are the flags of `framefs ls --where`.
+type lsWhereOptions struct {
+	// where is the filter (SQL WHERE syntax).
+	where string
+	// episode restricts the listing to one episode.
+	episode string
+	// count prints the number of matching frames instead of the frames.
+	count bool
+	// asJSON prints JSON.
+	asJSON bool
+}
+
+// runLsWhere lists (or counts) the frames of a snapshot that match a
+// filter: episode, frame and the row's columns.
+func runLsWhere(ctx context.Context, out io.Writer, tbl *table.Table, snap *table.Snapshot, o lsWhereOptions) error {
+	where := o.where
+	if where == "" {
+		where = "TRUE"
+	}
+	f, err := tbl.CompileFilter(ctx, snap, where)
+	if err != nil {
+		return err
+	}
+	sel, err := tbl.Select(ctx, snap, f, table.SelectOptions{Episode: o.episode, CountOnly: o.count})
+	if err != nil {
+		return err
+	}
+	if o.count {
+		if o.asJSON {
+			return printJSON(out, map[string]any{"snapshot": snap.ID, "frames": sel.Frames,
+				"episodes": len(sel.Episodes), "stats": sel.Stats})
+		}
+		_, err := fmt.Fprintln(out, sel.Frames)
+		return err
+	}
+	schema, err := tbl.Schema(ctx, snap.SchemaID)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+	var tw *tabwriter.Writer
+	if o.asJSON {
+		fmt.Fprintf(w, "{\"snapshot\": %d, \"count\": %d, \"frames\": [", snap.ID, sel.Frames)
+	} else {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		header := []string{"EPISODE", "FRAME"}
+		for _, c := range schema.Columns {
+			header = append(header, strings.ToUpper(c.Name))
+		}
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+	}
+	first := true
+	for _, e := range sel.Episodes {
+		rows, err := tbl.Rows(ctx, snap, e.Entry)
+		if err != nil {
+			return err
+		}
+		for _, p := range e.Parts {
+			ordinals := p.Ordinals
+			if ordinals == nil {
+				ordinals = make([]int64, len(rows))
+				for i := range ordinals {
+					ordinals[i] = int64(i)
+				}
+			}
+			for _, i := range ordinals {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				r := rows[i]
+				if o.asJSON {
+					obj := map[string]any{"episode": e.Entry.Episode, "frame": i}
+					for _, c := range schema.Columns {
+						obj[c.Name] = r[c.Name]
+					}
+					data, err := json.Marshal(obj)
+					if err != nil {
+						return err
+					}
+					if !first {
+						w.WriteByte(',')
+					}
+					w.WriteString("\n  ")
+					w.Write(data)
+					first = false
+					continue
+				}
+				cells := []string{e.Entry.Episode, fmt.Sprint(i)}
+				for _, c := range schema.Columns {
+					cells = append(cells, cell(r[c.Name]))
+				}
+				fmt.Fprintln(tw, strings.Join(cells, "\t"))
+			}
+		}
+	}
+	if o.asJSON {
+		w.WriteString("\n]}\n")
+		return nil
+	}
+	return tw.Flush()
+}
+
+// cell formats a value for the text listing: strings as they are, NULL
+// as NULL, everything else as JSON.
+func cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return x
+	}
+	data, _ := json.Marshal(v)
+	return string(data)
+}
