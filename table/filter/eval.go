@@ -283,65 +283,71 @@ func (c *cmpExpr) eval(b *batch) *vec {
 	op := c.op
 	switch c.in {
 	case KindInt, KindTimestamp:
-		compareSlices(op, l.ints, r.ints, ls, rs, out.tri, cmpInt)
+		compareOrdered(op, l.ints, r.ints, ls, rs, out.tri)
 	case KindFloat:
-		compareSlices(op, l.floats(), r.floats(), ls, rs, out.tri, compareFloat)
+		compareFloats(op, l.floats(), r.floats(), ls, rs, out.tri)
 	case KindString:
-		compareSlices(op, l.strs, r.strs, ls, rs, out.tri, cmpString)
+		compareOrdered(op, l.strs, r.strs, ls, rs, out.tri)
 	case KindBool:
-		compareSlices(op, l.tri, r.tri, ls, rs, out.tri, cmpTri)
+		// FALSE < TRUE, as triF < triT; NULLs are marked below.
+		compareOrdered(op, l.tri, r.tri, ls, rs, out.tri)
 	}
 	markNulls(out.tri, l, r)
 	return out
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpTri(a, b uint8) int { return int(a) - int(b) }
-
-// compareSlices writes op(l[i], r[i]) for every row; a step of 0 repeats
-// the first value. The loops are specialised per operator so that the
-// inner loop is a compare and a store.
-func compareSlices[T any](op cmpOp, l, r []T, ls, rs int, out []uint8, compare func(a, b T) int) {
-	n := len(out)
-	set := func(test func(c int) bool) {
-		for i := 0; i < n; i++ {
-			if test(compare(l[i*ls], r[i*rs])) {
+// compareOrdered writes op(l[i], r[i]) for every row with Go's operators
+// (integers, timestamps and strings order as SQL does); a step of 0
+// repeats the first value. One loop per operator keeps the inner loop a
+// compare and a store.
+func compareOrdered[T int64 | string | uint8](op cmpOp, l, r []T, ls, rs int, out []uint8) {
+	switch op {
+	case opEQ:
+		for i := range out {
+			if l[i*ls] == r[i*rs] {
+				out[i] = triT
+			}
+		}
+	case opNE:
+		for i := range out {
+			if l[i*ls] != r[i*rs] {
+				out[i] = triT
+			}
+		}
+	case opLT:
+		for i := range out {
+			if l[i*ls] < r[i*rs] {
+				out[i] = triT
+			}
+		}
+	case opLE:
+		for i := range out {
+			if l[i*ls] <= r[i*rs] {
+				out[i] = triT
+			}
+		}
+	case opGT:
+		for i := range out {
+			if l[i*ls] > r[i*rs] {
+				out[i] = triT
+			}
+		}
+	case opGE:
+		for i := range out {
+			if l[i*ls] >= r[i*rs] {
 				out[i] = triT
 			}
 		}
 	}
-	switch op {
-	case opEQ:
-		set(func(c int) bool { return c == 0 })
-	case opNE:
-		set(func(c int) bool { return c != 0 })
-	case opLT:
-		set(func(c int) bool { return c < 0 })
-	case opLE:
-		set(func(c int) bool { return c <= 0 })
-	case opGT:
-		set(func(c int) bool { return c > 0 })
-	case opGE:
-		set(func(c int) bool { return c >= 0 })
+}
+
+// compareFloats is compareOrdered for floats, where NaN equals NaN and is
+// above every number (SQL's order, not IEEE's).
+func compareFloats(op cmpOp, l, r []float64, ls, rs int, out []uint8) {
+	for i := range out {
+		if op.holds(compareFloat(l[i*ls], r[i*rs])) {
+			out[i] = triT
+		}
 	}
 }
 

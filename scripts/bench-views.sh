@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Filter and view benchmarks, side by side with the peer in the same run.
+# Prints NAME VALUE UNIT lines (see scripts/bench.sh); ratios are peer time
+# / framefs time (above 1: framefs is faster).
+#   framefs ls --where --count on a 10,000-episode, 3,000,000-row table vs
+#     DuckDB's SELECT count(*) ... WHERE over the same Parquet files, for a
+#     selective filter on a non-partition column and for a partition
+#     filter; bytes each reads from the table's files (strace)
+#   ls -l of a view's episode folder vs the same snapshot folder
+#   opening the mount's views/ and its first view
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(realpath "${1:-$root/bin/framefs}")
+cache="$root/.cache/bench"
+mkdir -p "$cache"
+work=$(mktemp -d -p "$cache")
+mnt="$work/mnt"
+py=/usr/bin/python3
+cleanup() {
+	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+duck="$root/.cache/duckdb"
+if [ ! -d "$duck/node_modules/@duckdb/node-api" ]; then
+	mkdir -p "$duck"
+	(cd "$duck" && npm install --no-audit --no-fund --silent @duckdb/node-api@1.5.6-r.1 >/dev/null)
+fi
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ms() {
+	local start end
+	start=$(date +%s%N)
+	"$@" >/dev/null
+	end=$(date +%s%N)
+	awk -v ns=$((end - start)) 'BEGIN {printf "%.1f", ns/1e6}'
+}
+
+# The table: 10,000 episodes of 300 rows in ten commits of 1,000 (so ten
+# Parquet files), partitioned by task; each episode drives at a speed of
+# its own. Videos are one 300-frame file, stored once per commit. Built
+# once and kept in the cache (its name carries a layout version).
+tbl="$cache/views_10k_v1/robot"
+if [ ! -f "$tbl/.complete" ]; then
+	rm -rf "$cache/views_10k_v1"
+	src="$cache/views_10k_src"
+	rm -rf "$src"
+	mkdir -p "$src"
+	"$py" - "$src" "$root/testdata/video/h264_gop250.mp4" <<'PY'
+import csv, os, random, sys
+src, video = sys.argv[1], sys.argv[2]
+rng = random.Random(1)
+tasks = ["pick", "place", "push", "stack"]
+labels = ["cat", "dog", "owl", "bat", ""]
+for e in range(10000):
+    name = f"ep{e:05d}"
+    os.link(video, f"{src}/{name}.mp4")
+    base = rng.uniform(0, 120)
+    task = tasks[e % 4]
+    with open(f"{src}/{name}.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["task", "ego_speed_kmh", "gear", "label", "ts"])
+        for i in range(300):
+            speed = max(0.0, base + rng.uniform(-3, 3))
+            label = labels[rng.randrange(5)]
+            w.writerow([task, f"{speed:.3f}", 1 + int(speed // 25), label,
+                        f"2026-01-{1 + e // 1000:02d}T{(i // 60) % 24:02d}:{i % 60:02d}:00Z"])
+PY
+	"$bin" create "$tbl" --column task:string --column ego_speed_kmh:float64 --column gear:int32 \
+		--column 'label:string?' --column ts:timestamp --partition task >/dev/null
+	for k in 0 1 2 3 4 5 6 7 8 9; do
+		"$bin" ingest "$tbl" "$src"/ep0${k}???.mp4 --no-sizes >/dev/null
+	done
+	rm -rf "$src"
+	touch "$tbl/.complete"
+fi
+
+cat >"$work/count.mjs" <<JS
+import { DuckDBInstance } from '$duck/node_modules/@duckdb/node-api/lib/index.js';
+const [glob, where, runs] = process.argv.slice(2);
+const db = await DuckDBInstance.create(':memory:');
+const con = await db.connect();
+const times = [];
+let n;
+for (let i = 0; i < Number(runs); i++) {
+  const t0 = process.hrtime.bigint();
+  const r = await con.runAndReadAll(\`SELECT count(*) AS n FROM read_parquet('\${glob}') WHERE \${where}\`);
+  times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  n = r.getRows()[0][0];
+}
+times.sort((a, b) => a - b);
+console.log(String(n), times[Math.floor(times.length / 2)].toFixed(1));
+JS
+
+# bytes_read CMD...: bytes the command reads from the table's files.
+bytes_read() {
+	strace -f -qq -y -e trace=read,pread64,preadv,readv -e signal=none -o "$work/strace" "$@" >/dev/null
+	awk -v dir="$tbl/" 'index($0, "<" dir) && $NF ~ /^[0-9]+$/ {n += $NF} END {print n + 0}' "$work/strace"
+}
+
+for case in "selective:ego_speed_kmh >= 119.5" "partition:task = 'stack'"; do
+	name=${case%%:*}
+	where=${case#*:}
+	want=$(node "$work/count.mjs" "$tbl/data/*.parquet" "$where" 1 | cut -d' ' -f1)
+	got=$("$bin" ls "$tbl" --where "$where" --count)
+	[ "$got" = "$want" ] || { echo "framefs counts $got for $where, DuckDB $want" >&2; exit 1; }
+	# DuckDB's time is its query alone (median of 5 in one session); the
+	# framefs time is the whole command, process start included.
+	duck_ms=$(node "$work/count.mjs" "$tbl/data/*.parquet" "$where" 5 | cut -d' ' -f2)
+	times=()
+	for i in 1 2 3 4 5; do times+=("$(ms "$bin" ls "$tbl" --where "$where" --count)"); done
+	ffs_ms=$(median "${times[@]}")
+	echo "views_count_${name}_framefs $ffs_ms ms"
+	echo "views_count_${name}_duckdb $duck_ms ms"
+	echo "ratio:views_count_${name}_vs_duckdb $(ratio "$duck_ms" "$ffs_ms") x"
+	echo "views_count_${name}_framefs_bytes_read $(bytes_read "$bin" ls "$tbl" --where "$where" --count) bytes"
+	echo "views_count_${name}_duckdb_bytes_read $(bytes_read node "$work/count.mjs" "$tbl/data/*.parquet" "$where" 1) bytes"
+	echo "views_count_${name}_matching $want frames"
+done
