@@ -202,7 +202,7 @@ func (t *Table) buildSnapshot(ctx context.Context, ch change, head *Snapshot) (*
 	if len(newEntries) > 0 {
 		key := newObjectKey(prefixManifest, ".json")
 		m := &Manifest{FormatVersion: FormatVersion, Episodes: newEntries}
-		if err := t.store.PutIfAbsent(ctx, key, marshal(m)); err != nil {
+		if err := t.store.PutIfAbsent(ctx, key, marshalCompact(m)); err != nil {
 			return nil, fmt.Errorf("write manifest: %w", err)
 		}
 		t.mu.Lock()

@@ -198,6 +198,16 @@ type Tag struct {
 	Time     time.Time `json:"time"`
 }
 
+// marshalCompact is marshal without indentation, for manifests: they hold
+// a kilobyte or so per episode, a third of it indentation otherwise.
+func marshalCompact(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only plain structs are marshalled
+	}
+	return append(b, '\n')
+}
+
 func marshal(v any) []byte {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {

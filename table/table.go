@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	fastjson "github.com/goccy/go-json"
 	"github.com/google/uuid"
 
 	"github.com/framefs/framefs/table/storage"
@@ -245,8 +245,18 @@ func (t *Table) Manifest(ctx context.Context, key string) (*Manifest, error) {
 		return m, nil
 	}
 	m = new(Manifest)
-	if err := t.readJSON(ctx, key, m); err != nil {
+	data, err := t.store.ReadAll(ctx, key)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+		}
 		return nil, err
+	}
+	// Manifests are the bulk of what listing a snapshot reads (about a
+	// kilobyte per episode): decoded with a faster decoder than
+	// encoding/json, which gives the same result for this input.
+	if err := fastjson.Unmarshal(data, m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
 	}
 	if err := checkFormat("manifest "+key, m.FormatVersion, nil); err != nil {
 		return nil, err
@@ -277,14 +287,32 @@ func (t *Table) Episodes(ctx context.Context, snap *Snapshot) ([]EpisodeEntry, e
 }
 
 func sortEpisodes(eps []EpisodeEntry, partitions []string) {
-	sort.Slice(eps, func(i, j int) bool {
+	if len(partitions) == 0 {
+		slices.SortFunc(eps, func(a, b EpisodeEntry) int { return strings.Compare(a.Episode, b.Episode) })
+		return
+	}
+	// Sort keys made once: map lookups in the comparison would cost more
+	// than the sort.
+	keys := make([]string, len(eps))
+	for i, e := range eps {
+		var b strings.Builder
 		for _, p := range partitions {
-			if a, b := eps[i].Partition[p], eps[j].Partition[p]; a != b {
-				return a < b
-			}
+			b.WriteString(e.Partition[p])
+			b.WriteByte(0)
 		}
-		return eps[i].Episode < eps[j].Episode
-	})
+		b.WriteString(e.Episode)
+		keys[i] = b.String()
+	}
+	idx := make([]int, len(eps))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+	sorted := make([]EpisodeEntry, len(eps))
+	for i, j := range idx {
+		sorted[i] = eps[j]
+	}
+	copy(eps, sorted)
 }
 
 // Episode returns one episode of a snapshot.
