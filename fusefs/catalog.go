@@ -3,8 +3,11 @@ package fusefs
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
@@ -34,6 +37,10 @@ type catalog struct {
 	rows   *lru.Cache[string, []table.Row]  // by data file + row group + schema
 	files  *lru.Cache[string, []byte]       // frames.jsonl / frames.parquet
 	trees  *lru.Cache[int64, *snapshotTree] // by snapshot id
+	// views holds the trees of views, by view version and snapshot.
+	views *lru.Cache[string, *snapshotTree]
+	// identities caches ImageSetting.Identity of the settings views use.
+	identities sync.Map // decoder.ImageSetting -> string
 	// flight runs one computation per cache key at a time; concurrent
 	// misses wait for it and share its result.
 	flight singleflight.Group
@@ -61,8 +68,9 @@ func newCatalog(tbl *table.Table, frames FrameServer, setting decoder.ImageSetti
 	rows, _ := lru.New[string, []table.Row](64)
 	files, _ := lru.New[string, []byte](64)
 	trees, _ := lru.New[int64, *snapshotTree](maxTrees)
+	views, _ := lru.New[string, *snapshotTree](maxTrees)
 	return &catalog{tbl: tbl, frames: frames, setting: setting, identity: setting.Identity(), stats: st,
-		videos: videos, sizes: sizes, rows: rows, files: files, trees: trees}
+		videos: videos, sizes: sizes, rows: rows, files: files, trees: trees, views: views}
 }
 
 func payloadKey(ref table.VideoRef) string {
@@ -142,9 +150,15 @@ func (c *catalog) close() { c.videos.Purge() }
 // served setting: stored at ingest when the identity matches, else worked
 // out once by decoding the video and remembered.
 func (c *catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, error) {
-	key := payloadKey(ref) + "|" + c.identity
+	return c.frameSizesFor(ctx, ref, c.setting, c.identity)
+}
+
+// frameSizesFor is frameSizes for another image setting (a view's), whose
+// identity is given.
+func (c *catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting decoder.ImageSetting, identity string) ([]int64, error) {
+	key := payloadKey(ref) + "|" + identity
 	return cached(c, c.sizes, key, "sizes "+key, func() ([]int64, error) {
-		sizes, ok, err := c.tbl.StoredSizes(ctx, ref, c.identity)
+		sizes, ok, err := c.tbl.StoredSizes(ctx, ref, identity)
 		if err != nil || ok {
 			return sizes, err
 		}
@@ -153,20 +167,38 @@ func (c *catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, 
 		if err != nil {
 			return nil, err
 		}
-		return c.frames.FrameSizes(ctx, dv, c.setting)
+		return c.frames.FrameSizes(ctx, dv, setting)
 	})
+}
+
+// identityOf returns setting.Identity(), remembered per setting.
+func (c *catalog) identityOf(setting decoder.ImageSetting) string {
+	if setting == c.setting {
+		return c.identity
+	}
+	if id, ok := c.identities.Load(setting); ok {
+		return id.(string)
+	}
+	id := setting.Identity()
+	c.identities.Store(setting, id)
+	return id
 }
 
 // frame returns the image of frame ordinal of a stored video whose
 // episode has rows frames from ref.FirstFrame on.
 func (c *catalog) frame(ctx context.Context, ref table.VideoRef, rows int64, ordinal int) ([]byte, error) {
+	return c.frameFor(ctx, ref, rows, ordinal, c.setting)
+}
+
+// frameFor is frame with another image setting (a view's).
+func (c *catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting decoder.ImageSetting) ([]byte, error) {
 	dv, err := c.openVideo(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
 	// Fills and read-ahead decode only the episode's frames.
 	dv.From, dv.To = int(ref.FirstFrame), int(ref.FirstFrame+rows)
-	return c.frames.Frame(ctx, dv, ordinal, c.setting)
+	return c.frames.Frame(ctx, dv, ordinal, setting)
 }
 
 // episodeRows returns an episode's rows (with row ids and ordinals).
@@ -180,9 +212,13 @@ func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table
 }
 
 // rowsFile returns the content of an episode's frames.jsonl or
-// frames.parquet.
-func (c *catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string) ([]byte, error) {
+// frames.parquet: of the rows at ordinals (a view's selection), or of
+// every row when ordinals is nil.
+func (c *catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) ([]byte, error) {
 	key := fmt.Sprintf("%s#%d@%d/%s", e.DataFile, e.RowGroup, snap.SchemaID, name)
+	if ordinals != nil {
+		key += "/" + ordinalsKey(ordinals)
+	}
 	return cached(c, c.files, key, "file "+key, func() ([]byte, error) {
 		switch name {
 		case rowsJSONL:
@@ -192,17 +228,39 @@ func (c *catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.Ep
 			}
 			var b bytes.Buffer
 			enc := json.NewEncoder(&b)
-			for _, r := range rows {
-				if err := enc.Encode(r); err != nil {
+			write := func(r table.Row) error { return enc.Encode(r) }
+			if ordinals == nil {
+				for _, r := range rows {
+					if err := write(r); err != nil {
+						return nil, err
+					}
+				}
+			}
+			for _, i := range ordinals {
+				if i < 0 || i >= int64(len(rows)) {
+					return nil, fmt.Errorf("%w: episode %q has no row %d", table.ErrCorrupt, e.Episode, i)
+				}
+				if err := write(rows[i]); err != nil {
 					return nil, err
 				}
 			}
 			return b.Bytes(), nil
 		case rowsParquet:
-			return c.tbl.EpisodeParquet(ctx, snap, e)
+			return c.tbl.EpisodeParquetRows(ctx, snap, e, ordinals)
 		}
 		return nil, fmt.Errorf("%w: %s", table.ErrNotFound, name)
 	})
+}
+
+// ordinalsKey names a set of rows in cache keys.
+func ordinalsKey(ordinals []int64) string {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, o := range ordinals {
+		binary.LittleEndian.PutUint64(b[:], uint64(o))
+		h.Write(b[:])
+	}
+	return fmt.Sprintf("%d-%x", len(ordinals), h.Sum64())
 }
 
 // Names of the per-episode row files.

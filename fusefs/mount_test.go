@@ -171,7 +171,7 @@ func TestLayout(t *testing.T) {
 	if got := strings.Join(names(t, f.mnt), " "); got != ".stats robot" {
 		t.Errorf("root: %s", got)
 	}
-	if got := strings.Join(names(t, f.path("robot")), " "); got != "latest snapshots tags" {
+	if got := strings.Join(names(t, f.path("robot")), " "); got != "latest snapshots tags views" {
 		t.Errorf("table: %s", got)
 	}
 	if target, err := os.Readlink(f.path("robot", "latest")); err != nil || target != "snapshots/1" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/table"
 )
 
@@ -30,24 +32,58 @@ type treeDir struct {
 	episode *table.EpisodeEntry
 	// column is set on the folder that holds one video column's frames.
 	column string
+	// rows are the episode's rows the folder shows, ascending (a view's
+	// selection); nil shows every row.
+	rows []int64
 }
 
 // snapshotDir is snapshots/N/. Its tree comes from the catalog, which
 // builds it from the snapshot's manifests the first time it is needed.
+//
+// The folder of a view (views/.NAME@N-V/) is a snapshotDir too, whose tree
+// holds the view's frames only: its frames are the same nodes, made with
+// the same caches, as under snapshots/.
 type snapshotDir struct {
 	fs.Inode
 	readOnly
 	t    *tableNode
 	snap *table.Snapshot
 	path string
+	// view is set on a view's folder.
+	view *viewContent
 }
 
 func (n *snapshotDir) tree(ctx context.Context) (*snapshotTree, syscall.Errno) {
+	if n.view != nil {
+		st, err := n.t.cat.viewTree(ctx, n.view, n.snap)
+		if err != nil {
+			return nil, errno(fmt.Sprintf("view %s of snapshot %d", n.view.def.Name, n.snap.ID), err)
+		}
+		return st, 0
+	}
 	st, err := n.t.cat.snapshotTree(ctx, n.snap)
 	if err != nil {
 		return nil, errno(fmt.Sprintf("list snapshot %d", n.snap.ID), err)
 	}
 	return st, 0
+}
+
+// setting returns the image setting frames of a video are served with,
+// and its identity: the table's, or the view's own.
+func (n *snapshotDir) setting(ref table.VideoRef) (decoder.ImageSetting, string) {
+	if n.view == nil || n.view.image == nil {
+		return n.t.cat.setting, n.t.cat.identity
+	}
+	set := n.view.image.forVideo(n.t.cat.setting, ref.Width, ref.Height)
+	return set, n.t.cat.identityOf(set)
+}
+
+// ext is the file name extension of frames.
+func (n *snapshotDir) ext() string {
+	if n.view != nil && n.view.image != nil {
+		return n.view.image.format(n.t.cat.setting).Extension()
+	}
+	return n.t.cat.setting.Format.Extension()
 }
 
 func buildTree(s *table.Schema, eps []table.EpisodeEntry) *treeDir {
@@ -141,7 +177,7 @@ func parseFrameName(name string, rows int64, ext string) (int64, bool) {
 	return i, true
 }
 
-func (n *dirNode) ext() string { return n.s.t.cat.setting.Format.Extension() }
+func (n *dirNode) ext() string { return n.s.ext() }
 
 func (n *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	var entries []fuse.DirEntry
@@ -155,9 +191,17 @@ func (n *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	}
 	if e := n.d.episode; e != nil && n.d.column != "" {
 		ext := n.ext()
-		for i := int64(0); i < e.Rows; i++ {
+		add := func(i int64) {
 			name := frameName(i, e.Rows, ext)
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: n.frameIno(n.d.column, i)})
+		}
+		if n.d.rows == nil {
+			for i := int64(0); i < e.Rows; i++ {
+				add(i)
+			}
+		}
+		for _, i := range n.d.rows {
+			add(i)
 		}
 	}
 	if n.isEpisodeFolder() {
@@ -169,7 +213,7 @@ func (n *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: n.rowsIno(name)})
 			// ls -l stats the rows files last, after every frame: render
 			// them meanwhile on another core (their size is their content).
-			go n.s.t.cat.rowsFile(n.s.t.m.bg, n.s.snap, *n.d.episode, name)
+			go n.s.t.cat.rowsFile(n.s.t.m.bg, n.s.snap, *n.d.episode, name, n.d.rows)
 		}
 	}
 	return fs.NewListDirStream(entries), 0
@@ -208,11 +252,11 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 		return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: videoIno(f.ref)}), 0
 	}
 	if (name == rowsJSONL || name == rowsParquet) && n.isEpisodeFolder() {
-		data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *e, name)
+		data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *e, name, n.d.rows)
 		if err != nil {
 			return nil, errno(name, err)
 		}
-		f := &rowsFileNode{s: n.s, e: e, name: name, size: int64(len(data))}
+		f := &rowsFileNode{s: n.s, e: e, name: name, rows: n.d.rows, size: int64(len(data))}
 		fileAttr(n.s, e, &out.Attr, f.size)
 		return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: n.rowsIno(name)}), 0
 	}
@@ -222,6 +266,11 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 	row, ok := parseFrameName(name, e.Rows, n.ext())
 	if !ok {
 		return nil, syscall.ENOENT
+	}
+	if n.d.rows != nil {
+		if _, found := slices.BinarySearch(n.d.rows, row); !found {
+			return nil, syscall.ENOENT // a frame the view leaves out
+		}
 	}
 	f := &frameNode{s: n.s, e: e, column: n.d.column, row: row}
 	size, err := f.frameSize(ctx)
@@ -262,7 +311,8 @@ func (n *frameNode) frameSize(ctx context.Context) (int64, error) {
 	if n.size > 0 {
 		return n.size, nil
 	}
-	sizes, err := n.s.t.cat.frameSizes(ctx, n.ref())
+	set, identity := n.s.setting(n.ref())
+	sizes, err := n.s.t.cat.frameSizesFor(ctx, n.ref(), set, identity)
 	if err != nil {
 		return 0, err
 	}
@@ -306,13 +356,18 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // frameIno is the inode number of row's frame of a video column in n's
-// episode, as served with the table's image setting.
+// episode, as served with the table's image setting (or a view's own).
 func (n *dirNode) frameIno(column string, row int64) uint64 {
-	return episodeFileIno(n.d.episode, n.s.snap.SchemaID, "frame", column, strconv.FormatInt(row, 10), n.s.t.cat.identity)
+	_, identity := n.s.setting(n.d.episode.Videos[column])
+	return episodeFileIno(n.d.episode, n.s.snap.SchemaID, "frame", column, strconv.FormatInt(row, 10), identity)
 }
 
 // rowsIno is the inode number of one of n's episode's rows files.
 func (n *dirNode) rowsIno(name string) uint64 {
+	if n.d.rows != nil {
+		// A view's rows file holds its rows only.
+		return episodeFileIno(n.d.episode, n.s.snap.SchemaID, name, ordinalsKey(n.d.rows))
+	}
 	return episodeFileIno(n.d.episode, n.s.snap.SchemaID, name)
 }
 
@@ -378,7 +433,8 @@ func (n *frameNode) image(ctx context.Context) ([]byte, syscall.Errno) {
 	if err != nil {
 		return nil, errno("frame size", err)
 	}
-	data, err := n.s.t.cat.frame(ctx, n.ref(), n.e.Rows, n.ordinal())
+	set, _ := n.s.setting(n.ref())
+	data, err := n.s.t.cat.frameFor(ctx, n.ref(), n.e.Rows, n.ordinal(), set)
 	if err != nil {
 		m.stats.frameErrors.Add(1)
 		return nil, errno(fmt.Sprintf("decode %s frame %d of episode %q", n.column, n.row, n.e.Episode), err)
@@ -489,13 +545,14 @@ type rowsFileNode struct {
 	s    *snapshotDir
 	e    *table.EpisodeEntry
 	name string
+	rows []int64 // a view's rows; nil: all
 	size int64
 }
 
 func (n *rowsFileNode) OnForget() { n.s.t.m.stats.nodes.released() }
 
 func (n *rowsFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *n.e, n.name)
+	data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *n.e, n.name, n.rows)
 	if err != nil {
 		return errno(n.name, err)
 	}
@@ -508,7 +565,7 @@ func (n *rowsFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, u
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *n.e, n.name)
+	data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *n.e, n.name, n.rows)
 	if err != nil {
 		return nil, 0, errno(n.name, err)
 	}

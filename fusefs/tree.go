@@ -174,6 +174,8 @@ type tableNode struct {
 	staging map[string]*stagingNode
 	// live is set once the kernel knows the node.
 	live atomic.Bool
+	// viewList holds the views as last listed (see views.go).
+	viewList viewList
 
 	mu        sync.Mutex // guards the fields below
 	ids       []int64
@@ -287,7 +289,8 @@ func (n *tableNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	}
 	entries = append(entries,
 		fuse.DirEntry{Name: nameSnapshots, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + nameSnapshots)},
-		fuse.DirEntry{Name: nameTags, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + nameTags)})
+		fuse.DirEntry{Name: nameTags, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + nameTags)},
+		fuse.DirEntry{Name: nameViews, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + nameViews)})
 	for _, name := range []string{nameIngest, nameReplace} {
 		if n.staging[name] != nil {
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + name)})
@@ -322,6 +325,10 @@ func (n *tableNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	case nameTags:
 		dirAttr(n.m, &out.Attr, n.m.started)
 		return n.NewInode(ctx, &tagsNode{t: n, path: path}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
+	case nameViews:
+		vn := &viewsNode{t: n, path: path}
+		vn.attr(&out.Attr)
+		return n.NewInode(ctx, vn, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
 	case nameIngest, nameReplace:
 		if root := n.staging[name]; root != nil {
 			var st syscall.Stat_t

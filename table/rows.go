@@ -67,6 +67,9 @@ type episodeRows struct {
 	episode string
 	rows    []Row
 	videos  map[string]VideoRef
+	// ordinals, when set, are the positions of rows in the episode (a
+	// selection of its rows); else row i is position i.
+	ordinals []int64
 }
 
 // writeDataFile streams one Parquet file with a row group per episode.
@@ -122,9 +125,13 @@ func writeDataFile(ctx context.Context, put func(io.Reader) error, s *Schema, ep
 }
 
 func appendEpisode(b *array.RecordBuilder, s *Schema, ep episodeRows) error {
-	for i, row := range ep.rows {
+	for k, row := range ep.rows {
+		i := int64(k)
+		if ep.ordinals != nil {
+			i = ep.ordinals[k]
+		}
 		b.Field(0).(*array.StringBuilder).Append(ep.episode)
-		b.Field(1).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.Int64Builder).Append(i)
 		for c, col := range s.Columns {
 			if err := appendValue(b.Field(2+c), col.Type, row[col.Name]); err != nil {
 				return fmt.Errorf("episode %q row %d column %q: %w", ep.episode, i, col.Name, err)
@@ -137,7 +144,7 @@ func appendEpisode(b *array.RecordBuilder, s *Schema, ep episodeRows) error {
 			sb.FieldBuilder(0).(*array.StringBuilder).Append(ref.Pack)
 			sb.FieldBuilder(1).(*array.Int64Builder).Append(ref.Offset)
 			sb.FieldBuilder(2).(*array.Int64Builder).Append(ref.Length)
-			sb.FieldBuilder(3).(*array.Int64Builder).Append(ref.FirstFrame + int64(i))
+			sb.FieldBuilder(3).(*array.Int64Builder).Append(ref.FirstFrame + i)
 		}
 	}
 	return nil
@@ -340,6 +347,13 @@ const (
 // (the data file layout, one row group), for tools that want one file per
 // episode.
 func (t *Table) EpisodeParquet(ctx context.Context, snap *Snapshot, e EpisodeEntry) ([]byte, error) {
+	return t.EpisodeParquetRows(ctx, snap, e, nil)
+}
+
+// EpisodeParquetRows is EpisodeParquet of some of the episode's rows:
+// those at the given positions (ascending; nil for all). Each row keeps
+// its position (_index) and its frame.
+func (t *Table) EpisodeParquetRows(ctx context.Context, snap *Snapshot, e EpisodeEntry, ordinals []int64) ([]byte, error) {
 	s, err := t.Schema(ctx, snap.SchemaID)
 	if err != nil {
 		return nil, err
@@ -348,10 +362,20 @@ func (t *Table) EpisodeParquet(ctx context.Context, snap *Snapshot, e EpisodeEnt
 	if err != nil {
 		return nil, err
 	}
+	if ordinals != nil {
+		picked := make([]Row, len(ordinals))
+		for k, i := range ordinals {
+			if i < 0 || i >= int64(len(rows)) {
+				return nil, fmt.Errorf("%w: episode %q has no row %d", ErrNotFound, e.Episode, i)
+			}
+			picked[k] = rows[i]
+		}
+		rows = picked
+	}
 	var buf bytes.Buffer
 	err = writeDataFile(ctx, func(r io.Reader) error {
 		_, err := buf.ReadFrom(r)
 		return err
-	}, s, []episodeRows{{episode: e.Episode, rows: rows, videos: e.Videos}})
+	}, s, []episodeRows{{episode: e.Episode, rows: rows, videos: e.Videos, ordinals: ordinals}})
 	return buf.Bytes(), err
 }

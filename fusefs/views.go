@@ -1,0 +1,622 @@
+package fusefs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/filter"
+)
+
+// TABLE/views/ shows the table's views:
+//
+//	NAME -> .NAME@N-V     a symlink to the view's folder for snapshot N (the
+//	                      head for a view that follows it, which moves like
+//	                      latest); V names the version of the view object
+//	NAME.where            the view's filter; writing a new NAME.where
+//	                      creates view NAME (following the head)
+//	NAME.error            why the filter written to NAME.where made no view
+//	.NAME@N-V/            the view's frames: a snapshot folder holding only
+//	                      the matching ones (not listed; reached through
+//	                      the symlink)
+//
+// NAME is a symlink so that `rm -r views/NAME` deletes the view (rm removes
+// a symlink without descending into it); `rm NAME.where` does too. Inside a
+// view's folder everything is read-only.
+const nameViews = "views"
+
+// Suffixes of the files beside views.
+const (
+	whereSuffix = ".where"
+	errorSuffix = ".error"
+)
+
+// viewContent is what a view's folder needs: the view object and its
+// image setting.
+type viewContent struct {
+	def table.View
+	// version names the view object's content, so that a view deleted and
+	// created again with another filter gets folders of other names
+	// (the kernel caches what it saw under the old ones).
+	version string
+	image   *viewImage
+}
+
+func newViewContent(v table.View) *viewContent {
+	data, _ := json.Marshal(v)
+	sum := sha256.Sum256(data)
+	vc := &viewContent{def: v, version: hex.EncodeToString(sum[:4])}
+	if v.Image != nil {
+		vc.image = &viewImage{ViewImage: *v.Image}
+	}
+	return vc
+}
+
+// folder is the name of the view's folder for a snapshot.
+func (vc *viewContent) folder(snap int64) string {
+	return fmt.Sprintf(".%s@%d-%s", vc.def.Name, snap, vc.version)
+}
+
+// parseViewFolder splits ".NAME@N-V" into its parts.
+func parseViewFolder(name string) (view string, snap int64, version string, ok bool) {
+	rest, ok := strings.CutPrefix(name, ".")
+	if !ok {
+		return "", 0, "", false
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at <= 0 {
+		return "", 0, "", false
+	}
+	ids, version, ok := strings.Cut(rest[at+1:], "-")
+	if !ok {
+		return "", 0, "", false
+	}
+	snap, err := strconv.ParseInt(ids, 10, 64)
+	if err != nil || snap <= 0 || strconv.FormatInt(snap, 10) != ids {
+		return "", 0, "", false
+	}
+	return rest[:at], snap, version, true
+}
+
+// viewImage is a view's own image setting over the mount's.
+type viewImage struct {
+	table.ViewImage
+}
+
+func (v *viewImage) format(base decoder.ImageSetting) decoder.ImageFormat {
+	if v.Format == "" {
+		return base.Format
+	}
+	f, err := decoder.ParseImageFormat(v.Format)
+	if err != nil {
+		return base.Format // checked when the view was created
+	}
+	return f
+}
+
+// forVideo returns the setting for frames of a video coded at w x h.
+func (v *viewImage) forVideo(base decoder.ImageSetting, w, h int) decoder.ImageSetting {
+	s := base
+	if f := v.format(base); f != base.Format {
+		s.Format, s.JPEGQuality = f, 0
+	}
+	if v.JPEGQuality != 0 {
+		s.JPEGQuality = v.JPEGQuality
+	}
+	if v.Width != 0 || v.Height != 0 {
+		s.Width, s.Height = v.Width, v.Height
+	}
+	if v.MaxSide != 0 {
+		// Shrink (never enlarge) so that the longer side is MaxSide; the
+		// decoder works out the other side from the display aspect ratio.
+		s.Width, s.Height = 0, 0
+		switch {
+		case w >= h && w > v.MaxSide:
+			s.Width = v.MaxSide
+		case h > w && h > v.MaxSide:
+			s.Height = v.MaxSide
+		}
+	}
+	return s.Normalize()
+}
+
+// viewTree returns the folders of a view over a snapshot: the matching
+// frames under the snapshot's partition folders, or under COL=VALUE
+// folders of the view's group-by columns.
+func (c *catalog) viewTree(ctx context.Context, vc *viewContent, snap *table.Snapshot) (*snapshotTree, error) {
+	key := vc.folder(snap.ID)
+	return cached(c, c.views, key, "view "+key, func() (*snapshotTree, error) {
+		schema, err := c.tbl.Schema(ctx, snap.SchemaID)
+		if err != nil {
+			return nil, err
+		}
+		f, err := c.tbl.CompileFilter(ctx, snap, vc.def.Where)
+		if err != nil {
+			return nil, err
+		}
+		sel, err := c.tbl.Select(ctx, snap, f, table.SelectOptions{GroupBy: vc.def.GroupBy})
+		if err != nil {
+			return nil, err
+		}
+		return &snapshotTree{schema: schema, root: buildViewTree(schema, sel, vc.def.GroupBy)}, nil
+	})
+}
+
+func buildViewTree(s *table.Schema, sel *table.Selection, groupBy []string) *treeDir {
+	root := &treeDir{subdirs: map[string]*treeDir{}}
+	for i := range sel.Episodes {
+		se := &sel.Episodes[i]
+		e := &se.Entry
+		for _, part := range se.Parts {
+			d := root
+			if len(groupBy) > 0 {
+				for _, folder := range strings.Split(part.Group, "/") {
+					d = d.child(folder)
+				}
+			} else {
+				for _, p := range s.PartitionColumns {
+					d = d.child(p + "=" + e.Partition[p])
+				}
+			}
+			ep := d.child(e.Episode)
+			ep.episode, ep.rows = e, part.Ordinals
+			if len(s.VideoColumns) > 1 {
+				for _, col := range s.VideoColumns {
+					c := ep.child(col)
+					c.episode, c.column, c.rows = e, col, part.Ordinals
+				}
+			} else {
+				ep.column = s.VideoColumns[0]
+			}
+		}
+	}
+	return root
+}
+
+// viewList is a table's views as last listed, with the errors of filters
+// written from a shell that made no view.
+type viewList struct {
+	mu        sync.Mutex // guards the fields below
+	refreshed time.Time
+	views     map[string]*viewContent
+	broken    map[string]string // views this framefs cannot read: why
+	failed    map[string]string // NAME -> NAME.error content
+}
+
+// views returns the table's views, re-listed when older than the refresh
+// interval (or force is set).
+func (n *tableNode) views(ctx context.Context, force bool) (map[string]*viewContent, error) {
+	l := &n.viewList
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !force && l.views != nil && time.Since(l.refreshed) < n.m.opts.Refresh {
+		return l.views, nil
+	}
+	views, errs, err := n.tbl.Views(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fresh := map[string]*viewContent{}
+	broken := map[string]string{}
+	for i, v := range views {
+		if errs[i] != nil {
+			broken[v.Name] = errs[i].Error()
+			continue
+		}
+		if old := l.views[v.Name]; old != nil && old.def.Time.Equal(v.Time) && old.def.Where == v.Where {
+			fresh[v.Name] = old // keep its cached trees' identity
+			continue
+		}
+		fresh[v.Name] = newViewContent(v)
+	}
+	l.views, l.broken, l.refreshed = fresh, broken, time.Now()
+	return fresh, nil
+}
+
+func (n *tableNode) viewFailed(name, msg string) {
+	n.viewList.mu.Lock()
+	defer n.viewList.mu.Unlock()
+	if n.viewList.failed == nil {
+		n.viewList.failed = map[string]string{}
+	}
+	if msg == "" {
+		delete(n.viewList.failed, name)
+	} else {
+		n.viewList.failed[name] = msg
+	}
+}
+
+func (n *tableNode) viewFailure(name string) (string, bool) {
+	n.viewList.mu.Lock()
+	defer n.viewList.mu.Unlock()
+	msg, ok := n.viewList.failed[name]
+	return msg, ok
+}
+
+// viewSnapshot returns the snapshot a view shows now.
+func (n *tableNode) viewSnapshot(ctx context.Context, vc *viewContent) (int64, syscall.Errno) {
+	if vc.def.Snapshot != 0 {
+		return vc.def.Snapshot, 0
+	}
+	ids, _, err := n.refresh(ctx, false)
+	if err != nil {
+		return 0, errno("list snapshots", err)
+	}
+	if len(ids) == 0 {
+		return 0, syscall.ENOENT
+	}
+	return ids[len(ids)-1], 0
+}
+
+// viewsNode is TABLE/views/.
+type viewsNode struct {
+	fs.Inode
+	readOnly
+	t    *tableNode
+	path string
+}
+
+func (n *viewsNode) writable() bool { return !n.t.m.opts.ReadOnly }
+
+func (n *viewsNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.attr(&out.Attr)
+	return 0
+}
+
+func (n *viewsNode) attr(a *fuse.Attr) {
+	dirAttr(n.t.m, a, n.t.m.started)
+	if n.writable() {
+		a.Mode = fuse.S_IFDIR | 0o755
+	}
+}
+
+func (n *viewsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	views, err := n.t.views(ctx, false)
+	if err != nil {
+		return nil, errno("list views", err)
+	}
+	names := make([]string, 0, len(views))
+	for name := range views {
+		names = append(names, name)
+	}
+	n.t.viewList.mu.Lock()
+	for name := range n.t.viewList.failed {
+		if views[name] == nil {
+			names = append(names, name)
+		}
+	}
+	n.t.viewList.mu.Unlock()
+	slices.Sort(names)
+	var entries []fuse.DirEntry
+	for _, name := range names {
+		if views[name] != nil {
+			entries = append(entries,
+				fuse.DirEntry{Name: name, Mode: fuse.S_IFLNK, Ino: ino(n.path + "/" + name)},
+				fuse.DirEntry{Name: name + whereSuffix, Mode: fuse.S_IFREG, Ino: ino(n.path + "/" + name + whereSuffix)})
+		} else {
+			entries = append(entries, fuse.DirEntry{Name: name + errorSuffix, Mode: fuse.S_IFREG, Ino: ino(n.path + "/" + name + errorSuffix)})
+		}
+	}
+	return fs.NewListDirStream(entries), 0
+}
+
+// view returns a view by name, listing the views again if it is not
+// known yet.
+func (n *viewsNode) view(ctx context.Context, name string) (*viewContent, syscall.Errno) {
+	views, err := n.t.views(ctx, false)
+	if err != nil {
+		return nil, errno("list views", err)
+	}
+	if vc := views[name]; vc != nil {
+		return vc, 0
+	}
+	if views, err = n.t.views(ctx, true); err != nil {
+		return nil, errno("list views", err)
+	}
+	if vc := views[name]; vc != nil {
+		return vc, 0
+	}
+	return nil, syscall.ENOENT
+}
+
+func (n *viewsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	m := n.t.m
+	m.stats.lookups.Add(1)
+	path := n.path + "/" + name
+	if view, snapID, version, ok := parseViewFolder(name); ok {
+		vc, errno := n.view(ctx, view)
+		if errno != 0 {
+			return nil, errno
+		}
+		if vc.version != version {
+			return nil, syscall.ENOENT // an earlier view of that name
+		}
+		if vc.def.Snapshot != 0 && vc.def.Snapshot != snapID {
+			return nil, syscall.ENOENT
+		}
+		snap, errno := n.t.snapshot(ctx, snapID)
+		if errno != 0 {
+			return nil, errno
+		}
+		// A view of one snapshot never changes: let the kernel cache it.
+		out.SetEntryTimeout(immutableTimeout)
+		out.SetAttrTimeout(immutableTimeout)
+		dirAttr(m, &out.Attr, snap.Time)
+		node := &snapshotDir{t: n.t, snap: snap, path: path, view: vc}
+		return n.NewInode(ctx, node, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
+	}
+	out.SetEntryTimeout(m.opts.Refresh / 2)
+	out.SetAttrTimeout(m.opts.Refresh / 2)
+	if base, ok := strings.CutSuffix(name, errorSuffix); ok {
+		msg, failed := n.t.viewFailure(base)
+		if !failed {
+			return nil, syscall.ENOENT
+		}
+		f := &viewTextNode{m: m, text: msg, mtime: time.Now()}
+		f.fill(&out.Attr)
+		return n.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path + "#" + msg)}), 0
+	}
+	if base, ok := strings.CutSuffix(name, whereSuffix); ok {
+		vc, errno := n.view(ctx, base)
+		if errno != 0 {
+			return nil, errno
+		}
+		f := &viewTextNode{m: m, text: vc.def.Where + "\n", mtime: vc.def.Time}
+		f.fill(&out.Attr)
+		return n.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path + "@" + vc.version)}), 0
+	}
+	vc, errno := n.view(ctx, name)
+	if errno != 0 {
+		return nil, errno
+	}
+	snapID, errno := n.t.viewSnapshot(ctx, vc)
+	if errno != 0 {
+		return nil, errno
+	}
+	target := vc.folder(snapID)
+	ln := &symlinkNode{m: m, target: target, mtime: vc.def.Time}
+	ln.fill(&out.Attr)
+	// One inode per target, as for latest: the kernel caches symlink
+	// targets by inode.
+	return n.NewInode(ctx, ln, fs.StableAttr{Mode: fuse.S_IFLNK, Ino: ino(path + "->" + target)}), 0
+}
+
+// Create makes NAME.where: what is written to it becomes view NAME's
+// filter when the file is closed.
+func (n *viewsNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if !n.writable() {
+		return nil, nil, 0, syscall.EROFS
+	}
+	base, ok := strings.CutSuffix(name, whereSuffix)
+	if !ok {
+		return nil, nil, 0, syscall.EPERM // only NAME.where files are made here
+	}
+	if err := table.CheckViewName(base); err != nil {
+		n.t.viewFailed(base, err.Error()+"\n")
+		return nil, nil, 0, syscall.EINVAL
+	}
+	if _, errno := n.view(ctx, base); errno == 0 {
+		return nil, nil, 0, syscall.EEXIST
+	}
+	f := &whereFileNode{views: n, name: base, created: time.Now()}
+	f.fill(&out.Attr)
+	inode := n.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(n.path + "/" + name + "#new" + strconv.FormatInt(f.created.UnixNano(), 10))})
+	return inode, &whereHandle{f: f}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// Unlink deletes a view (NAME, or NAME.where) or dismisses NAME.error.
+func (n *viewsNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	if !n.writable() {
+		return syscall.EROFS
+	}
+	if base, ok := strings.CutSuffix(name, errorSuffix); ok {
+		if _, failed := n.t.viewFailure(base); !failed {
+			return syscall.ENOENT
+		}
+		n.t.viewFailed(base, "")
+		return 0
+	}
+	base := strings.TrimSuffix(name, whereSuffix)
+	if _, errno := n.view(ctx, base); errno != 0 {
+		return errno
+	}
+	if err := n.t.tbl.DeleteView(ctx, base); err != nil {
+		return errno("delete view "+base, err)
+	}
+	if _, err := n.t.views(ctx, true); err != nil {
+		return errno("list views", err)
+	}
+	n.forget(base)
+	return 0
+}
+
+// forget tells the kernel that a view's entries changed.
+func (n *viewsNode) forget(name string) {
+	for _, e := range []string{name, name + whereSuffix, name + errorSuffix} {
+		go n.NotifyEntry(e)
+	}
+}
+
+func (n *viewsNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if !n.writable() {
+		return nil, syscall.EROFS
+	}
+	return nil, syscall.EPERM // views are made by writing NAME.where
+}
+
+// viewTextNode is a read-only text file: NAME.where or NAME.error.
+type viewTextNode struct {
+	fs.Inode
+	readOnly
+	m     *mountFS
+	text  string
+	mtime time.Time
+}
+
+func (n *viewTextNode) fill(a *fuse.Attr) {
+	a.Mode = fuse.S_IFREG | 0o444
+	a.Nlink = 1
+	a.Size = uint64(len(n.text))
+	n.m.owner(a)
+	a.SetTimes(nil, &n.mtime, &n.mtime)
+}
+
+func (n *viewTextNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fill(&out.Attr)
+	return 0
+}
+
+func (n *viewTextNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
+		// A view's filter is part of the immutable view: delete the view
+		// and write the file anew to change it.
+		return nil, 0, syscall.EEXIST
+	}
+	return &bytesHandle{data: []byte(n.text)}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
+}
+
+// whereFileNode is a NAME.where being written.
+type whereFileNode struct {
+	fs.Inode
+	readOnly
+	views   *viewsNode
+	name    string
+	created time.Time
+
+	mu   sync.Mutex // guards the fields below
+	data []byte
+	// done is set once the view was created: the file is its filter now.
+	done bool
+}
+
+// maxWhereBytes bounds what a NAME.where takes (a filter is at most
+// filter.MaxLength; a little more is accepted so that the error says so).
+const maxWhereBytes = filter.MaxLength + 1024
+
+func (n *whereFileNode) fill(a *fuse.Attr) {
+	n.mu.Lock()
+	size := len(n.data)
+	n.mu.Unlock()
+	a.Mode = fuse.S_IFREG | 0o644
+	a.Nlink = 1
+	a.Size = uint64(size)
+	n.views.t.m.owner(a)
+	a.SetTimes(nil, &n.created, &n.created)
+}
+
+func (n *whereFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fill(&out.Attr)
+	return 0
+}
+
+// Setattr accepts truncation (shells truncate files they write to).
+func (n *whereFileNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if size, ok := in.GetSize(); ok {
+		n.mu.Lock()
+		if n.done {
+			n.mu.Unlock()
+			return syscall.EEXIST
+		}
+		if size > maxWhereBytes {
+			n.mu.Unlock()
+			return syscall.EFBIG
+		}
+		if int(size) <= len(n.data) {
+			n.data = n.data[:size]
+		} else {
+			n.data = append(n.data, make([]byte, int(size)-len(n.data))...)
+		}
+		n.mu.Unlock()
+	}
+	n.fill(&out.Attr)
+	return 0
+}
+
+func (n *whereFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	return &whereHandle{f: n}, fuse.FOPEN_DIRECT_IO, 0
+}
+
+// whereHandle writes a NAME.where; the filter is checked, and the view
+// created, when the file is closed (at FLUSH, so before close returns).
+type whereHandle struct {
+	f *whereFileNode
+}
+
+func (h *whereHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	n := h.f
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.done {
+		return 0, syscall.EEXIST
+	}
+	end := off + int64(len(data))
+	if end > maxWhereBytes {
+		return 0, syscall.EFBIG
+	}
+	if end > int64(len(n.data)) {
+		n.data = append(n.data, make([]byte, end-int64(len(n.data)))...)
+	}
+	copy(n.data[off:], data)
+	return uint32(len(data)), 0
+}
+
+func (h *whereHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n := h.f
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return fuse.ReadResultData(sliceAt(n.data, dest, off)), 0
+}
+
+func (h *whereHandle) Flush(ctx context.Context) syscall.Errno {
+	n := h.f
+	n.mu.Lock()
+	if n.done {
+		n.mu.Unlock()
+		return 0
+	}
+	text := strings.TrimSpace(string(n.data))
+	n.mu.Unlock()
+	t := n.views.t
+	_, err := t.tbl.CreateView(ctx, table.View{Name: n.name, Where: text})
+	if err != nil {
+		msg := err.Error()
+		if errors.Is(err, table.ErrExists) {
+			msg = fmt.Sprintf("view %q exists already; delete it (rm -r views/%s) to define it anew", n.name, n.name)
+		}
+		t.viewFailed(n.name, fmt.Sprintf("%s\nfilter: %s\n", msg, clipText(text)))
+	} else {
+		t.viewFailed(n.name, "")
+		n.mu.Lock()
+		n.done = true
+		n.mu.Unlock()
+	}
+	if _, err := t.views(ctx, true); err != nil {
+		return errno("list views", err)
+	}
+	n.views.forget(n.name)
+	return 0
+}
+
+func (h *whereHandle) Release(ctx context.Context) syscall.Errno { return 0 }
+
+// clipText shortens a filter quoted in a NAME.error file.
+func clipText(s string) string {
+	if len(s) <= 200 {
+		return s
+	}
+	return s[:200] + fmt.Sprintf("... (%d bytes)", len(s))
+}
