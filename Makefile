@@ -38,6 +38,7 @@ e2e: build
 	scripts/e2e-probe.sh $(BIN)
 	scripts/e2e-table.sh $(BIN)
 	scripts/e2e-s3.sh $(BIN)
+	scripts/e2e-views.sh $(BIN)
 
 # versitygw, the S3-compatible server the S3 tests start (built once into
 # .cache/bin).

@@ -93,10 +93,13 @@ times.sort((a, b) => a - b);
 console.log(String(n), times[Math.floor(times.length / 2)].toFixed(1));
 JS
 
-# bytes_read CMD...: bytes the command reads from the table's files.
+# bytes_read CMD...: bytes the command reads from the table's files (one
+# trace file per thread, so that no call is split across lines).
 bytes_read() {
-	strace -f -qq -y -e trace=read,pread64,preadv,readv -e signal=none -o "$work/strace" "$@" >/dev/null
-	awk -v dir="$tbl/" 'index($0, "<" dir) && $NF ~ /^[0-9]+$/ {n += $NF} END {print n + 0}' "$work/strace"
+	rm -rf "$work/strace"
+	mkdir "$work/strace"
+	strace -f -ff -qq -y -e trace=read,pread64,preadv,readv -e signal=none -o "$work/strace/t" "$@" >/dev/null
+	cat "$work/strace"/t.* | awk -v dir="$tbl/" 'index($0, "<" dir) && $NF ~ /^[0-9]+$/ {n += $NF} END {print n + 0}'
 }
 
 for case in "selective:ego_speed_kmh >= 119.5" "partition:task = 'stack'"; do
@@ -118,3 +121,35 @@ for case in "selective:ego_speed_kmh >= 119.5" "partition:task = 'stack'"; do
 	echo "views_count_${name}_duckdb_bytes_read $(bytes_read node "$work/count.mjs" "$tbl/data/*.parquet" "$where" 1) bytes"
 	echo "views_count_${name}_matching $want frames"
 done
+
+# The mount: views of the same table. Frame sizes are computed once per
+# video payload (all episodes of a commit share one), so one ls -l warms
+# them for every episode compared below.
+"$bin" view delete "$tbl" bench-fast >/dev/null 2>&1 || true
+"$bin" view delete "$tbl" bench-pick >/dev/null 2>&1 || true
+"$bin" view create "$tbl" bench-fast --where "ego_speed_kmh >= 119.5" >/dev/null
+"$bin" view create "$tbl" bench-pick --where "task = 'pick' AND ego_speed_kmh >= 0" >/dev/null
+mkdir -p "$mnt"
+"$bin" mount "$tbl" "$mnt" -o ro --daemon >/dev/null
+open_start=$(date +%s%N)
+ls "$mnt/views" >/dev/null
+ls "$mnt/views/bench-fast/" >/dev/null
+open_end=$(date +%s%N)
+echo "views_open_views_and_first_view $(awk -v ns=$((open_end - open_start)) 'BEGIN {printf "%.1f", ns/1e6}') ms"
+head=$(readlink "$mnt/latest")
+ls -l "$mnt/$head/task=pick/ep00000" >/dev/null # frame sizes of the payload
+view_times=() snap_times=()
+for i in 1 2 3 4 5; do
+	ep=$(printf 'ep%05d' $((i * 4)))
+	view_times+=("$(ms ls -l "$mnt/views/bench-pick/task=pick/$ep/")")
+	ep=$(printf 'ep%05d' $((i * 4 + 100)))
+	snap_times+=("$(ms ls -l "$mnt/$head/task=pick/$ep/")")
+done
+view_ms=$(median "${view_times[@]}")
+snap_ms=$(median "${snap_times[@]}")
+echo "views_ls_l_episode_300_frames_view $view_ms ms"
+echo "views_ls_l_episode_300_frames_snapshot $snap_ms ms"
+echo "ratio:views_ls_l_view_vs_snapshot $(ratio "$snap_ms" "$view_ms") x"
+fusermount3 -u "$mnt"
+"$bin" view delete "$tbl" bench-fast >/dev/null
+"$bin" view delete "$tbl" bench-pick >/dev/null
