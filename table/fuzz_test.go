@@ -1,6 +1,8 @@
 package table
 
 import (
+	"encoding/binary"
+	"hash/crc32"
 	"testing"
 )
 
@@ -21,5 +23,26 @@ func FuzzParseSidecar(f *testing.F) {
 		}
 		sc.Rows(&schema)
 		sc.EpisodeID(&schema)
+	})
+}
+
+// FuzzChunkIndex feeds arbitrary bytes to the chunk index decoder: an index
+// is read from storage, so damage must give an error, never a panic or a
+// huge allocation; what decodes encodes back to the same bytes' meaning.
+func FuzzChunkIndex(f *testing.F) {
+	good := []byte("FCIX\x01\x06\x02\x01a\x01b\x02\x03\x04\x05\x06\x07\x03\x08\x09\x0a\x0b")
+	good = binary.LittleEndian.AppendUint32(good, crc32.Checksum(good, castagnoli))
+	f.Add(good)
+	f.Add([]byte("FCIX\x01\x06\xff\xff\xff\xff\x0f"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ix, err := decodeChunkIndex(data)
+		if err != nil {
+			return
+		}
+		for _, g := range ix.groups {
+			if len(g.chunks) != len(ix.columns) {
+				t.Fatalf("row group with %d chunks for %d columns", len(g.chunks), len(ix.columns))
+			}
+		}
 	})
 }

@@ -201,6 +201,7 @@ func (t *Table) liveObjects(ctx context.Context) (map[string]bool, error) {
 			}
 			for _, e := range m.Episodes {
 				live[e.DataFile] = true
+				live[chunkIndexKey(e.DataFile)] = true
 				for _, v := range e.Videos {
 					live[v.Pack] = true
 					for _, sz := range v.Sizes {
@@ -265,6 +266,9 @@ func (t *Table) Verify(ctx context.Context) ([]Problem, error) {
 					}
 					if err != nil {
 						report(id, e.DataFile, "episode %q: %v", e.Episode, err)
+					}
+					if err := t.verifyChunkIndex(ctx, e); err != nil {
+						report(id, chunkIndexKey(e.DataFile), "episode %q: %v", e.Episode, err)
 					}
 				}
 				for col, v := range e.Videos {

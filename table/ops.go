@@ -191,11 +191,21 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 	return snap, err
 }
 
+// putData writes a data file and its chunk index.
 func (t *Table) putData(ctx context.Context, key string, schema *Schema, eps []episodeRows) error {
-	return writeDataFile(ctx, func(r io.Reader) error {
+	md, err := writeDataFile(ctx, func(r io.Reader) error {
 		_, err := t.store.Put(ctx, key, r)
 		return err
 	}, schema, eps)
+	if err != nil {
+		return err
+	}
+	if ix := encodeChunkIndex(md); ix != nil {
+		if err := t.store.PutIfAbsent(ctx, chunkIndexKey(key), ix); err != nil {
+			return fmt.Errorf("write chunk index of %s: %w", key, err)
+		}
+	}
+	return nil
 }
 
 func normalizeVideos(s *Schema, in map[string]VideoFile) (map[string]VideoFile, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -72,12 +73,14 @@ type episodeRows struct {
 	ordinals []int64
 }
 
-// writeDataFile streams one Parquet file with a row group per episode.
-func writeDataFile(ctx context.Context, put func(io.Reader) error, s *Schema, episodes []episodeRows) error {
+// writeDataFile streams one Parquet file with a row group per episode,
+// and returns its footer.
+func writeDataFile(ctx context.Context, put func(io.Reader) error, s *Schema, episodes []episodeRows) (*metadata.FileMetaData, error) {
 	sc, err := arrowSchema(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var md *metadata.FileMetaData
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
@@ -114,14 +117,18 @@ func writeDataFile(ctx context.Context, put func(io.Reader) error, s *Schema, ep
 				return err
 			}
 		}
-		return fw.Close()
+		if err := fw.Close(); err != nil {
+			return err
+		}
+		md, err = fw.FileMetadata()
+		return err
 	}()
 	pw.CloseWithError(werr)
 	perr := <-done
 	if werr != nil {
-		return fmt.Errorf("write rows: %w", werr)
+		return nil, fmt.Errorf("write rows: %w", werr)
 	}
-	return perr
+	return md, perr
 }
 
 func appendEpisode(b *array.RecordBuilder, s *Schema, ep episodeRows) error {
@@ -373,7 +380,7 @@ func (t *Table) EpisodeParquetRows(ctx context.Context, snap *Snapshot, e Episod
 		rows = picked
 	}
 	var buf bytes.Buffer
-	err = writeDataFile(ctx, func(r io.Reader) error {
+	_, err = writeDataFile(ctx, func(r io.Reader) error {
 		_, err := buf.ReadFrom(r)
 		return err
 	}, s, []episodeRows{{episode: e.Episode, rows: rows, videos: e.Videos, ordinals: ordinals}})

@@ -15,9 +15,11 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/framefs/framefs/table/filter"
+	"github.com/framefs/framefs/table/storage"
 )
 
 // FilterSchema returns the columns a filter on snapshot rows may name: the
@@ -354,6 +356,17 @@ func (t *Table) scanFile(ctx context.Context, s *Schema, f *filter.Filter, key s
 		return nil, fmt.Errorf("read %s: %w", key, err)
 	}
 	defer obj.Close()
+	if ix := t.chunkIndexFor(ctx, key); ix != nil {
+		out, ok, err := t.scanIndexed(ctx, obj, ix, s, f, key, items, opts)
+		if err != nil || ok {
+			if out != nil {
+				for _, it := range items {
+					rows.Add(it.entry.Rows)
+				}
+			}
+			return out, err
+		}
+	}
 	pf, err := file.NewParquetReader(io.NewSectionReader(obj, 0, obj.Size()))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
@@ -633,4 +646,125 @@ func (e *SelectedEpisode) normalize() {
 	if len(e.Parts) == 1 && int64(len(e.Parts[0].Ordinals)) == e.Entry.Rows {
 		e.Parts[0].Ordinals = nil
 	}
+}
+
+// scanIndexed evaluates the filter over the items' row groups reading only
+// the column chunks it needs, located by the file's chunk index; ok is
+// false when the index cannot serve (an episode without manifest
+// statistics, a list column), and the footer is used instead.
+func (t *Table) scanIndexed(ctx context.Context, obj storage.Object, ix *chunkIndex, s *Schema, f *filter.Filter, key string,
+	items []scanItem, opts SelectOptions) (*scanOutcome, bool, error) {
+	need := map[string]bool{}
+	for _, c := range f.Columns() {
+		need[c] = true
+	}
+	if !opts.CountOnly {
+		for _, g := range opts.GroupBy {
+			if g != s.EpisodeColumn && !s.isPartition(g) {
+				need[g] = true
+			}
+		}
+	}
+	out := &scanOutcome{}
+	type column struct {
+		name  string
+		index int
+		descr *schema.Column
+		dt    arrow.DataType
+	}
+	var plan [][]column
+	for _, it := range items {
+		e := it.entry
+		if e.Stats == nil && it.decided == filter.Some {
+			return nil, false, nil // row-group statistics first: the footer has them
+		}
+		if e.RowGroup < 0 || e.RowGroup >= len(ix.groups) || ix.groups[e.RowGroup].rows != e.Rows {
+			return nil, false, nil
+		}
+		es, err := t.Schema(ctx, e.SchemaID)
+		if err != nil {
+			return nil, false, err
+		}
+		ps, err := t.parquetSchema(es)
+		if err != nil {
+			return nil, false, err
+		}
+		as, err := arrowSchema(es)
+		if err != nil {
+			return nil, false, err
+		}
+		var cols []column
+		for name := range need {
+			fi := as.FieldIndices(name)
+			if len(fi) == 0 {
+				continue // added after this file was written: NULL
+			}
+			idx, ok := ix.columns[name]
+			leaf := ps.ColumnIndexByName(name)
+			if !ok || leaf < 0 {
+				return nil, false, nil // a list: the footer path reads it
+			}
+			cols = append(cols, column{name, idx, ps.Column(leaf), as.Field(fi[0]).Type})
+		}
+		plan = append(plan, cols)
+	}
+	for k, it := range items {
+		if err := ctx.Err(); err != nil {
+			return nil, true, err
+		}
+		e := it.entry
+		arrays := map[string]arrow.Array{}
+		for _, c := range plan[k] {
+			loc := ix.groups[e.RowGroup].chunks[c.index]
+			if loc.offset < 0 || loc.length <= 0 || loc.offset+loc.length > obj.Size() {
+				return nil, true, fmt.Errorf("%w: %s: chunk index points outside the file", ErrCorrupt, key)
+			}
+			arr, err := readChunk(obj, loc, ix.codec, c.descr, e.Rows, c.dt)
+			if err != nil {
+				for _, a := range arrays {
+					a.Release()
+				}
+				if ctx.Err() != nil {
+					return nil, true, ctx.Err()
+				}
+				return nil, true, fmt.Errorf("%w: %s row group %d column %s: %v", ErrCorrupt, key, e.RowGroup, c.name, err)
+			}
+			arrays[c.name] = arr
+		}
+		columns := func(name string) arrow.Array { return arrays[name] }
+		match, err := f.Eval(int(e.Rows), columns)
+		if err != nil {
+			return nil, true, fmt.Errorf("%s: %w", key, err)
+		}
+		sel := &SelectedEpisode{Entry: *e}
+		var groupNames []string
+		var groupCols []arrow.Array
+		if !opts.CountOnly && !groupsConstant(s, opts.GroupBy) {
+			for _, g := range opts.GroupBy {
+				groupNames = append(groupNames, g)
+				groupCols = append(groupCols, columns(g))
+			}
+		}
+		for i, m := range match {
+			if !m && it.decided != filter.All {
+				continue
+			}
+			sel.Frames++
+			if opts.CountOnly {
+				continue
+			}
+			group := constantGroup(s, e, opts.GroupBy)
+			if groupCols != nil {
+				group = rowGroup(s, e, groupNames, groupCols, i)
+			}
+			sel.addRow(group, int64(i))
+		}
+		sel.normalize()
+		for _, a := range arrays {
+			a.Release()
+		}
+		out.results = append(out.results, scanResult{it.index, sel})
+		out.scanned++
+	}
+	return out, true, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	fastjson "github.com/goccy/go-json"
 	"github.com/google/uuid"
 
@@ -74,6 +75,10 @@ type Table struct {
 	schemas   map[int]*Schema
 	snapshots map[int64]*Snapshot
 	manifests map[string]*Manifest
+	// chunkIndexes and parquetSchemas serve filters (see chunks.go); a
+	// nil index records that a data file has none.
+	chunkIndexes   map[string]*chunkIndex
+	parquetSchemas map[int]*schema.Schema
 }
 
 // Create makes a new table in store (which must be empty of tables) with
@@ -120,6 +125,9 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error
 		schemas:   map[int]*Schema{},
 		snapshots: map[int64]*Snapshot{},
 		manifests: map[string]*Manifest{},
+
+		chunkIndexes:   map[string]*chunkIndex{},
+		parquetSchemas: map[int]*schema.Schema{},
 	}, nil
 }
 

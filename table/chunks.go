@@ -1,0 +1,359 @@
+package table
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/framefs/framefs/table/storage"
+)
+
+// A chunk index (data/UUID.chunks, beside data/UUID.parquet) says where
+// each flat column of each row group of a data file lies. A filter that
+// needs a few episodes' columns reads the index (a few bytes per column
+// chunk) and those column chunks, instead of the Parquet footer (about a
+// hundred bytes per column chunk, all of which must be decoded). It is an
+// optional accelerator: without it (or when it does not check out),
+// readers use the footer.
+//
+//	"FCIX"  uv version (1)  uv codec (Parquet compression codec number)
+//	uv columns, then per column: uv name length, name bytes
+//	uv row groups, then per row group: uv rows, then per column:
+//	   uv offset, uv length   (the column chunk's bytes in the data file)
+//	4 bytes CRC-32C (Castagnoli) of everything before, little-endian
+const chunkIndexMagic = "FCIX"
+
+// Bounds checked before allocating while decoding an index.
+const (
+	maxIndexColumns   = 4096
+	maxIndexRowGroups = 1 << 22
+)
+
+func chunkIndexKey(dataKey string) string {
+	return strings.TrimSuffix(dataKey, ".parquet") + ".chunks"
+}
+
+// chunkIndex is a decoded chunk index.
+type chunkIndex struct {
+	codec   compress.Compression
+	columns map[string]int
+	groups  []chunkGroup
+}
+
+type chunkGroup struct {
+	rows   int64
+	chunks []chunkLoc // by column
+}
+
+type chunkLoc struct{ offset, length int64 }
+
+// encodeChunkIndex makes the index of a data file from its footer, for
+// the columns that are one leaf (not lists or structs).
+func encodeChunkIndex(md *metadata.FileMetaData) []byte {
+	var cols []int
+	var names []string
+	for i := 0; i < md.Schema.NumColumns(); i++ {
+		if path := md.Schema.Column(i).ColumnPath(); len(path) == 1 && md.Schema.Column(i).MaxRepetitionLevel() == 0 {
+			cols = append(cols, i)
+			names = append(names, path[0])
+		}
+	}
+	b := []byte(chunkIndexMagic)
+	b = binary.AppendUvarint(b, 1)
+	codec := compress.Codecs.Zstd
+	if md.NumRowGroups() > 0 && len(cols) > 0 {
+		if cc, err := md.RowGroup(0).ColumnChunk(cols[0]); err == nil {
+			codec = cc.Compression()
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(codec))
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, n := range names {
+		b = binary.AppendUvarint(b, uint64(len(n)))
+		b = append(b, n...)
+	}
+	b = binary.AppendUvarint(b, uint64(md.NumRowGroups()))
+	for g := 0; g < md.NumRowGroups(); g++ {
+		rg := md.RowGroup(g)
+		b = binary.AppendUvarint(b, uint64(rg.NumRows()))
+		for _, c := range cols {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				return nil
+			}
+			start := cc.DataPageOffset()
+			if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
+				start = cc.DictionaryPageOffset()
+			}
+			b = binary.AppendUvarint(b, uint64(start))
+			b = binary.AppendUvarint(b, uint64(cc.TotalCompressedSize()))
+		}
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+var errBadChunkIndex = errors.New("bad chunk index")
+
+// decodeChunkIndex reads an index; every count is checked against the
+// bytes left before anything is allocated.
+func decodeChunkIndex(data []byte) (*chunkIndex, error) {
+	if len(data) < len(chunkIndexMagic)+4 || string(data[:4]) != chunkIndexMagic {
+		return nil, fmt.Errorf("%w: no FCIX header", errBadChunkIndex)
+	}
+	body := data[:len(data)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
+		return nil, fmt.Errorf("%w: checksum mismatch", errBadChunkIndex)
+	}
+	r := bytes.NewReader(body[4:])
+	next := func() (uint64, error) { return binary.ReadUvarint(r) }
+	if v, err := next(); err != nil || v != 1 {
+		return nil, fmt.Errorf("%w: version %d", errBadChunkIndex, v)
+	}
+	codec, err := next()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadChunkIndex, err)
+	}
+	ncols, err := next()
+	if err != nil || ncols > maxIndexColumns || ncols > uint64(r.Len()) {
+		return nil, fmt.Errorf("%w: %d columns", errBadChunkIndex, ncols)
+	}
+	ix := &chunkIndex{codec: compress.Compression(codec), columns: make(map[string]int, ncols)}
+	for c := 0; c < int(ncols); c++ {
+		n, err := next()
+		if err != nil || n > uint64(r.Len()) {
+			return nil, fmt.Errorf("%w: column name", errBadChunkIndex)
+		}
+		name := make([]byte, n)
+		io.ReadFull(r, name)
+		ix.columns[string(name)] = c
+	}
+	ngroups, err := next()
+	if err != nil || ngroups > maxIndexRowGroups || ngroups*(1+2*ncols) > uint64(r.Len()) {
+		return nil, fmt.Errorf("%w: %d row groups", errBadChunkIndex, ngroups)
+	}
+	ix.groups = make([]chunkGroup, ngroups)
+	locs := make([]chunkLoc, ngroups*ncols)
+	for g := range ix.groups {
+		rows, err := next()
+		if err != nil || rows > 1<<40 {
+			return nil, fmt.Errorf("%w: row group %d", errBadChunkIndex, g)
+		}
+		grp := &ix.groups[g]
+		grp.rows, grp.chunks = int64(rows), locs[g*int(ncols):(g+1)*int(ncols)]
+		for c := range grp.chunks {
+			off, err1 := next()
+			n, err2 := next()
+			if err1 != nil || err2 != nil || off > 1<<50 || n > 1<<40 {
+				return nil, fmt.Errorf("%w: row group %d column %d", errBadChunkIndex, g, c)
+			}
+			grp.chunks[c] = chunkLoc{int64(off), int64(n)}
+		}
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the row groups", errBadChunkIndex, r.Len())
+	}
+	return ix, nil
+}
+
+// chunkIndexFor returns the chunk index of a data file, or nil when it has
+// none or it does not check out (the footer is used then).
+func (t *Table) chunkIndexFor(ctx context.Context, dataKey string) *chunkIndex {
+	key := chunkIndexKey(dataKey)
+	t.mu.Lock()
+	ix, ok := t.chunkIndexes[key]
+	t.mu.Unlock()
+	if ok {
+		return ix
+	}
+	data, err := t.store.ReadAll(ctx, key)
+	if err == nil {
+		ix, err = decodeChunkIndex(data)
+	}
+	if err != nil && !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
+		ix = nil // a damaged index only costs speed; verify reports it
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	t.mu.Lock()
+	if len(t.chunkIndexes) >= maxCachedChunkIndexes {
+		clear(t.chunkIndexes)
+	}
+	t.chunkIndexes[key] = ix
+	t.mu.Unlock()
+	return ix
+}
+
+// maxCachedChunkIndexes bounds the indexes a Table keeps (a few bytes per
+// row group each).
+const maxCachedChunkIndexes = 256
+
+// parquetSchema returns the Parquet schema data files of schema s have.
+func (t *Table) parquetSchema(s *Schema) (*schema.Schema, error) {
+	t.mu.Lock()
+	ps := t.parquetSchemas[s.ID]
+	t.mu.Unlock()
+	if ps != nil {
+		return ps, nil
+	}
+	sc, err := arrowSchema(s)
+	if err != nil {
+		return nil, err
+	}
+	ps, err = pqarrow.ToParquet(sc, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.parquetSchemas[s.ID] = ps
+	t.mu.Unlock()
+	return ps, nil
+}
+
+// readChunk decodes one flat column chunk into an Arrow array of type dt.
+func readChunk(obj io.ReaderAt, loc chunkLoc, codec compress.Compression, descr *schema.Column, rows int64, dt arrow.DataType) (arrow.Array, error) {
+	mem := memory.DefaultAllocator
+	stream, err := parquet.NewReaderProperties(mem).GetStream(obj, loc.offset, loc.length)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := file.NewPageReader(stream, rows, codec, mem, nil)
+	if err != nil {
+		return nil, err
+	}
+	maxDef := descr.MaxDefinitionLevel()
+	defs := make([]int16, rows)
+	valid := func(i int) bool { return maxDef == 0 || defs[i] == maxDef }
+	cr := file.NewColumnReader(descr, pages, mem, nil)
+	switch r := cr.(type) {
+	case *file.BooleanColumnChunkReader:
+		vals, err := readLevels(rows, defs, r.ReadBatch)
+		if err != nil {
+			return nil, err
+		}
+		b := array.NewBooleanBuilder(mem)
+		defer b.Release()
+		appendValues(b, vals, rows, valid, b.Append)
+		return b.NewArray(), nil
+	case *file.Int32ColumnChunkReader:
+		vals, err := readLevels(rows, defs, r.ReadBatch)
+		if err != nil {
+			return nil, err
+		}
+		b := array.NewInt32Builder(mem)
+		defer b.Release()
+		appendValues(b, vals, rows, valid, b.Append)
+		return b.NewArray(), nil
+	case *file.Int64ColumnChunkReader:
+		vals, err := readLevels(rows, defs, r.ReadBatch)
+		if err != nil {
+			return nil, err
+		}
+		if ts, ok := dt.(*arrow.TimestampType); ok {
+			b := array.NewTimestampBuilder(mem, ts)
+			defer b.Release()
+			appendValues(b, vals, rows, valid, func(v int64) { b.Append(arrow.Timestamp(v)) })
+			return b.NewArray(), nil
+		}
+		b := array.NewInt64Builder(mem)
+		defer b.Release()
+		appendValues(b, vals, rows, valid, b.Append)
+		return b.NewArray(), nil
+	case *file.Float32ColumnChunkReader:
+		vals, err := readLevels(rows, defs, r.ReadBatch)
+		if err != nil {
+			return nil, err
+		}
+		b := array.NewFloat32Builder(mem)
+		defer b.Release()
+		appendValues(b, vals, rows, valid, b.Append)
+		return b.NewArray(), nil
+	case *file.Float64ColumnChunkReader:
+		vals, err := readLevels(rows, defs, r.ReadBatch)
+		if err != nil {
+			return nil, err
+		}
+		b := array.NewFloat64Builder(mem)
+		defer b.Release()
+		appendValues(b, vals, rows, valid, b.Append)
+		return b.NewArray(), nil
+	case *file.ByteArrayColumnChunkReader:
+		vals, err := readLevels(rows, defs, r.ReadBatch)
+		if err != nil {
+			return nil, err
+		}
+		b := array.NewStringBuilder(mem)
+		defer b.Release()
+		appendValues(b, vals, rows, valid, func(v parquet.ByteArray) { b.Append(string(v)) })
+		return b.NewArray(), nil
+	}
+	return nil, fmt.Errorf("column %s: unsupported physical type %s", descr.Name(), descr.PhysicalType())
+}
+
+// readLevels reads rows levels and their values from a column reader.
+func readLevels[T any](rows int64, defs []int16, read func(int64, []T, []int16, []int16) (int64, int, error)) ([]T, error) {
+	vals := make([]T, rows)
+	var levels int64
+	values := 0
+	for levels < rows {
+		l, v, err := read(rows-levels, vals[values:], defs[levels:], nil)
+		if err != nil {
+			return nil, err
+		}
+		if l == 0 {
+			return nil, fmt.Errorf("column chunk has %d of %d rows", levels, rows)
+		}
+		levels += l
+		values += v
+	}
+	return vals[:values], nil
+}
+
+// appendValues appends rows values, null where a row has none.
+func appendValues[T any](b array.Builder, vals []T, rows int64, valid func(int) bool, add func(T)) {
+	b.Reserve(int(rows))
+	k := 0
+	for i := 0; i < int(rows); i++ {
+		if !valid(i) || k >= len(vals) {
+			b.AppendNull()
+			continue
+		}
+		add(vals[k])
+		k++
+	}
+}
+
+// verifyChunkIndex checks the chunk index of an episode's data file, if
+// it has one: intact, and agreeing with the manifest on the row group.
+func (t *Table) verifyChunkIndex(ctx context.Context, e EpisodeEntry) error {
+	data, err := t.store.ReadAll(ctx, chunkIndexKey(e.DataFile))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ix, err := decodeChunkIndex(data)
+	if err != nil {
+		return err
+	}
+	if e.RowGroup >= len(ix.groups) || ix.groups[e.RowGroup].rows != e.Rows {
+		return fmt.Errorf("%w: row group %d does not have the manifest's %d rows", errBadChunkIndex, e.RowGroup, e.Rows)
+	}
+	return nil
+}
