@@ -41,9 +41,9 @@ ms() {
 # Parquet files), partitioned by task; each episode drives at a speed of
 # its own. Videos are one 300-frame file, stored once per commit. Built
 # once and kept in the cache (its name carries a layout version).
-tbl="$cache/views_10k_v2/robot"
+tbl="$cache/views_10k_v3/robot"
 if [ ! -f "$tbl/.complete" ]; then
-	rm -rf "$cache/views_10k_v2"
+	rm -rf "$cache/views_10k_v3"
 	src="$cache/views_10k_src"
 	rm -rf "$src"
 	mkdir -p "$src"
