@@ -289,26 +289,38 @@ func evictPages(t *testing.T, name string) {
 
 func TestReadOnly(t *testing.T) {
 	f := newFixture(t, Options{})
-	frame := f.path("robot", "latest", "task=pick", "ep1", "000003.jpg")
-	dir := f.path("robot", "snapshots", "1", "task=pick", "ep1")
+	checkReadOnly(t, f.path("robot", "snapshots", "1", "task=pick", "ep1"), "000003.jpg", map[string]func() error{
+		"latest":  func() error { return os.Remove(f.path("robot", "latest")) },
+		"snapdir": func() error { return os.Mkdir(f.path("robot", "snapshots", "9"), 0o755) },
+		"tagfile": func() error { return os.WriteFile(f.path("robot", "tags", "x"), nil, 0o644) },
+	})
+}
+
+// checkReadOnly tries every kind of change to an episode folder and one of
+// its frames, and the extra ones: each must fail with EROFS and leave the
+// frame as it was.
+func checkReadOnly(t *testing.T, dir, frameName string, extra map[string]func() error) {
+	t.Helper()
+	frame := filepath.Join(dir, frameName)
 	before, _ := os.ReadFile(frame)
-	attempts := map[string]error{
-		"create":   os.WriteFile(filepath.Join(dir, "new.jpg"), []byte("x"), 0o644),
-		"write":    os.WriteFile(frame, []byte("x"), 0o644),
-		"truncate": os.Truncate(frame, 0),
-		"unlink":   os.Remove(frame),
-		"rename":   os.Rename(frame, filepath.Join(dir, "x.jpg")),
-		"chmod":    os.Chmod(frame, 0o777),
-		"mkdir":    os.Mkdir(filepath.Join(dir, "d"), 0o755),
-		"rmdir":    os.Remove(dir),
-		"symlink":  os.Symlink("x", filepath.Join(dir, "l")),
-		"latest":   os.Remove(f.path("robot", "latest")),
-		"setxattr": syscall.Setxattr(frame, "user.x", []byte("1"), 0),
-		"snapdir":  os.Mkdir(f.path("robot", "snapshots", "9"), 0o755),
-		"tagfile":  os.WriteFile(f.path("robot", "tags", "x"), nil, 0o644),
+	attempts := map[string]func() error{
+		"create":   func() error { return os.WriteFile(filepath.Join(dir, "new.jpg"), []byte("x"), 0o644) },
+		"write":    func() error { return os.WriteFile(frame, []byte("x"), 0o644) },
+		"truncate": func() error { return os.Truncate(frame, 0) },
+		"unlink":   func() error { return os.Remove(frame) },
+		"rename":   func() error { return os.Rename(frame, filepath.Join(dir, "x.jpg")) },
+		"chmod":    func() error { return os.Chmod(frame, 0o777) },
+		"mkdir":    func() error { return os.Mkdir(filepath.Join(dir, "d"), 0o755) },
+		"rmdir":    func() error { return os.Remove(dir) },
+		"symlink":  func() error { return os.Symlink("x", filepath.Join(dir, "l")) },
+		"setxattr": func() error { return syscall.Setxattr(frame, "user.x", []byte("1"), 0) },
+		"rows":     func() error { return os.WriteFile(filepath.Join(dir, "frames.jsonl"), nil, 0o644) },
 	}
-	for op, err := range attempts {
-		if !errors.Is(err, syscall.EROFS) {
+	for op, try := range extra {
+		attempts[op] = try
+	}
+	for op, try := range attempts {
+		if err := try(); !errors.Is(err, syscall.EROFS) {
 			t.Errorf("%s: %v, want EROFS", op, err)
 		}
 	}

@@ -37,12 +37,7 @@ func runWriter(spec string) int {
 	parts := strings.Split(spec, "|")
 	count, _ := strconv.Atoi(parts[2])
 	ctx := context.Background()
-	store, err := openTestStore(parts[0])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	tbl, err := Open(ctx, store, Options{})
+	tbl, err := openTestTable(parts[0])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -56,6 +51,15 @@ func runWriter(spec string) int {
 		}
 	}
 	return 0
+}
+
+// openTestTable opens the table at uri as a writer process does.
+func openTestTable(uri string) (*Table, error) {
+	store, err := openTestStore(uri)
+	if err != nil {
+		return nil, err
+	}
+	return Open(context.Background(), store, Options{})
 }
 
 func nullableTable(t *testing.T, uri string) *Table {

@@ -407,17 +407,7 @@ func (t *Table) scanFile(ctx context.Context, s *Schema, f *filter.Filter, key s
 	sort.Slice(read, func(i, j int) bool { return read[i].entry.RowGroup < read[j].entry.RowGroup })
 	// The columns to read: the filter's (unless every row is known to
 	// match) and the group-by columns that vary within an episode.
-	need := map[string]bool{}
-	for _, c := range f.Columns() {
-		need[c] = true
-	}
-	if !opts.CountOnly {
-		for _, g := range opts.GroupBy {
-			if g != s.EpisodeColumn && !s.isPartition(g) {
-				need[g] = true
-			}
-		}
-	}
+	need := neededColumns(s, f, opts)
 	var cols []int
 	for name := range need {
 		cols = append(cols, leaves[name]...)
@@ -530,10 +520,7 @@ func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *Schema, f *fi
 			}
 			for k, m := range match {
 				if m || it.decided == filter.All {
-					selected[i].Frames++
-					if !opts.CountOnly {
-						selected[i].addRow(constantGroup(s, it.entry, opts.GroupBy), int64(k))
-					}
+					selected[i].addMatch(s, it.entry, opts, nil, k, int64(k))
 				}
 			}
 			selected[i].normalize()
@@ -574,14 +561,7 @@ func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *Schema, f *fi
 		if _, err := f.EvalInto(n, columns, match); err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
-		var groupCols []arrow.Array
-		var groupNames []string
-		if !opts.CountOnly && !groupsConstant(s, opts.GroupBy) {
-			for _, g := range opts.GroupBy {
-				groupNames = append(groupNames, g)
-				groupCols = append(groupCols, columns(g))
-			}
-		}
+		groups := varyingGroups(s, opts, columns)
 		for i := 0; i < n; i++ {
 			for offset == items[item].entry.Rows {
 				item++
@@ -589,15 +569,7 @@ func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *Schema, f *fi
 			}
 			it := items[item]
 			if match[i] || it.decided == filter.All {
-				sel := selected[item]
-				sel.Frames++
-				if !opts.CountOnly {
-					group := constantGroup(s, it.entry, opts.GroupBy)
-					if groupCols != nil {
-						group = rowGroup(s, it.entry, groupNames, groupCols, i)
-					}
-					sel.addRow(group, offset)
-				}
+				selected[item].addMatch(s, it.entry, opts, groups, i, offset)
 			}
 			offset++
 		}
@@ -609,6 +581,56 @@ func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *Schema, f *fi
 		sel.normalize()
 	}
 	return results, nil
+}
+
+// neededColumns returns the columns a scan reads: the filter's and the
+// group-by columns that vary within an episode.
+func neededColumns(s *Schema, f *filter.Filter, opts SelectOptions) map[string]bool {
+	need := map[string]bool{}
+	for _, c := range f.Columns() {
+		need[c] = true
+	}
+	if !opts.CountOnly {
+		for _, g := range opts.GroupBy {
+			if g != s.EpisodeColumn && !s.isPartition(g) {
+				need[g] = true
+			}
+		}
+	}
+	return need
+}
+
+// groupArrays are the group-by columns of a batch, when some vary within
+// episodes (nil otherwise: groups follow from the manifest).
+type groupArrays struct {
+	names []string
+	cols  []arrow.Array
+}
+
+func varyingGroups(s *Schema, opts SelectOptions, columns func(string) arrow.Array) *groupArrays {
+	if opts.CountOnly || groupsConstant(s, opts.GroupBy) {
+		return nil
+	}
+	g := &groupArrays{}
+	for _, name := range opts.GroupBy {
+		g.names = append(g.names, name)
+		g.cols = append(g.cols, columns(name))
+	}
+	return g
+}
+
+// addMatch records a matching row: row ordinal of episode e, row i of the
+// batch groups come from.
+func (sel *SelectedEpisode) addMatch(s *Schema, e *EpisodeEntry, opts SelectOptions, groups *groupArrays, i int, ordinal int64) {
+	sel.Frames++
+	if opts.CountOnly {
+		return
+	}
+	group := constantGroup(s, e, opts.GroupBy)
+	if groups != nil {
+		group = rowGroup(s, e, groups.names, groups.cols, i)
+	}
+	sel.addRow(group, ordinal)
 }
 
 // rowGroup names the group of row i of a batch.
@@ -654,17 +676,7 @@ func (e *SelectedEpisode) normalize() {
 // statistics, a list column), and the footer is used instead.
 func (t *Table) scanIndexed(ctx context.Context, obj storage.Object, ix *chunkIndex, s *Schema, f *filter.Filter, key string,
 	items []scanItem, opts SelectOptions) (*scanOutcome, bool, error) {
-	need := map[string]bool{}
-	for _, c := range f.Columns() {
-		need[c] = true
-	}
-	if !opts.CountOnly {
-		for _, g := range opts.GroupBy {
-			if g != s.EpisodeColumn && !s.isPartition(g) {
-				need[g] = true
-			}
-		}
-	}
+	need := neededColumns(s, f, opts)
 	out := &scanOutcome{}
 	type column struct {
 		name  string
@@ -737,27 +749,11 @@ func (t *Table) scanIndexed(ctx context.Context, obj storage.Object, ix *chunkIn
 			return nil, true, fmt.Errorf("%s: %w", key, err)
 		}
 		sel := &SelectedEpisode{Entry: *e}
-		var groupNames []string
-		var groupCols []arrow.Array
-		if !opts.CountOnly && !groupsConstant(s, opts.GroupBy) {
-			for _, g := range opts.GroupBy {
-				groupNames = append(groupNames, g)
-				groupCols = append(groupCols, columns(g))
-			}
-		}
+		groups := varyingGroups(s, opts, columns)
 		for i, m := range match {
-			if !m && it.decided != filter.All {
-				continue
+			if m || it.decided == filter.All {
+				sel.addMatch(s, e, opts, groups, i, int64(i))
 			}
-			sel.Frames++
-			if opts.CountOnly {
-				continue
-			}
-			group := constantGroup(s, e, opts.GroupBy)
-			if groupCols != nil {
-				group = rowGroup(s, e, groupNames, groupCols, i)
-			}
-			sel.addRow(group, int64(i))
 		}
 		sel.normalize()
 		for _, a := range arrays {

@@ -301,12 +301,7 @@ func runViewWorker(spec string) int {
 	var count int
 	fmt.Sscan(parts[2], &count)
 	ctx := context.Background()
-	store, err := openTestStore(parts[0])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	tbl, err := Open(ctx, store, Options{})
+	tbl, err := openTestTable(parts[0])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -445,27 +445,7 @@ func newTagCommand() *cobra.Command {
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(create, del, list)
-	// Accept the documented order `framefs tag TABLE create NAME` as well.
-	cmd.Args = cobra.ArbitraryArgs
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if len(args) < 2 {
-			return cmd.Usage()
-		}
-		sub, rest := args[1], append([]string{args[0]}, args[2:]...)
-		for _, c := range cmd.Commands() {
-			if c.Name() == sub {
-				c.SetArgs(rest)
-				c.SetContext(cmd.Context())
-				if err := c.ParseFlags(rest); err != nil {
-					return err
-				}
-				return c.RunE(c, c.Flags().Args())
-			}
-		}
-		return fmt.Errorf("unknown tag command %q (create, delete or list)", sub)
-	}
-	cmd.Flags().Int64Var(&snapshot, "snapshot", 0, "snapshot to tag (default: the head)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	acceptTableFirst(cmd)
 	return cmd
 }
 

@@ -184,29 +184,7 @@ gc, as a tag does. Views are immutable: to change one, delete and create it.`,
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(create, del, list)
-	// Accept `framefs view TABLE create NAME` as well, like tag.
-	cmd.Args = cobra.ArbitraryArgs
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if len(args) < 2 {
-			return cmd.Usage()
-		}
-		sub, rest := args[1], append([]string{args[0]}, args[2:]...)
-		for _, c := range cmd.Commands() {
-			if c.Name() == sub {
-				c.SetContext(cmd.Context())
-				if err := c.ParseFlags(rest); err != nil {
-					return err
-				}
-				if err := c.Args(c, c.Flags().Args()); err != nil {
-					return err
-				}
-				return c.RunE(c, c.Flags().Args())
-			}
-		}
-		return fmt.Errorf("unknown view command %q (create, delete or list)", sub)
-	}
-	cmd.Flags().AddFlagSet(create.Flags())
-	cmd.Flags().AddFlagSet(list.Flags())
+	acceptTableFirst(cmd)
 	return cmd
 }
 

@@ -45,6 +45,15 @@ type vec struct {
 	elems *vec
 }
 
+// rows is how many values a result computed from v has: one per row of
+// the batch, or one for a constant.
+func (v *vec) rows(b *batch) int {
+	if v.step == 0 {
+		return 1
+	}
+	return b.n
+}
+
 func (v *vec) isNull(i int) bool {
 	if v.kind == KindBool {
 		return v.tri[i*v.step] == triN
@@ -399,10 +408,7 @@ func (n *notExpr) eval(b *batch) *vec {
 
 func (n *isNullExpr) eval(b *batch) *vec {
 	x := n.x.eval(b)
-	rows := b.n
-	if x.step == 0 {
-		rows = 1
-	}
+	rows := x.rows(b)
 	out := make([]uint8, rows)
 	yes, no := triT, triF
 	if n.not {
@@ -435,10 +441,7 @@ func (n *isTruthExpr) eval(b *batch) *vec {
 
 func (n *inExpr) eval(b *batch) *vec {
 	x := n.x.eval(b)
-	rows := b.n
-	if x.step == 0 {
-		rows = 1
-	}
+	rows := x.rows(b)
 	miss := triF
 	if n.hasNull {
 		miss = triN // x IN (1, NULL) is NULL, not FALSE, when x is not 1
@@ -478,10 +481,7 @@ func (n *inExpr) eval(b *batch) *vec {
 
 func (n *likeExpr) eval(b *batch) *vec {
 	x := n.x.eval(b)
-	rows := b.n
-	if x.step == 0 {
-		rows = 1
-	}
+	rows := x.rows(b)
 	out := make([]uint8, rows)
 	for i := range out {
 		switch {

@@ -331,6 +331,10 @@ func (c converter) literal(v *test_driver.ValueExpr) (node, error) {
 	return nil, invalid("literal %s is not supported", v.GetDatumString())
 }
 
+var comparisons = map[opcode.Op]cmpOp{
+	opcode.EQ: opEQ, opcode.NE: opNE, opcode.LT: opLT, opcode.LE: opLE, opcode.GT: opGT, opcode.GE: opGE,
+}
+
 func (c converter) binary(x *ast.BinaryOperationExpr, depth int) (node, error) {
 	l, err := c.convert(x.L, depth)
 	if err != nil {
@@ -340,23 +344,14 @@ func (c converter) binary(x *ast.BinaryOperationExpr, depth int) (node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if op, ok := comparisons[x.Op]; ok {
+		return cmpNode{op: op, l: l, r: r}, nil
+	}
 	switch x.Op {
 	case opcode.LogicAnd:
 		return logicNode{and: true, l: l, r: r}, nil
 	case opcode.LogicOr:
 		return logicNode{and: false, l: l, r: r}, nil
-	case opcode.EQ:
-		return cmpNode{op: opEQ, l: l, r: r}, nil
-	case opcode.NE:
-		return cmpNode{op: opNE, l: l, r: r}, nil
-	case opcode.LT:
-		return cmpNode{op: opLT, l: l, r: r}, nil
-	case opcode.LE:
-		return cmpNode{op: opLE, l: l, r: r}, nil
-	case opcode.GT:
-		return cmpNode{op: opGT, l: l, r: r}, nil
-	case opcode.GE:
-		return cmpNode{op: opGE, l: l, r: r}, nil
 	case opcode.LogicXor:
 		return nil, invalid("XOR is not supported; use AND, OR and NOT")
 	}
