@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	fastjson "github.com/goccy/go-json"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
@@ -278,6 +279,20 @@ func (t *Table) Manifest(ctx context.Context, key string) (*Manifest, error) {
 // Episodes returns the episodes of a snapshot, sorted by partition values
 // and episode id. It reads the snapshot's manifests only, never rows.
 func (t *Table) Episodes(ctx context.Context, snap *Snapshot) ([]EpisodeEntry, error) {
+	// Manifests are read and decoded in parallel (decoding a large
+	// table's manifests is most of the time a listing takes), then
+	// gathered in order.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, key := range snap.Manifests {
+		g.Go(func() error {
+			_, err := t.Manifest(gctx, key)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
+	}
 	var out []EpisodeEntry
 	for _, key := range snap.Manifests {
 		m, err := t.Manifest(ctx, key)
