@@ -18,6 +18,13 @@
 //	        frames.parquet
 //	        video.mp4                 the stored video, byte for byte
 //	    tags/NAME -> ../snapshots/N
+//	    views/NAME -> .NAME@N-V       a view: snapshot N's matching frames
+//	    views/NAME.where              its filter (writing one creates a view)
+//	    views/NAME.error              why a written filter made no view
+//
+// A view's folder is a snapshot folder whose tree holds only the matching
+// rows (views.go): the same node types and caches, so a frame under a view
+// is the frame under snapshots/.
 //
 // Snapshot contents never change, so their files open with
 // FOPEN_KEEP_CACHE (and FOPEN_NOFLUSH) and their inode numbers are derived
