@@ -138,7 +138,7 @@ func TestS3Mount(t *testing.T) {
 		if got := strings.Join(names(t, f.mnt), " "); got != ".stats robot" {
 			t.Errorf("root: %s", got)
 		}
-		if got := strings.Join(names(t, f.path("robot")), " "); got != "ingest latest replace snapshots tags" {
+		if got := strings.Join(names(t, f.path("robot")), " "); got != "ingest latest replace snapshots tags views" {
 			t.Errorf("table: %s", got)
 		}
 		if target, err := os.Readlink(f.path("robot", "latest")); err != nil || target != "snapshots/1" {
@@ -147,6 +147,28 @@ func TestS3Mount(t *testing.T) {
 		ls := runOut(t, "ls", "-l", filepath.Join(snap, "task=pick", "ep1"))
 		if n := strings.Count(ls, ".jpg\n"); n != 40 {
 			t.Errorf("ls -l: %d frames, want 40:\n%s", n, ls)
+		}
+	})
+
+	t.Run("View", func(t *testing.T) {
+		// A view made from a shell, over the S3 table: its frames are the
+		// decoder's, stat sizes exact.
+		if err := os.WriteFile(f.path("robot", "views", "late.where"), []byte("t >= 25\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := f.path("robot", "views", "late", "task=pick", "ep1")
+		got := frameNames(t, dir)
+		if len(got) != 15 || got[0] != "000025.jpg" {
+			t.Fatalf("views/late/task=pick/ep1: %v", got)
+		}
+		for _, name := range got {
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil || !bytes.Equal(data, ref[filepath.Join("task=pick", "ep1", name)]) {
+				t.Fatalf("%s of the view differs from the decoder's (%v)", name, err)
+			}
+		}
+		if err := os.Remove(f.path("robot", "views", "late")); err != nil {
+			t.Fatal(err)
 		}
 	})
 
