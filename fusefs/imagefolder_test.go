@@ -39,7 +39,10 @@ for p in random.Random(1).sample(paths, 10):
 print(n, len(ds.classes))
 `
 
-func TestImageFolder(t *testing.T) {
+// requireTorchvision returns Debian's Python with torchvision, and skips
+// the test without it (fails in CI, where it is required).
+func requireTorchvision(t *testing.T) string {
+	t.Helper()
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import torchvision").Run(); err != nil {
 		if os.Getenv("FRAMEFS_REQUIRE_FUSE") == "1" {
@@ -47,6 +50,11 @@ func TestImageFolder(t *testing.T) {
 		}
 		t.Skipf("no torchvision: %v", err)
 	}
+	return py
+}
+
+func TestImageFolder(t *testing.T) {
+	py := requireTorchvision(t)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	if _, err := f.tbl.CreateTag(ctx, "train", 1); err != nil {

@@ -310,13 +310,7 @@ func TestViewGroupByAndImage(t *testing.T) {
 }
 
 func TestViewImageFolder(t *testing.T) {
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import torchvision").Run(); err != nil {
-		if os.Getenv("FRAMEFS_REQUIRE_FUSE") == "1" {
-			t.Fatalf("Debian's python3-torchvision is required in CI: %v", err)
-		}
-		t.Skipf("no torchvision: %v", err)
-	}
+	py := requireTorchvision(t)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	if _, err := f.tbl.CreateView(ctx, table.View{Name: "odd", Where: "t >= 20 AND t < 33", GroupBy: []string{"task"}}); err != nil {
