@@ -56,7 +56,7 @@ func TestViewLayout(t *testing.T) {
 	}
 	ep1 := filepath.Join(late, "task=pick", "ep1")
 	got := names(t, ep1)
-	if len(got) != 17 || got[0] != "000025.jpg" || got[14] != "000039.jpg" || got[15] != "frames.jsonl" {
+	if len(got) != 18 || got[0] != "000025.jpg" || got[14] != "000039.jpg" || got[15] != "frames.jsonl" || got[17] != "video.mp4" {
 		t.Errorf("late/task=pick/ep1: %v", got)
 	}
 	if got := frameNames(t, filepath.Join(late, "task=place", "ep2")); strings.Join(got, " ") != "000025.jpg 000026.jpg 000027.jpg 000028.jpg 000029.jpg" {
