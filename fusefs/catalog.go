@@ -24,7 +24,9 @@ type FrameServer interface {
 
 // catalog answers the questions the filesystem asks about one table's
 // episodes (rows, frame sizes, frame bytes) and caches the answers, which
-// never change for a given episode version. It has no FUSE in it.
+// never change for a given episode version. It has no FUSE in it. Its work
+// is not cancelled when the request that asked for it is interrupted (see
+// uninterrupted).
 type catalog struct {
 	tbl      *table.Table
 	frames   FrameServer
@@ -73,6 +75,17 @@ func newCatalog(tbl *table.Table, frames FrameServer, setting decoder.ImageSetti
 		videos: videos, sizes: sizes, rows: rows, files: files, trees: trees, views: views}
 }
 
+// uninterrupted detaches the work of a request from the request's
+// interruption. The kernel interrupts a request whenever the reading thread
+// gets any signal it handles: the Go runtime's preemption signal (SIGURG),
+// SIGCHLD, a progress bar's SIGALRM. Honoring that would fail an open() or
+// read() of a plain file with EINTR, which no program expects from a local
+// disk, and abandon work that other readers wait for (the catalog's
+// computations are shared). The work is bounded and its result cached; a
+// reader killed by a fatal signal has its request dropped by the kernel,
+// whatever the daemon does.
+func uninterrupted(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 func payloadKey(ref table.VideoRef) string {
 	return fmt.Sprintf("%s@%d+%d", ref.Pack, ref.Offset, ref.Length)
 }
@@ -103,6 +116,7 @@ func cached[K comparable, V any](c *catalog, lru *lru.Cache[K, V], key K, flight
 
 // snapshotTree returns the folders of a snapshot.
 func (c *catalog) snapshotTree(ctx context.Context, snap *table.Snapshot) (*snapshotTree, error) {
+	ctx = uninterrupted(ctx)
 	return cached(c, c.trees, snap.ID, fmt.Sprintf("tree %d", snap.ID), func() (*snapshotTree, error) {
 		schema, err := c.tbl.Schema(ctx, snap.SchemaID)
 		if err != nil {
@@ -122,6 +136,7 @@ const maxOpenVideos = 128
 // openVideo returns a stored video ready for the decoder. It stays open
 // (and cached) after the call.
 func (c *catalog) openVideo(ctx context.Context, ref table.VideoRef) (decoder.Video, error) {
+	ctx = uninterrupted(ctx)
 	key := payloadKey(ref)
 	v, err := cached(c, c.videos, key, "open "+key, func() (*table.Video, error) {
 		return c.tbl.OpenVideo(ctx, ref)
@@ -156,6 +171,7 @@ func (c *catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, 
 // frameSizesFor is frameSizes for another image setting (a view's), whose
 // identity is given.
 func (c *catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting decoder.ImageSetting, identity string) ([]int64, error) {
+	ctx = uninterrupted(ctx)
 	key := payloadKey(ref) + "|" + identity
 	return cached(c, c.sizes, key, "sizes "+key, func() ([]int64, error) {
 		sizes, ok, err := c.tbl.StoredSizes(ctx, ref, identity)
@@ -192,6 +208,7 @@ func (c *catalog) frame(ctx context.Context, ref table.VideoRef, rows int64, ord
 
 // frameFor is frame with another image setting (a view's).
 func (c *catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting decoder.ImageSetting) ([]byte, error) {
+	ctx = uninterrupted(ctx)
 	dv, err := c.openVideo(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -203,6 +220,7 @@ func (c *catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, 
 
 // episodeRows returns an episode's rows (with row ids and ordinals).
 func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) ([]table.Row, error) {
+	ctx = uninterrupted(ctx)
 	// Rows are read with the snapshot's schema: a column added later
 	// shows as null.
 	key := fmt.Sprintf("%s#%d@%d", e.DataFile, e.RowGroup, snap.SchemaID)
@@ -215,6 +233,7 @@ func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table
 // frames.parquet: of the rows at ordinals (a view's selection), or of
 // every row when ordinals is nil.
 func (c *catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) ([]byte, error) {
+	ctx = uninterrupted(ctx)
 	key := fmt.Sprintf("%s#%d@%d/%s", e.DataFile, e.RowGroup, snap.SchemaID, name)
 	if ordinals != nil {
 		key += "/" + ordinalsKey(ordinals)

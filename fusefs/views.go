@@ -138,6 +138,7 @@ func (v *viewImage) forVideo(base decoder.ImageSetting, w, h int) decoder.ImageS
 // frames under the snapshot's partition folders, or under COL=VALUE
 // folders of the view's group-by columns.
 func (c *catalog) viewTree(ctx context.Context, vc *viewContent, snap *table.Snapshot) (*snapshotTree, error) {
+	ctx = uninterrupted(ctx)
 	key := vc.folder(snap.ID)
 	return cached(c, c.views, key, "view "+key, func() (*snapshotTree, error) {
 		schema, err := c.tbl.Schema(ctx, snap.SchemaID)
