@@ -35,8 +35,11 @@ type VideoEncodeOptions struct {
 	GOP int
 	// CodecOptions are passed to the encoder: its private options (crf,
 	// preset, x264-params, ...) and generic ones (bf, threads, ...).
-	// threads defaults to 1, which makes libx264's output depend only on
-	// the input.
+	// threads defaults to 1: ingest encodes several videos at once, one
+	// core each. The output is not guaranteed to be the same bytes from
+	// one run to the next: libx264's MB-tree rate control (x264 0.164, as
+	// Debian 12 ships it) reads memory it has not written at small frame
+	// sizes, so two encodes of the same images may differ slightly.
 	CodecOptions map[string]string
 }
 

@@ -66,13 +66,6 @@ func TestEncodeImagesToVideo(t *testing.T) {
 	if ix.Frames() != len(images) || ix.Codec != "h264" || ix.Width != 160 || ix.Height != 120 || ix.KeyFrames() != 4 {
 		t.Errorf("video: %d frames %s %dx%d %d keyframes; want %d h264 160x120 4", ix.Frames(), ix.Codec, ix.Width, ix.Height, ix.KeyFrames(), len(images))
 	}
-	out2 := filepath.Join(dir, "out2.mp4")
-	if err := EncodeImagesToVideo(context.Background(), images, out2, opts); err != nil {
-		t.Fatal(err)
-	}
-	if data2, _ := os.ReadFile(out2); !bytes.Equal(data, data2) {
-		t.Error("encoding the same images twice gave different files")
-	}
 	if _, err := exec.LookPath("ffprobe"); err == nil {
 		got, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0", "-count_frames",
 			"-show_entries", "stream=codec_name,pix_fmt,r_frame_rate,nb_read_frames,color_space", "-of", "csv=p=0", out).Output()
