@@ -32,8 +32,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/sync/singleflight"
 )
 
 // Options configure a Cache. The zero value of every field means its default.
@@ -102,8 +100,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Cache is a directory of cached blocks shared by every reader of a
 // process. It is safe for concurrent use.
 type Cache struct {
-	opts   Options
-	flight singleflight.Group
+	opts Options
+	// flightMu guards flights: the fetches in progress, by block name.
+	flightMu sync.Mutex
+	flights  map[string]*flight
 	// prefetchSlots bounds background prefetches in flight.
 	prefetchSlots chan struct{}
 	prefetching   sync.WaitGroup
@@ -166,6 +166,7 @@ func Open(opts Options) (*Cache, error) {
 		lru:           list.New(),
 		index:         map[string]*list.Element{},
 		prefetchSet:   map[string]bool{},
+		flights:       map[string]*flight{},
 	}
 	type found struct {
 		name  string
@@ -243,7 +244,20 @@ func (c *Cache) blockLen(id ObjectID, idx int64) int64 {
 	return min(c.opts.BlockSize, id.Size-idx*c.opts.BlockSize)
 }
 
-// block returns the bytes of block idx, from the cache or fetched.
+// flight is one fetch of a block, shared by every read that misses the
+// block while it runs. It runs under its own context, cancelled when the
+// last read waiting for it gives up: one reader's cancellation never fails
+// another's read, and a fetch nobody waits for stops.
+type flight struct {
+	done    chan struct{} // closed when data and err are set
+	data    []byte
+	err     error
+	waiters int // guarded by Cache.flightMu
+	cancel  context.CancelFunc
+}
+
+// block returns the bytes of block idx, from the cache or fetched. It
+// returns ctx's error as soon as ctx ends.
 func (c *Cache) block(ctx context.Context, id ObjectID, idx int64, fetch FetchFunc) ([]byte, error) {
 	name := blockName(id, idx)
 	want := c.blockLen(id, idx)
@@ -251,25 +265,63 @@ func (c *Cache) block(ctx context.Context, id ObjectID, idx int64, fetch FetchFu
 		c.hits.Add(1)
 		return data, nil
 	}
-	v, err, _ := c.flight.Do(name, func() (any, error) {
-		// Another caller may have stored it while we waited for the flight.
-		if data, ok := c.lookup(name, want); ok {
-			return data, nil
-		}
-		c.misses.Add(1)
-		data := make([]byte, want)
-		c.fetches.Add(1)
-		if err := fetch(ctx, idx*c.opts.BlockSize, data); err != nil {
-			return nil, err
-		}
-		c.fetched.Add(want)
-		c.store(name, data)
-		return data, nil
-	})
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return v.([]byte), nil
+	c.flightMu.Lock()
+	f := c.flights[name]
+	if f == nil {
+		// The fetch keeps ctx's values, not its cancellation: other
+		// readers may come to depend on it.
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		f = &flight{done: make(chan struct{}), cancel: cancel}
+		c.flights[name] = f
+		go c.run(fctx, f, name, idx*c.opts.BlockSize, want, fetch)
+	}
+	f.waiters++
+	c.flightMu.Unlock()
+	select {
+	case <-f.done:
+		c.flightMu.Lock()
+		f.waiters--
+		c.flightMu.Unlock()
+		return f.data, f.err
+	case <-ctx.Done():
+		c.flightMu.Lock()
+		if f.waiters--; f.waiters == 0 {
+			f.cancel()
+			if c.flights[name] == f {
+				delete(c.flights, name) // a later read starts afresh
+			}
+		}
+		c.flightMu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// run fetches a block for a flight and stores it.
+func (c *Cache) run(ctx context.Context, f *flight, name string, off, want int64, fetch FetchFunc) {
+	defer f.cancel()
+	// Another flight may have stored it since the caller looked.
+	data, ok := c.lookup(name, want)
+	if !ok {
+		c.misses.Add(1)
+		data = make([]byte, want)
+		c.fetches.Add(1)
+		if err := fetch(ctx, off, data); err != nil {
+			data, f.err = nil, err
+		} else {
+			c.fetched.Add(want)
+			c.store(name, data)
+		}
+	}
+	f.data = data
+	c.flightMu.Lock()
+	if c.flights[name] == f {
+		delete(c.flights, name)
+	}
+	c.flightMu.Unlock()
+	close(f.done)
 }
 
 // lookup reads a cached block and checks its length and checksum; a bad
@@ -410,14 +462,17 @@ type stream struct {
 }
 
 // NewReader returns a reader of the object id whose missing blocks come
-// from fetch. Reads use ctx without its cancellation (a reader outlives the
-// call that opened it), keeping its values.
+// from fetch. Its reads, and the prefetches they start, run under ctx and
+// fail with ctx's error once it ends.
 func (c *Cache) NewReader(ctx context.Context, id ObjectID, fetch FetchFunc) *Reader {
-	return &Reader{c: c, ctx: context.WithoutCancel(ctx), id: id, fetch: fetch}
+	return &Reader{c: c, ctx: ctx, id: id, fetch: fetch}
 }
 
 // ReadAt implements io.ReaderAt.
 func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
 	if off < 0 {
 		return 0, fmt.Errorf("blockcache: %s: negative offset %d", r.id.Key, off)
 	}

@@ -138,6 +138,76 @@ func TestSingleflight(t *testing.T) {
 	}
 }
 
+// TestCancelledReader: a reader whose context ends gets its error at
+// once, while a fetch it shared goes on for the other reader waiting for
+// it; a fetch that every waiting reader gave up is cancelled.
+func TestCancelledReader(t *testing.T) {
+	c, err := Open(Options{Dir: t.TempDir(), BlockSize: 1 << 16, Prefetch: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Wait)
+	src := newSource(1<<17, 4)
+	release := make(chan struct{})
+	var fetchCancelled atomic.Bool
+	slow := func(ctx context.Context, off int64, p []byte) error {
+		select {
+		case <-release:
+			return src.fetch(ctx, off, p)
+		case <-ctx.Done():
+			fetchCancelled.Store(true)
+			return ctx.Err()
+		}
+	}
+	// Two readers wait for block 0; the first gives up.
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	r1 := c.NewReader(ctx1, src.id("c"), slow)
+	r2 := c.NewReader(context.Background(), src.id("c"), slow)
+	done1, done2 := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := r1.ReadAt(make([]byte, 100), 0); done1 <- err }()
+	time.Sleep(20 * time.Millisecond)
+	go func() { _, err := r2.ReadAt(make([]byte, 100), 0); done2 <- err }()
+	time.Sleep(20 * time.Millisecond)
+	cancel1()
+	select {
+	case err := <-done1:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled reader: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a cancelled read did not return")
+	}
+	if _, err := r1.ReadAt(make([]byte, 1), 1<<16); !errors.Is(err, context.Canceled) {
+		t.Fatalf("read after cancel: %v", err)
+	}
+	close(release)
+	if err := <-done2; err != nil {
+		t.Fatalf("the other reader of the shared fetch: %v", err)
+	}
+	if fetchCancelled.Load() {
+		t.Fatal("the shared fetch was cancelled while a reader still waited for it")
+	}
+	// A fetch whose only reader gives up stops.
+	stuck := func(ctx context.Context, off int64, p []byte) error {
+		<-ctx.Done()
+		fetchCancelled.Store(true)
+		return ctx.Err()
+	}
+	ctx3, cancel3 := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel3()
+	r3 := c.NewReader(ctx3, src.id("stuck"), stuck)
+	if _, err := r3.ReadAt(make([]byte, 10), 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read past the deadline: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !fetchCancelled.Load() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !fetchCancelled.Load() {
+		t.Fatal("a fetch nobody waits for kept running")
+	}
+}
+
 // TestDamagedFiles: flipped, truncated and emptied block files are
 // detected, deleted and fetched again; reads never return wrong bytes.
 func TestDamagedFiles(t *testing.T) {
