@@ -28,6 +28,10 @@ type FrameServer interface {
 // is not cancelled when the request that asked for it is interrupted (see
 // uninterrupted).
 type catalog struct {
+	// life is the mount's context: payloads stay open past the request
+	// that opened them, so they are opened under it, and their reads stop
+	// at unmount.
+	life     context.Context
 	tbl      *table.Table
 	frames   FrameServer
 	setting  decoder.ImageSetting
@@ -60,7 +64,7 @@ type snapshotTree struct {
 // up again does not read its manifests again.
 const maxTrees = 16
 
-func newCatalog(tbl *table.Table, frames FrameServer, setting decoder.ImageSetting, st *stats) *catalog {
+func newCatalog(life context.Context, tbl *table.Table, frames FrameServer, setting decoder.ImageSetting, st *stats) *catalog {
 	// Payloads stay open: the decoder's read-ahead reads them after the
 	// request that opened them returned. Evicted ones are closed; a
 	// read-ahead still reading one fails quietly and the frame is decoded
@@ -71,7 +75,7 @@ func newCatalog(tbl *table.Table, frames FrameServer, setting decoder.ImageSetti
 	files, _ := lru.New[string, []byte](64)
 	trees, _ := lru.New[int64, *snapshotTree](maxTrees)
 	views, _ := lru.New[string, *snapshotTree](maxTrees)
-	return &catalog{tbl: tbl, frames: frames, setting: setting, identity: setting.Identity(), stats: st,
+	return &catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: setting.Identity(), stats: st,
 		videos: videos, sizes: sizes, rows: rows, files: files, trees: trees, views: views}
 }
 
@@ -139,7 +143,7 @@ func (c *catalog) openVideo(ctx context.Context, ref table.VideoRef) (decoder.Vi
 	ctx = uninterrupted(ctx)
 	key := payloadKey(ref)
 	v, err := cached(c, c.videos, key, "open "+key, func() (*table.Video, error) {
-		return c.tbl.OpenVideo(ctx, ref)
+		return c.tbl.OpenVideo(c.life, ref)
 	})
 	if err != nil {
 		return decoder.Video{}, err

@@ -195,7 +195,7 @@ func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string
 			return nil, err
 		}
 	}
-	cat := newCatalog(tbl, m.frames, setting.Normalize(), m.stats)
+	cat := newCatalog(m.bg, tbl, m.frames, setting.Normalize(), m.stats)
 	m.mu.Lock()
 	m.catalogs = append(m.catalogs, cat)
 	m.mu.Unlock()

@@ -228,7 +228,7 @@ func checkHealthy(t *testing.T, uri string, wantEpisodes map[string]bool) {
 			}
 		}
 	}
-	if temps, _ := store.(temporaryLister).ListTemporaries(); len(temps) > 0 {
+	if temps, _ := store.(storage.Temporaries).ListTemporaries(context.Background()); len(temps) > 0 {
 		t.Fatalf("gc left temporaries %v", temps)
 	}
 	if problems, err := tbl.Verify(ctx); err != nil || len(problems) > 0 {

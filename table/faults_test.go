@@ -156,10 +156,10 @@ func TestS3GCAbortsStaleUploads(t *testing.T) {
 	if err != nil || len(rep.Removed) != 1 {
 		t.Fatalf("gc: %v %v", rep.Removed, err)
 	}
-	if ups, _ := store.ListTemporaries(); len(ups) != 0 {
+	if ups, _ := store.ListTemporaries(ctx); len(ups) != 0 {
 		t.Fatalf("uploads left: %v", ups)
 	}
-	if ups, _ := srv.Open(t, "gc/other", nil).ListTemporaries(); len(ups) != 1 {
+	if ups, _ := srv.Open(t, "gc/other", nil).ListTemporaries(ctx); len(ups) != 1 {
 		t.Fatalf("another table's upload was touched: %v", ups)
 	}
 }

@@ -105,13 +105,6 @@ type GCReport struct {
 	Kept    int
 }
 
-// temporaryLister is implemented by stores that leave temporary files
-// behind when a writer crashes.
-type temporaryLister interface {
-	ListTemporaries() ([]storage.ObjectInfo, error)
-	DeleteTemporary(info storage.ObjectInfo) error
-}
-
 // GC removes the data, pack and manifest files that no live snapshot
 // references, and never anything a live snapshot or tag references.
 func (t *Table) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
@@ -152,8 +145,8 @@ func (t *Table) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		rep.Removed = append(rep.Removed, o.Key)
 		rep.Bytes += o.Size
 	}
-	if tl, ok := t.store.(temporaryLister); ok {
-		temps, err := tl.ListTemporaries()
+	if tl, ok := t.store.(storage.Temporaries); ok {
+		temps, err := tl.ListTemporaries(ctx)
 		if err != nil {
 			return rep, err
 		}
@@ -162,7 +155,7 @@ func (t *Table) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 				continue
 			}
 			if !opts.DryRun {
-				if err := tl.DeleteTemporary(o); err != nil {
+				if err := tl.DeleteTemporary(ctx, o); err != nil {
 					return rep, err
 				}
 			}

@@ -27,6 +27,9 @@ type Faults struct {
 	Truncate float64
 	// MaxDelay delays each request by a random time up to this.
 	MaxDelay time.Duration
+	// Stall holds the request unanswered until the client gives up (a
+	// server or network that hangs).
+	Stall float64
 }
 
 // FaultProxy is an HTTP proxy on loopback that forwards to an S3 server and
@@ -44,7 +47,10 @@ type FaultProxy struct {
 	faults Faults
 	rng    *rand.Rand
 
-	Requests, Errors, Drops, Truncations atomic.Int64
+	Requests, Errors, Drops, Truncations, Stalls atomic.Int64
+	// BodyBytes counts the bytes of the answers' bodies passed to clients
+	// (what a client read from the server through the proxy).
+	BodyBytes atomic.Int64
 }
 
 // StartFaultProxy starts a proxy in front of target (http://host:port),
@@ -78,7 +84,7 @@ func (p *FaultProxy) SetFaults(f Faults) {
 	p.mu.Unlock()
 }
 
-func (p *FaultProxy) roll() (f Faults, r [4]float64, delay time.Duration) {
+func (p *FaultProxy) roll() (f Faults, r [5]float64, delay time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := range r {
@@ -109,6 +115,10 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case roll[1] < f.DropBefore:
 		p.Drops.Add(1)
 		panic(http.ErrAbortHandler) // closes the connection, no answer
+	case roll[4] < f.Stall:
+		p.Stalls.Add(1)
+		<-r.Context().Done()
+		panic(http.ErrAbortHandler)
 	}
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
@@ -130,9 +140,11 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(resp.StatusCode)
 	if roll[3] < f.Truncate && resp.ContentLength > 1 {
 		p.Truncations.Add(1)
-		io.CopyN(w, resp.Body, resp.ContentLength/2)
+		n, _ := io.CopyN(w, resp.Body, resp.ContentLength/2)
+		p.BodyBytes.Add(n)
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler)
 	}
-	io.Copy(w, resp.Body)
+	n, _ := io.Copy(w, resp.Body)
+	p.BodyBytes.Add(n)
 }

@@ -69,15 +69,26 @@ func notFound(err error, key string) error {
 
 type localObject struct {
 	*os.File
+	ctx  context.Context // from Open: reads fail once it ends
 	size int64
 }
 
 func (o localObject) Size() int64 { return o.size }
 
+func (o localObject) ReadAt(p []byte, off int64) (int, error) {
+	if err := o.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("storage: read %s: %w", o.Name(), err)
+	}
+	return o.File.ReadAt(p, off)
+}
+
 // Open implements Store.
 func (l *Local) Open(ctx context.Context, key string) (Object, error) {
 	p, err := l.path(key)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(p)
@@ -89,13 +100,16 @@ func (l *Local) Open(ctx context.Context, key string) (Object, error) {
 		f.Close()
 		return nil, fmt.Errorf("storage: %w", err)
 	}
-	return localObject{File: f, size: st.Size()}, nil
+	return localObject{File: f, ctx: ctx, size: st.Size()}, nil
 }
 
 // ReadAll implements Store.
 func (l *Local) ReadAll(ctx context.Context, key string) ([]byte, error) {
 	p, err := l.path(key)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	b, err := os.ReadFile(p)
@@ -178,6 +192,9 @@ func (l *Local) Delete(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("storage: %w", err)
 	}
@@ -230,11 +247,14 @@ func (l *Local) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	return out, nil
 }
 
-// ListTemporaries returns the temporary files writers left behind when
-// they crashed mid-write; garbage collection deletes the old ones.
-func (l *Local) ListTemporaries() ([]ObjectInfo, error) {
+// ListTemporaries implements Temporaries: the temporary files writers
+// left behind when they crashed mid-write (or are writing now).
+func (l *Local) ListTemporaries(ctx context.Context) ([]ObjectInfo, error) {
 	var out []ObjectInfo
 	err := filepath.WalkDir(l.root, func(p string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
 		if err != nil || d.IsDir() || !strings.HasPrefix(d.Name(), tempPrefix) {
 			return nil
 		}
@@ -249,11 +269,18 @@ func (l *Local) ListTemporaries() ([]ObjectInfo, error) {
 		out = append(out, ObjectInfo{Key: filepath.ToSlash(rel), Size: info.Size(), ModTime: info.ModTime()})
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, fmt.Errorf("storage: list temporary files of %s: %w", l.root, err)
+	}
+	return out, nil
 }
 
-// DeleteTemporary removes a file returned by ListTemporaries.
-func (l *Local) DeleteTemporary(info ObjectInfo) error {
+// DeleteTemporary implements Temporaries: it removes a file returned by
+// ListTemporaries.
+func (l *Local) DeleteTemporary(ctx context.Context, info ObjectInfo) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	dir, name := filepath.Split(filepath.FromSlash(info.Key))
 	if !strings.HasPrefix(name, tempPrefix) || strings.Contains(info.Key, "..") {
 		return fmt.Errorf("%w: %q is not a temporary file", ErrInvalidKey, info.Key)

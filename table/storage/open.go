@@ -104,6 +104,9 @@ func (l *Local) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 		}
 		dir = filepath.Join(l.root, filepath.FromSlash(prefix))
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -364,7 +364,7 @@ func (s *S3) backoff(ctx context.Context, n int) error {
 }
 
 // Open implements Store: a HEAD for the size and ETag, then ranged GETs
-// (through the block cache, if any) pinned to that ETag.
+// (through the block cache, if any) pinned to that ETag, made under ctx.
 func (s *S3) Open(ctx context.Context, key string) (Object, error) {
 	full, err := s.fullKey(key)
 	if err != nil {
@@ -379,12 +379,11 @@ func (s *S3) Open(ctx context.Context, key string) (Object, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("storage: HEAD %s: no object size in the answer", s.objectName(key))
 	}
-	o := &s3Object{s: s, key: key, full: full, size: size, etag: aws.ToString(out.ETag)}
-	readCtx := context.WithoutCancel(ctx)
+	o := &s3Object{s: s, key: key, full: full, size: size, etag: aws.ToString(out.ETag), ctx: ctx}
 	if s.shared.blocks != nil {
-		o.r = s.shared.blocks.NewReader(readCtx, blockcache.ObjectID{Key: s.bucket + "/" + full, Size: size, ETag: o.etag}, o.fetch)
+		o.r = s.shared.blocks.NewReader(ctx, blockcache.ObjectID{Key: s.bucket + "/" + full, Size: size, ETag: o.etag}, o.fetch)
 	} else {
-		o.r = readerAtFunc(func(p []byte, off int64) (int, error) { return o.readDirect(readCtx, p, off) })
+		o.r = readerAtFunc(func(p []byte, off int64) (int, error) { return o.readDirect(ctx, p, off) })
 	}
 	return o, nil
 }
@@ -398,6 +397,7 @@ type s3Object struct {
 	key, full  string
 	size       int64
 	etag       string
+	ctx        context.Context // from Open: reads fail once it ends
 	r          io.ReaderAt
 	closedFlag atomic.Bool
 }
@@ -412,6 +412,9 @@ func (o *s3Object) Close() error {
 func (o *s3Object) ReadAt(p []byte, off int64) (int, error) {
 	if o.closedFlag.Load() {
 		return 0, fmt.Errorf("storage: read %s: %w", o.s.objectName(o.key), os.ErrClosed)
+	}
+	if err := o.ctx.Err(); err != nil {
+		return 0, o.s.wrap("GET", o.key, err)
 	}
 	return o.r.ReadAt(p, off)
 }
@@ -892,17 +895,10 @@ func (s *S3) retryBroken(ctx context.Context, req func() error) error {
 // ListTemporaries returns.
 const uploadMarker = "#upload="
 
-// ListTemporaries returns the multipart uploads in progress under the
-// store's prefix, the S3 form of a crashed writer's temporary files
-// (parts are stored, and billed, until the upload is aborted). Table
-// garbage collection aborts those older than its grace period.
-func (s *S3) ListTemporaries() ([]ObjectInfo, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	return s.listUploads(ctx)
-}
-
-func (s *S3) listUploads(ctx context.Context) ([]ObjectInfo, error) {
+// ListTemporaries implements Temporaries: the multipart uploads in
+// progress under the store's prefix, the S3 form of a crashed writer's
+// temporary files.
+func (s *S3) ListTemporaries(ctx context.Context) ([]ObjectInfo, error) {
 	var out []ObjectInfo
 	in := &s3.ListMultipartUploadsInput{Bucket: &s.bucket, Prefix: aws.String(s.prefix)}
 	for {
@@ -927,40 +923,18 @@ func (s *S3) listUploads(ctx context.Context) ([]ObjectInfo, error) {
 	return out, nil
 }
 
-// DeleteTemporary aborts an upload returned by ListTemporaries.
-func (s *S3) DeleteTemporary(info ObjectInfo) error {
+// DeleteTemporary implements Temporaries: it aborts an upload returned by
+// ListTemporaries.
+func (s *S3) DeleteTemporary(ctx context.Context, info ObjectInfo) error {
 	key, id, ok := strings.Cut(info.Key, uploadMarker)
 	if !ok || id == "" {
 		return fmt.Errorf("%w: %q is not a multipart upload", ErrInvalidKey, info.Key)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	full := s.prefix + key
 	if _, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &full, UploadId: &id}); err != nil && !isNotFound(err) && apiCode(err) != "NoSuchUpload" {
 		return s.wrap("abort multipart upload of", key, err)
 	}
 	return nil
-}
-
-// AbortStaleUploads aborts the multipart uploads under the store's prefix
-// started more than olderThan ago and returns how many it aborted.
-func (s *S3) AbortStaleUploads(ctx context.Context, olderThan time.Duration) (int, error) {
-	uploads, err := s.listUploads(ctx)
-	if err != nil {
-		return 0, err
-	}
-	cutoff := time.Now().Add(-olderThan)
-	n := 0
-	for _, u := range uploads {
-		if u.ModTime.After(cutoff) {
-			continue
-		}
-		if err := s.DeleteTemporary(u); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
 }
 
 // CreateBucket creates the store's bucket (tests and first-time setup of

@@ -9,7 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,155 +17,6 @@ import (
 	"github.com/framefs/framefs/internal/s3test"
 	"github.com/framefs/framefs/table/storage"
 )
-
-func randomBytes(n int, seed uint64) []byte {
-	b := make([]byte, n)
-	var key [32]byte
-	key[0], key[1] = byte(seed), byte(seed>>8)
-	rand.NewChaCha8(key).Read(b)
-	return b
-}
-
-func TestS3Basics(t *testing.T) {
-	srv := s3test.Start(t)
-	ctx := context.Background()
-	for _, withCache := range []bool{false, true} {
-		t.Run(fmt.Sprintf("cache=%v", withCache), func(t *testing.T) {
-			prefix := fmt.Sprintf("basics-%v/tbl", withCache)
-			s := srv.Open(t, prefix, func(o *storage.S3Options) {
-				if withCache {
-					o.CacheDir = t.TempDir()
-				}
-			})
-			if got, want := s.String(), "s3://"+srv.Bucket+"/"+prefix; got != want {
-				t.Fatalf("String() = %q, want %q", got, want)
-			}
-			data := randomBytes(3<<20+12345, 7)
-			if n, err := s.Put(ctx, "video/a.video", bytes.NewReader(data)); err != nil || n != int64(len(data)) {
-				t.Fatalf("put: %d %v", n, err)
-			}
-			obj, err := s.Open(ctx, "video/a.video")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer obj.Close()
-			if obj.Size() != int64(len(data)) {
-				t.Fatalf("size %d", obj.Size())
-			}
-			rng := rand.New(rand.NewPCG(3, 4))
-			for i := 0; i < 40; i++ {
-				off := rng.Int64N(int64(len(data)))
-				n := 1 + rng.IntN(1<<20+17)
-				buf := make([]byte, n)
-				got, err := obj.ReadAt(buf, off)
-				want := min(n, len(data)-int(off))
-				if got != want || (err != nil && !(errors.Is(err, io.EOF) && got < n)) {
-					t.Fatalf("ReadAt(%d, %d) = %d, %v; want %d", n, off, got, err, want)
-				}
-				if !bytes.Equal(buf[:got], data[off:off+int64(got)]) {
-					t.Fatalf("ReadAt(%d, %d): wrong bytes", n, off)
-				}
-			}
-			if _, err := obj.ReadAt(make([]byte, 1), int64(len(data))); err != io.EOF {
-				t.Fatalf("read at the end: %v", err)
-			}
-			for _, key := range []string{"snapshot/0000000001.json", "snapshot/0000000002.json", "tag/x.json", "table.json"} {
-				if _, err := s.Put(ctx, key, strings.NewReader(key)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			list, err := s.List(ctx, "snapshot/")
-			if err != nil || len(list) != 2 || list[0].Key != "snapshot/0000000001.json" || list[1].Size != int64(len("snapshot/0000000002.json")) {
-				t.Fatalf("list: %v %v", list, err)
-			}
-			all, _ := s.List(ctx, "")
-			if len(all) != 5 {
-				t.Fatalf("list all: %v", all)
-			}
-			b, err := s.ReadAll(ctx, "tag/x.json")
-			if err != nil || string(b) != "tag/x.json" {
-				t.Fatalf("read all: %q %v", b, err)
-			}
-			for _, missing := range []string{"snapshot/0000000009.json", "video/none.video"} {
-				if _, err := s.ReadAll(ctx, missing); !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), missing) {
-					t.Fatalf("ReadAll(%s): %v", missing, err)
-				}
-				if _, err := s.Open(ctx, missing); !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), missing) {
-					t.Fatalf("Open(%s): %v", missing, err)
-				}
-			}
-			if err := s.Delete(ctx, "tag/x.json"); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Delete(ctx, "tag/x.json"); err != nil {
-				t.Fatalf("deleting a missing object: %v", err)
-			}
-			if _, err := s.ReadAll(ctx, "tag/x.json"); !errors.Is(err, storage.ErrNotFound) {
-				t.Fatalf("deleted tag: %v", err)
-			}
-			for _, bad := range []string{"", "/abs", "a/../b", "a//b", "a\x00b", "a\\b", "./a", ".tmp-x"} {
-				if _, err := s.Put(ctx, bad, strings.NewReader("")); !errors.Is(err, storage.ErrInvalidKey) {
-					t.Errorf("key %q: %v", bad, err)
-				}
-			}
-			st := s.Stats()
-			t.Logf("stats: %+v", st)
-			if withCache && st.Cache.Hits == 0 {
-				t.Errorf("40 reads of a 3 MiB object never hit the cache: %+v", st.Cache)
-			}
-		})
-	}
-}
-
-// TestS3PutIfAbsentRace: of eight racers (each with its own client) for
-// one key, exactly one wins, round after round.
-func TestS3PutIfAbsentRace(t *testing.T) {
-	srv := s3test.Start(t)
-	ctx := context.Background()
-	var stores []*storage.S3
-	for w := 0; w < 8; w++ {
-		stores = append(stores, srv.Open(t, "race", nil))
-	}
-	for round := 0; round < 15; round++ {
-		key := fmt.Sprintf("snapshot/%010d.json", round)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var wins int
-		var winner string
-		start := make(chan struct{})
-		for w, s := range stores {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				body := fmt.Sprintf("writer %d round %d", w, round)
-				err := s.PutIfAbsent(ctx, key, []byte(body))
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					wins++
-					winner = body
-				case !errors.Is(err, storage.ErrExists):
-					t.Error(err)
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
-		if wins != 1 {
-			t.Fatalf("round %d: %d winners", round, wins)
-		}
-		data, err := stores[0].ReadAll(ctx, key)
-		if err != nil || string(data) != winner {
-			t.Fatalf("round %d: stored %q, winner wrote %q (%v)", round, data, winner, err)
-		}
-	}
-	// The same content again is "already there", not a win: ErrExists.
-	if err := stores[0].PutIfAbsent(ctx, "snapshot/0000000000.json", []byte("other")); !errors.Is(err, storage.ErrExists) {
-		t.Fatalf("second create: %v", err)
-	}
-}
 
 // unseekable hides bytes.Reader's Seek/ReadAt so Put sees a plain stream.
 type unseekable struct{ r io.Reader }
@@ -204,7 +54,7 @@ func TestS3MultipartPut(t *testing.T) {
 			t.Fatalf("read back %d of %d bytes: %v", len(got), size, err)
 		}
 	}
-	if ups, err := s.ListTemporaries(); err != nil || len(ups) != 0 {
+	if ups, err := s.ListTemporaries(ctx); err != nil || len(ups) != 0 {
 		t.Fatalf("uploads left: %v %v", ups, err)
 	}
 }
@@ -249,38 +99,18 @@ func TestS3CachedSequentialRead(t *testing.T) {
 	}
 }
 
-// failingReader returns an error after n bytes.
-type failingReader struct {
-	r io.Reader
-	n int
-}
-
-var errReader = errors.New("the source broke")
-
-func (f *failingReader) Read(p []byte) (int, error) {
-	if f.n <= 0 {
-		return 0, errReader
-	}
-	if len(p) > f.n {
-		p = p[:f.n]
-	}
-	n, err := f.r.Read(p)
-	f.n -= n
-	return n, err
-}
-
 func TestS3MultipartAbort(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
 	s := srv.Open(t, "abort", func(o *storage.S3Options) { o.PartSize = 5 << 20 })
-	_, err := s.Put(ctx, "video/broken.video", &failingReader{r: bytes.NewReader(randomBytes(13<<20, 5)), n: 12 << 20})
-	if !errors.Is(err, errReader) {
+	_, err := s.Put(ctx, "video/broken.video", &errAfter{r: bytes.NewReader(randomBytes(13<<20, 5)), n: 12 << 20})
+	if !errors.Is(err, errSourceBroke) {
 		t.Fatalf("put from a failing source: %v", err)
 	}
 	if _, err := s.Open(ctx, "video/broken.video"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("a failed put left an object: %v", err)
 	}
-	if ups, err := s.ListTemporaries(); err != nil || len(ups) != 0 {
+	if ups, err := s.ListTemporaries(ctx); err != nil || len(ups) != 0 {
 		t.Fatalf("failed put left uploads: %v %v", ups, err)
 	}
 	// A cancelled put aborts too.
@@ -293,7 +123,7 @@ func TestS3MultipartAbort(t *testing.T) {
 	if _, err := s.Put(cctx, "video/cancelled.video", slow); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled put: %v", err)
 	}
-	if ups, err := s.ListTemporaries(); err != nil || len(ups) != 0 {
+	if ups, err := s.ListTemporaries(ctx); err != nil || len(ups) != 0 {
 		t.Fatalf("cancelled put left uploads: %v %v", ups, err)
 	}
 }
@@ -302,54 +132,50 @@ type readerFunc func(p []byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
-func TestS3StaleUploads(t *testing.T) {
+// TestS3ReadStopsWithContext: a ranged read held up by a server that
+// does not answer returns as soon as the context the object was opened
+// with ends.
+func TestS3ReadStopsWithContext(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
-	s := srv.Open(t, "stale/t1", nil)
-	other := srv.Open(t, "stale/t2", nil)
-	srv.StartUpload(t, "stale/t1/video/crashed.video")
-	srv.StartUpload(t, "stale/t2/video/other.video")
-	ups, err := s.ListTemporaries()
-	if err != nil || len(ups) != 1 || !strings.HasPrefix(ups[0].Key, "video/crashed.video#") {
-		t.Fatalf("uploads %v %v", ups, err)
-	}
-	if n, err := s.AbortStaleUploads(ctx, time.Hour); err != nil || n != 0 {
-		t.Fatalf("a young upload was aborted: %d %v", n, err)
-	}
-	if n, err := s.AbortStaleUploads(ctx, -time.Minute); err != nil || n != 1 {
-		t.Fatalf("abort stale: %d %v", n, err)
-	}
-	if ups, _ := s.ListTemporaries(); len(ups) != 0 {
-		t.Fatalf("left %v", ups)
-	}
-	if ups, _ := other.ListTemporaries(); len(ups) != 1 {
-		t.Fatalf("another prefix's upload was touched: %v", ups)
-	}
-}
-
-func TestS3ListDirsAndSub(t *testing.T) {
-	srv := s3test.Start(t)
-	ctx := context.Background()
-	wh := srv.Open(t, "wh", nil)
-	for _, key := range []string{"a/table.json", "a/snapshot/0000000001.json", "b/x/y", "c.json"} {
-		if _, err := wh.Put(ctx, key, strings.NewReader("x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dirs, err := storage.ListDirs(ctx, wh, "")
-	if err != nil || strings.Join(dirs, ",") != "a,b" {
-		t.Fatalf("dirs %v %v", dirs, err)
-	}
-	sub, err := storage.Sub(wh, "a")
-	if err != nil {
+	direct := srv.Open(t, "stall", nil)
+	if _, err := direct.Put(ctx, "video/v.video", bytes.NewReader(randomBytes(3<<20, 3))); err != nil {
 		t.Fatal(err)
 	}
-	if sub.String() != "s3://"+srv.Bucket+"/wh/a" {
-		t.Fatalf("sub %s", sub)
+	proxy := s3test.StartFaultProxy(t, srv.Endpoint, s3test.Faults{}, 1)
+	for _, withCache := range []bool{false, true} {
+		s := srv.Open(t, "stall", func(o *storage.S3Options) {
+			o.Endpoint = proxy.Endpoint
+			if withCache {
+				o.CacheDir = t.TempDir()
+			}
+		})
+		openCtx, cancel := context.WithCancel(ctx)
+		obj, err := s.Open(openCtx, "video/v.video")
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy.SetFaults(s3test.Faults{Stall: 1})
+		done := make(chan error, 1)
+		go func() {
+			_, err := obj.ReadAt(make([]byte, 4096), 1<<20)
+			done <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("cache=%v: stalled read ended with %v", withCache, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("cache=%v: a stalled read did not stop when its context ended", withCache)
+		}
+		proxy.SetFaults(s3test.Faults{})
+		obj.Close()
 	}
-	list, err := sub.List(ctx, "")
-	if err != nil || len(list) != 2 || list[0].Key != "snapshot/0000000001.json" {
-		t.Fatalf("sub list %v %v", list, err)
+	if proxy.Stalls.Load() == 0 {
+		t.Fatal("no request reached the stalled proxy")
 	}
 }
 

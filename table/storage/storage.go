@@ -4,9 +4,16 @@
 //
 // Implementations: Local (a directory) and S3 (a bucket prefix on S3 or an
 // S3-compatible server, reads cached by package blockcache); Open picks one
-// for a path or an s3:// URI. Every method takes a
-// context, returns ErrNotFound or ErrExists where those apply (test with
-// errors.Is), and never exposes a partially written object to readers.
+// for a path or an s3:// URI. Every method takes a context, returns
+// ErrNotFound or ErrExists where those apply (test with errors.Is), and
+// never exposes a partially written object to readers. The reads of an
+// opened object run under the context given to Open: they fail once it
+// ends, so a caller that keeps an object open past one request opens it
+// with a context that lives as long as it does.
+//
+// The package also reads the sources of ingest (source.go): byte ranges
+// of local files and S3 objects, pinned to the version first seen, and
+// copies S3 ranges into a store's objects server-side (s3copy.go).
 package storage
 
 import (
@@ -24,11 +31,15 @@ var (
 	// ErrInvalidKey means a key is empty, absolute, or has "." or ".."
 	// elements, NUL bytes or backslashes.
 	ErrInvalidKey = errors.New("storage: invalid object key")
+	// ErrChanged means an object or file changed while it was being read
+	// (its ETag, size or modification time differs from the first look).
+	ErrChanged = errors.New("storage: the object changed while it was read")
 )
 
 // Store is an object store.
 type Store interface {
-	// Open returns a handle for ranged reads of an object.
+	// Open returns a handle for ranged reads of an object. Its reads fail
+	// with ctx's error once ctx ends.
 	Open(ctx context.Context, key string) (Object, error)
 	// ReadAll returns the whole content of a (small) object.
 	ReadAll(ctx context.Context, key string) ([]byte, error)
@@ -52,6 +63,18 @@ type Object interface {
 	io.ReaderAt
 	io.Closer
 	Size() int64
+}
+
+// Temporaries is implemented by stores in which a writer that crashed
+// leaves something behind (a local temporary file, an S3 multipart
+// upload, whose parts are stored and billed until it is aborted).
+// Garbage collection deletes the old ones.
+type Temporaries interface {
+	// ListTemporaries returns what crashed or running writers left; Key
+	// is opaque, ModTime says when the write started.
+	ListTemporaries(ctx context.Context) ([]ObjectInfo, error)
+	// DeleteTemporary removes one of them.
+	DeleteTemporary(ctx context.Context, info ObjectInfo) error
 }
 
 // ObjectInfo describes a listed object.
