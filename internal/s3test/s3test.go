@@ -7,6 +7,7 @@
 package s3test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -242,18 +243,36 @@ func (s *Server) Open(t testing.TB, prefix string, tweak func(*storage.S3Options
 	return st
 }
 
+// Client returns a plain AWS SDK client of this server, for what a test
+// does behind framefs's back (replacing a source, leaving an upload).
+func (s *Server) Client(t testing.TB) *s3.Client {
+	t.Helper()
+	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion(s.Region),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, "")),
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = aws.String(s.Endpoint); o.UsePathStyle = true })
+}
+
 // StartUpload starts a multipart upload of key (a full key in the bucket)
 // and leaves it unfinished, as a writer that crashed mid-upload would.
 func (s *Server) StartUpload(t testing.TB, key string) {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(s.Region),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, "")))
-	if err != nil {
+	if _, err := s.Client(t).CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{Bucket: &s.Bucket, Key: &key}); err != nil {
 		t.Fatal(err)
 	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = aws.String(s.Endpoint); o.UsePathStyle = true })
-	if _, err := client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.Bucket, Key: &key}); err != nil {
+}
+
+// PutObject stores data at key (a full key in the bucket) directly.
+func (s *Server) PutObject(t testing.TB, key string, data []byte) {
+	t.Helper()
+	_, err := s.Client(t).PutObject(context.Background(), &s3.PutObjectInput{
+		Bucket: &s.Bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

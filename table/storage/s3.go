@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,12 +83,13 @@ type S3Options struct {
 // Commits rely on conditional PUT (If-None-Match: *): the server must
 // support it (AWS S3 does since 2024; see docs/S3.md).
 type S3 struct {
-	client *s3.Client
-	bucket string
-	prefix string // "" or ends with "/"
-	opts   S3Options
-	creds  aws.CredentialsProvider
-	shared *s3Shared
+	client   *s3.Client
+	endpoint string // the configured endpoint URL, "" for AWS
+	bucket   string
+	prefix   string // "" or ends with "/"
+	opts     S3Options
+	creds    aws.CredentialsProvider
+	shared   *s3Shared
 }
 
 // s3Shared is what stores derived with Sub share with their parent.
@@ -100,6 +101,7 @@ type s3Shared struct {
 
 type s3Counters struct {
 	gets, heads, puts, lists, deletes, bytesRead, bytesWritten, retries, metaHits atomic.Int64
+	copies, bytesCopied                                                           atomic.Int64
 }
 
 // S3Stats are request counters of an S3 store (and the stores derived from
@@ -107,6 +109,10 @@ type s3Counters struct {
 type S3Stats struct {
 	GETs, HEADs, PUTs, LISTs, DELETEs int64
 	BytesRead, BytesWritten           int64
+	// Copies counts server-side copies of a source range into a part
+	// (UploadPartCopy), BytesCopied their bytes, which never passed
+	// through this machine.
+	Copies, BytesCopied int64
 	// ReadRetries counts ranged or whole GETs repeated after the body
 	// failed mid-transfer.
 	ReadRetries int64
@@ -225,7 +231,11 @@ func NewS3(ctx context.Context, uri string, opts S3Options) (*S3, error) {
 	if opts.MetadataCacheBytes > 0 {
 		sh.meta = cache.New[string](opts.MetadataCacheBytes)
 	}
-	return &S3{client: client, bucket: bucket, prefix: prefix, opts: opts, creds: cfg.Credentials, shared: sh}, nil
+	endpoint := opts.Endpoint
+	if endpoint == "" {
+		endpoint = aws.ToString(cfg.BaseEndpoint)
+	}
+	return &S3{client: client, endpoint: endpoint, bucket: bucket, prefix: prefix, opts: opts, creds: cfg.Credentials, shared: sh}, nil
 }
 
 // String implements Store: s3://bucket/prefix, never credentials.
@@ -250,6 +260,7 @@ func (s *S3) Stats() S3Stats {
 	st := S3Stats{
 		GETs: c.gets.Load(), HEADs: c.heads.Load(), PUTs: c.puts.Load(), LISTs: c.lists.Load(), DELETEs: c.deletes.Load(),
 		BytesRead: c.bytesRead.Load(), BytesWritten: c.bytesWritten.Load(), ReadRetries: c.retries.Load(), MetadataHits: c.metaHits.Load(),
+		Copies: c.copies.Load(), BytesCopied: c.bytesCopied.Load(),
 	}
 	if s.shared.blocks != nil {
 		st.Cache = s.shared.blocks.Stats()
@@ -464,14 +475,17 @@ func (o *s3Object) fetch(ctx context.Context, off int64, p []byte) error {
 		out, err := o.s.client.GetObject(ctx, in)
 		if err != nil {
 			if httpStatus(err) == http.StatusPreconditionFailed {
-				return fmt.Errorf("storage: read %s: the object changed since it was opened (ETag %s)", o.s.objectName(o.key), o.etag)
+				return fmt.Errorf("%w: %s no longer has the ETag %s it had when it was opened", ErrChanged, o.s.objectName(o.key), o.etag)
 			}
 			return o.s.wrap("GET", o.key, err) // the SDK already retried what can be retried
 		}
-		err = readRange(out, off, p)
+		err = readRange(out, off, p, o.size)
 		if err == nil {
 			o.s.shared.stats.bytesRead.Add(int64(len(p)))
 			return nil
+		}
+		if errors.Is(err, ErrChanged) {
+			return fmt.Errorf("storage: GET %s %s: %w", o.s.objectName(o.key), rng, err)
 		}
 		if ctx.Err() != nil {
 			return o.s.wrap("GET", o.key, ctx.Err())
@@ -482,9 +496,9 @@ func (o *s3Object) fetch(ctx context.Context, off int64, p []byte) error {
 	return fmt.Errorf("storage: GET %s %s: %v (after %d attempts)", o.s.objectName(o.key), rng, lastErr, o.s.opts.MaxAttempts)
 }
 
-// readRange checks that an answer covers exactly [off, off+len(p)) and
-// reads its body into p.
-func readRange(out *s3.GetObjectOutput, off int64, p []byte) error {
+// readRange checks that an answer covers exactly [off, off+len(p)) of an
+// object of size bytes and reads its body into p.
+func readRange(out *s3.GetObjectOutput, off int64, p []byte, size int64) error {
 	defer out.Body.Close()
 	if out.ContentLength != nil && *out.ContentLength != int64(len(p)) {
 		return fmt.Errorf("answer has %d bytes, asked for %d", *out.ContentLength, len(p))
@@ -493,6 +507,10 @@ func readRange(out *s3.GetObjectOutput, off int64, p []byte) error {
 		want := fmt.Sprintf("bytes %d-%d/", off, off+int64(len(p))-1)
 		if !strings.HasPrefix(cr, want) {
 			return fmt.Errorf("answer has range %q, asked for %q", cr, want)
+		}
+		if total := strings.TrimPrefix(cr, want); total != "*" && total != strconv.FormatInt(size, 10) {
+			// A server that ignored If-Match would show a new size here.
+			return fmt.Errorf("%w: the object has %s bytes, %d when it was opened", ErrChanged, total, size)
 		}
 	} else if off != 0 {
 		return errors.New("server ignored the Range header")
@@ -605,114 +623,12 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
 	case err != nil:
 		return 0, fmt.Errorf("storage: write %s: %w", s.objectName(key), err)
 	}
-	return s.putMultipart(ctx, key, full, first.Bytes()[:n:n], r)
-}
-
-func (s *S3) putMultipart(ctx context.Context, key, full string, first []byte, r io.Reader) (int64, error) {
-	s.shared.stats.puts.Add(1)
-	created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &full})
+	u, err := s.startUpload(ctx, key, full, false)
 	if err != nil {
-		return 0, s.wrap("create multipart upload of", key, err)
+		return 0, err
 	}
-	uploadID := created.UploadId
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex // guards parts and firstErr
-		parts []types.CompletedPart
-		fail  error
-	)
-	setErr := func(err error) {
-		mu.Lock()
-		if fail == nil {
-			fail = err
-			cancel(err)
-		}
-		mu.Unlock()
-	}
-	// free holds the part buffers: at most UploadConcurrency+1 exist.
-	free := make(chan []byte, s.opts.UploadConcurrency+1)
-	for i := 0; i < s.opts.UploadConcurrency; i++ {
-		free <- nil
-	}
-	var total int64
-	buf, n := first, len(first)
-	for part := int32(1); ; part++ {
-		if part > 10000 {
-			setErr(fmt.Errorf("storage: write %s: more than 10000 parts of %d bytes; raise the part size", s.objectName(key), s.opts.PartSize))
-			break
-		}
-		total += int64(n)
-		wg.Add(1)
-		go func(part int32, data []byte) {
-			defer wg.Done()
-			defer func() { free <- data[:cap(data)] }()
-			s.shared.stats.puts.Add(1)
-			out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
-				Bucket: &s.bucket, Key: &full, UploadId: uploadID, PartNumber: aws.Int32(part),
-				Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
-			})
-			if err != nil {
-				setErr(s.wrap(fmt.Sprintf("upload part %d of", part), key, err))
-				return
-			}
-			s.shared.stats.bytesWritten.Add(int64(len(data)))
-			mu.Lock()
-			parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(part)})
-			mu.Unlock()
-		}(part, buf[:n])
-		if n < int(s.opts.PartSize) {
-			break // that was the last, short part
-		}
-		var next []byte
-		select {
-		case next = <-free:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		if cap(next) < int(s.opts.PartSize) {
-			next = make([]byte, s.opts.PartSize)
-		}
-		next = next[:s.opts.PartSize]
-		var err error
-		n, err = io.ReadFull(r, next)
-		if err == io.EOF {
-			break
-		}
-		if err != nil && err != io.ErrUnexpectedEOF {
-			setErr(fmt.Errorf("storage: write %s: %w", s.objectName(key), err))
-			break
-		}
-		buf = next
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	wg.Wait()
-	if fail == nil && ctx.Err() != nil {
-		fail = s.wrap("PUT", key, ctx.Err())
-	}
-	if fail == nil {
-		sort.Slice(parts, func(i, j int) bool { return *parts[i].PartNumber < *parts[j].PartNumber })
-		s.shared.stats.puts.Add(1)
-		_, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
-			Bucket: &s.bucket, Key: &full, UploadId: uploadID,
-			MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-		})
-		if err == nil {
-			return total, nil
-		}
-		fail = s.wrap("complete multipart upload of", key, err)
-	}
-	abortCtx, cancelAbort := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancelAbort()
-	if _, err := s.client.AbortMultipartUpload(abortCtx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &full, UploadId: uploadID}); err != nil {
-		slog.Warn("storage: cannot abort a failed multipart upload; gc will", "object", s.objectName(key), "err", s.wrap("abort", key, err))
-	}
-	return 0, fail
+	u.stream(first.Bytes()[:n:n], r)
+	return u.finish()
 }
 
 // PutIfAbsent implements Store with a conditional PUT (If-None-Match: *).

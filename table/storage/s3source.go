@@ -1,0 +1,326 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// s3Source is a range of an S3 object read for ingest: any key of any
+// bucket the credentials reach, not only keys a table writes.
+type s3Source struct {
+	obj      *s3Object // the whole object, pinned to its ETag
+	uri      string
+	off, n   int64
+	sha256   string // the object's own full-object SHA-256 checksum (base64), if it has one
+	reads    *blockReader
+	closeErr error
+}
+
+// openSource HEADs key (a raw key of the bucket) for its size and ETag
+// and returns the range r of it.
+func (s *S3) openSource(ctx context.Context, key string, r Range) (*s3Source, error) {
+	uri := "s3://" + s.bucket + "/" + key
+	s.shared.stats.heads.Add(1)
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key, ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		return nil, s.wrap("HEAD", key, err)
+	}
+	size := aws.ToInt64(out.ContentLength)
+	if out.ContentLength == nil || size < 0 {
+		return nil, fmt.Errorf("storage: HEAD %s: no object size in the answer", uri)
+	}
+	off, n, err := r.resolve(uri, size)
+	if err != nil {
+		return nil, err
+	}
+	etag := aws.ToString(out.ETag)
+	if etag == "" {
+		// Without an ETag a changed object could not be told apart.
+		return nil, fmt.Errorf("storage: HEAD %s: the server gave no ETag", uri)
+	}
+	src := &s3Source{
+		obj: &s3Object{s: s, key: key, full: key, size: size, etag: etag, ctx: ctx},
+		uri: uri, off: off, n: n,
+	}
+	if out.ChecksumType == types.ChecksumTypeFullObject || out.ChecksumType == "" {
+		src.sha256 = aws.ToString(out.ChecksumSHA256)
+	}
+	src.reads = newBlockReader(ctx, n, func(ctx context.Context, at int64, p []byte) error {
+		return src.obj.fetch(ctx, off+at, p)
+	})
+	return src, nil
+}
+
+func (s *s3Source) Size() int64  { return s.n }
+func (s *s3Source) Name() string { return s.uri }
+func (s *s3Source) Version() string {
+	return fmt.Sprintf("%s:%s%s", s.uri, s.obj.etag, Range{s.off, s.n})
+}
+func (s *s3Source) Close() error { return nil }
+
+func (s *s3Source) ReadAt(p []byte, off int64) (int, error) {
+	if err := s.obj.ctx.Err(); err != nil {
+		return 0, s.obj.s.wrap("GET", s.obj.key, err)
+	}
+	return s.reads.ReadAt(p, off)
+}
+
+// wholeObject reports whether the range is the whole object.
+func (s *s3Source) wholeObject() bool { return s.off == 0 && s.n == s.obj.size }
+
+// Stream implements Source: ranged GETs of streamChunk bytes, streamAhead
+// at a time, each pinned to the ETag, delivered in order.
+func (s *s3Source) Stream(ctx context.Context) io.ReadCloser {
+	return newChunkStream(ctx, s.n, func(ctx context.Context, at int64, p []byte) error {
+		return s.obj.fetch(ctx, s.off+at, p)
+	})
+}
+
+const (
+	// streamChunk is the size of one ranged GET of a stream.
+	streamChunk = 8 << 20
+	// streamAhead is how many of them run at once; a stream holds at
+	// most streamAhead+1 chunks in memory.
+	streamAhead = 4
+)
+
+// chunkStream reads [0, size) through fetch in chunks fetched ahead in
+// parallel and handed out in order.
+type chunkStream struct {
+	cancel  context.CancelFunc
+	results chan chan chunkResult // in offset order
+	free    chan []byte           // chunk buffers not in use
+	cur     []byte                // unread bytes of the chunk being read
+	buf     []byte                // the buffer cur lies in
+	err     error
+}
+
+type chunkResult struct {
+	data []byte
+	err  error
+}
+
+func newChunkStream(ctx context.Context, size int64, fetch fetchFunc) *chunkStream {
+	ctx, cancel := context.WithCancel(ctx)
+	cs := &chunkStream{
+		cancel:  cancel,
+		results: make(chan chan chunkResult, streamAhead),
+		free:    make(chan []byte, streamAhead+1),
+	}
+	for i := 0; i < streamAhead+1; i++ {
+		cs.free <- nil
+	}
+	go func() {
+		defer close(cs.results)
+		for off := int64(0); off < size; off += streamChunk {
+			var buf []byte
+			select {
+			case buf = <-cs.free:
+			case <-ctx.Done():
+				return
+			}
+			n := min(streamChunk, size-off)
+			if int64(cap(buf)) < n {
+				buf = make([]byte, streamChunk)
+			}
+			res := make(chan chunkResult, 1)
+			select {
+			case cs.results <- res:
+			case <-ctx.Done():
+				return
+			}
+			go func(off int64, p []byte) {
+				err := fetch(ctx, off, p)
+				res <- chunkResult{data: p, err: err}
+			}(off, buf[:n])
+		}
+	}()
+	return cs
+}
+
+// fetchFunc fills p with the bytes at off of an object or range; it
+// returns an error rather than fewer bytes.
+type fetchFunc = func(ctx context.Context, off int64, p []byte) error
+
+func (cs *chunkStream) Read(p []byte) (int, error) {
+	for len(cs.cur) == 0 {
+		if cs.err != nil {
+			return 0, cs.err
+		}
+		if cs.buf != nil {
+			cs.free <- cs.buf // never blocks: one slot per buffer
+			cs.buf = nil
+		}
+		res, ok := <-cs.results
+		if !ok {
+			cs.err = io.EOF
+			continue
+		}
+		r := <-res
+		if r.err != nil {
+			cs.err = r.err
+			cs.cancel()
+			continue
+		}
+		cs.cur, cs.buf = r.data, r.data[:cap(r.data)]
+	}
+	n := copy(p, cs.cur)
+	cs.cur = cs.cur[n:]
+	return n, nil
+}
+
+func (cs *chunkStream) Close() error {
+	cs.cancel()
+	if cs.err == nil {
+		cs.err = fmt.Errorf("storage: read of a closed stream: %w", context.Canceled)
+	}
+	return nil
+}
+
+// blockReader serves the reads of a source through a few blocks kept in
+// memory. A read that no block holds fetches a new block starting where
+// it starts: minBlock bytes after a jump (box headers, one fragment's
+// moof), twice the last block's size for a read that continues where its
+// stream's previous read ended (a demuxer reading on), up to maxBlock.
+// A read larger than the block it would fetch is fetched exactly and not
+// kept. Indexing a video thus reads little more than its moov or moof
+// boxes, in a handful of GETs.
+type blockReader struct {
+	ctx   context.Context
+	size  int64
+	fetch fetchFunc
+
+	mu      sync.Mutex // guards blocks, streams and clock
+	blocks  []memBlock // least recently used first
+	streams [maxReadStreams]readStream
+	clock   uint64
+}
+
+type memBlock struct {
+	off  int64
+	data []byte
+}
+
+// readStream is a run of reads, each starting where the previous ended.
+type readStream struct {
+	end   int64  // where the last read ended
+	block int64  // the size of the next block to fetch
+	used  uint64 // blockReader.clock at the last read; 0: unused
+}
+
+const (
+	minBlock       = 16 << 10
+	maxBlock       = 4 << 20
+	maxBlocks      = 8
+	maxReadStreams = 4
+)
+
+func newBlockReader(ctx context.Context, size int64, fetch fetchFunc) *blockReader {
+	return &blockReader{ctx: ctx, size: size, fetch: fetch}
+}
+
+func (r *blockReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("storage: negative offset %d", off)
+	}
+	if off >= r.size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(p)), r.size-off))
+	done := 0
+	for done < n {
+		pos := off + int64(done)
+		if c := r.cached(p[done:n], pos); c > 0 {
+			done += c
+			continue
+		}
+		bs := r.nextBlock(off)
+		if int64(n-done) >= bs {
+			if err := r.fetch(r.ctx, pos, p[done:n]); err != nil {
+				return done, err
+			}
+			done = n
+			break
+		}
+		data := make([]byte, min(bs, r.size-pos))
+		if err := r.fetch(r.ctx, pos, data); err != nil {
+			return done, err
+		}
+		r.keep(memBlock{off: pos, data: data})
+	}
+	r.ended(off, off+int64(n))
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// cached copies what a kept block holds of [pos, pos+len(p)) into p.
+func (r *blockReader) cached(p []byte, pos int64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.blocks) - 1; i >= 0; i-- {
+		b := r.blocks[i]
+		if pos >= b.off && pos < b.off+int64(len(b.data)) {
+			r.blocks = append(append(r.blocks[:i:i], r.blocks[i+1:]...), b)
+			return copy(p, b.data[pos-b.off:])
+		}
+	}
+	return 0
+}
+
+func (r *blockReader) keep(b memBlock) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.blocks) == maxBlocks {
+		r.blocks = r.blocks[1:]
+	}
+	r.blocks = append(r.blocks, b)
+}
+
+// nextBlock is the size of the block to fetch for a read starting at off.
+func (r *blockReader) nextBlock(off int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.streams {
+		if s.used != 0 && s.end == off {
+			return s.block
+		}
+	}
+	return minBlock
+}
+
+// ended records a read of [off, end) in the stream it continues, or in a
+// new one replacing the least recently used.
+func (r *blockReader) ended(off, end int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clock++
+	var s *readStream
+	for i := range r.streams {
+		if c := &r.streams[i]; c.used != 0 && c.end == off {
+			s = c
+			s.block = min(2*s.block, maxBlock)
+			break
+		}
+	}
+	if s == nil {
+		s = &r.streams[0]
+		for i := range r.streams {
+			if r.streams[i].used < s.used {
+				s = &r.streams[i]
+			}
+		}
+		*s = readStream{block: minBlock}
+	}
+	s.end, s.used = end, r.clock
+}
