@@ -9,14 +9,27 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/framefs/framefs/table/storage"
 )
 
 // VideoFile is a video to store for one video column of an episode.
 type VideoFile struct {
-	// Path is the file to read; it is streamed, never loaded whole.
+	// Path is the file to read, or an S3 object (s3://BUCKET/KEY, read
+	// with the table's Options.Sources); it is streamed, never loaded
+	// whole.
 	Path string
+	// Offset and Length select the byte range of Path that holds the
+	// video (a video inside a pack or an archive); Length 0 means to the
+	// end. A range that does not fit is refused.
+	Offset, Length int64
 	// FirstFrame is the video frame ordinal of the episode's first row.
 	FirstFrame int64
+}
+
+// describe names the video in messages: its path and range.
+func (vf VideoFile) describe() string {
+	return vf.Path + storage.Range{Offset: vf.Offset, Length: vf.Length}.String()
 }
 
 // EpisodeInput is one episode to add: its videos and its rows.
@@ -99,7 +112,7 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 			if vf.FirstFrame < 0 {
 				return nil, inputError(i, in, fmt.Errorf("%w: episode %q: first frame %d is negative", ErrInvalidInput, st.id, vf.FirstFrame))
 			}
-			pv, err := t.prepareVideo(ctx, vf.Path, schema.Image, !opts.NoSizes)
+			pv, err := t.prepareVideo(ctx, vf, schema.Image, !opts.NoSizes)
 			if err != nil {
 				return nil, inputError(i, in, fmt.Errorf("episode %q: %w", st.id, err))
 			}
@@ -161,8 +174,7 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 	for i, st := range all {
 		refs := map[string]VideoRef{}
 		for c, col := range schema.VideoColumns {
-			pv := packed[i*len(schema.VideoColumns)+c]
-			ref := pv.ref
+			ref := packed[i*len(schema.VideoColumns)+c]
 			v := st.videos[col]
 			ref.FirstFrame, ref.Frames = st.first[col], int64(v.index.Frames())
 			ref.Codec, ref.Width, ref.Height = v.index.Codec, v.index.Width, v.index.Height
@@ -341,7 +353,7 @@ func (t *Table) ReplaceVideo(ctx context.Context, episode, column string, vf Vid
 	if !schema.IsVideoColumn(column) {
 		return nil, fmt.Errorf("%w: %q is not a video column (the table has %s)", ErrInvalidInput, column, strings.Join(schema.VideoColumns, ", "))
 	}
-	pv, err := t.prepareVideo(ctx, vf.Path, schema.Image, !opts.NoSizes)
+	pv, err := t.prepareVideo(ctx, vf, schema.Image, !opts.NoSizes)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +373,7 @@ func (t *Table) ReplaceVideo(ctx context.Context, episode, column string, vf Vid
 	for k, v := range cur.Videos {
 		refs[k] = v
 	}
-	ref := packed[0].ref
+	ref := packed[0]
 	ref.FirstFrame, ref.Frames = vf.FirstFrame, int64(pv.index.Frames())
 	ref.Codec, ref.Width, ref.Height = pv.index.Codec, pv.index.Width, pv.index.Height
 	ref.SourceName = filepath.Base(vf.Path)

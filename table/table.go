@@ -48,6 +48,9 @@ type Options struct {
 	// MaxCommitRetries bounds how often a commit is rebuilt on top of a
 	// concurrent one before giving up (default 50).
 	MaxCommitRetries int
+	// Sources opens the videos to ingest: local files, and S3 objects
+	// (default: the AWS SDK's standard configuration).
+	Sources *storage.Sources
 }
 
 func (o Options) withDefaults() Options {
@@ -61,6 +64,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxCommitRetries == 0 {
 		o.MaxCommitRetries = 50
+	}
+	if o.Sources == nil {
+		o.Sources = storage.NewSources(storage.S3Options{})
 	}
 	return o
 }
