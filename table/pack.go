@@ -45,7 +45,7 @@ func (t *Table) prepareVideo(ctx context.Context, vf VideoFile, img ImageOptions
 	src, err := t.opts.Sources.Open(ctx, vf.Path, storage.Range{Offset: vf.Offset, Length: vf.Length})
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrOutOfRange) || !storage.IsS3URI(vf.Path) {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 		}
 		return nil, err
 	}
