@@ -12,6 +12,7 @@ import (
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/ingest"
 	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
 )
 
@@ -56,10 +57,14 @@ func withDecoder(fn func(*decoder.FrameSource) error) error {
 }
 
 // withIngestTable opens a table whose ingest stores per-frame image sizes
-// (decoding every frame once) unless noSizes is set, and runs fn with it.
-func withIngestTable(ctx context.Context, path string, noSizes bool, fn func(*table.Table) error) error {
+// (decoding every frame once) unless noSizes is set, reading its sources
+// through sources (nil: files and the default S3 configuration), and runs
+// fn with it.
+func withIngestTable(ctx context.Context, path string, noSizes bool, sources *storage.Sources, fn func(*table.Table) error) error {
 	if noSizes {
-		tbl, err := openTable(ctx, path)
+		opts := tableOptions()
+		opts.Sources = sources
+		tbl, err := openTableWith(ctx, path, opts)
 		if err != nil {
 			return err
 		}
@@ -67,7 +72,7 @@ func withIngestTable(ctx context.Context, path string, noSizes bool, fn func(*ta
 	}
 	return withDecoder(func(frames *decoder.FrameSource) error {
 		opts := tableOptions()
-		opts.Sizer = frameSizer{frames: frames}
+		opts.Sizer, opts.Sources = frameSizer{frames: frames}, sources
 		tbl, err := openTableWith(ctx, path, opts)
 		if err != nil {
 			return err
@@ -93,8 +98,12 @@ episode id is --episode, else the sidecar's episode column, else DIR's name.
 Nothing is committed if any image is unusable.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withIngestTable(cmd.Context(), args[0], noSizes, func(tbl *table.Table) error {
-				return ingestImages(cmd, tbl, args[1], imageFlags{rows, episode, codec, pixFmt, fps, gop, codecOpts, noSizes})
+			sources, err := newSources()
+			if err != nil {
+				return err
+			}
+			return withIngestTable(cmd.Context(), args[0], noSizes, sources, func(tbl *table.Table) error {
+				return ingestImages(cmd, tbl, sources, args[1], imageFlags{rows, episode, codec, pixFmt, fps, gop, codecOpts, noSizes})
 			})
 		},
 	}
@@ -118,7 +127,7 @@ type imageFlags struct {
 	noSizes                      bool
 }
 
-func ingestImages(cmd *cobra.Command, tbl *table.Table, dir string, f imageFlags) error {
+func ingestImages(cmd *cobra.Command, tbl *table.Table, sources *storage.Sources, dir string, f imageFlags) error {
 	ctx := cmd.Context()
 	rows, episode := f.rows, f.episode
 	images, err := ingest.ListImages(dir)
@@ -127,7 +136,7 @@ func ingestImages(cmd *cobra.Command, tbl *table.Table, dir string, f imageFlags
 	}
 	var sc *table.Sidecar
 	if rows != "" {
-		if sc, err = readSidecar(rows); err != nil {
+		if sc, err = readSidecar(ctx, sources, rows); err != nil {
 			return err
 		}
 	}
@@ -252,7 +261,7 @@ for the table's image setting and stores them in one commit, so that mounts
 list exact sizes without decoding.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withIngestTable(cmd.Context(), args[0], false, func(tbl *table.Table) error {
+			return withIngestTable(cmd.Context(), args[0], false, nil, func(tbl *table.Table) error {
 				snap, n, err := tbl.Warm(cmd.Context())
 				if err != nil {
 					return err

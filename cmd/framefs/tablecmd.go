@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
 )
 
@@ -112,38 +112,13 @@ give everything instead.`,
 	return cmd
 }
 
-// findSidecar returns the sidecar beside a video (same base name), if any.
-func findSidecar(video string) (string, error) {
-	base := strings.TrimSuffix(video, filepath.Ext(video))
-	var found []string
-	for _, ext := range table.SidecarExtensions {
-		if _, err := os.Stat(base + ext); err == nil {
-			found = append(found, base+ext)
-		}
-	}
-	if len(found) > 1 {
-		return "", fmt.Errorf("%s has several sidecars (%s); keep one", video, strings.Join(found, ", "))
-	}
-	if len(found) == 1 {
-		return found[0], nil
-	}
-	return "", nil
-}
-
-func readSidecar(path string) (*table.Sidecar, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return table.ParseSidecar(filepath.Base(path), data)
-}
-
 func newIngestCommand() *cobra.Command {
 	var (
 		rows, episode string
 		firstFrame    int64
 		noSizes       bool
 		allowNew      bool
+		rng           rangeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "ingest TABLE VIDEO...",
@@ -153,11 +128,23 @@ commits them all as one snapshot. A video's rows come from its sidecar, a file
 with the same base name ending in .jsonl, .json, .csv or .parquet (or from
 --rows for a single video). The episode id is the sidecar's episode column,
 else the video's base name. For tables with several video columns, give one
-episode's videos as COLUMN=FILE.`,
+episode's videos as COLUMN=FILE.
+
+A VIDEO or sidecar may be an S3 object, s3://BUCKET/KEY, read with the same
+endpoint and credentials as tables. Into an S3 table on the same endpoint the
+server copies the video itself; otherwise it streams through. --offset and
+--length ingest a byte range of a single VIDEO.`,
+		Example: `  framefs ingest data/robot ep1.mp4 ep2.mp4
+  framefs ingest s3://frames/wh/robot s3://fleet/day1/ep43.mp4 --no-sizes
+  framefs ingest data/robot s3://fleet/day1.pack --offset 1048576 --length 73400320 --episode ep7`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withIngestTable(cmd.Context(), args[0], noSizes, func(tbl *table.Table) error {
-				return ingestVideos(cmd, tbl, args[1:], ingestFlags{rows, episode, firstFrame, noSizes, allowNew})
+			sources, err := newSources()
+			if err != nil {
+				return err
+			}
+			return withIngestTable(cmd.Context(), args[0], noSizes, sources, func(tbl *table.Table) error {
+				return ingestVideos(cmd, tbl, sources, args[1:], ingestFlags{rows, episode, firstFrame, noSizes, allowNew, rng})
 			})
 		},
 	}
@@ -167,6 +154,7 @@ episode's videos as COLUMN=FILE.`,
 	f.Int64Var(&firstFrame, "first-frame", 0, "video frame of the first row")
 	f.BoolVar(&noSizes, "no-sizes", false, "do not compute per-frame image sizes now (faster ingest; mounts compute them when needed)")
 	f.BoolVar(&allowNew, "allow-new-columns", false, "add sidecar columns the table lacks (nullable, new schema version) instead of failing")
+	rng.register(cmd)
 	return cmd
 }
 
@@ -174,9 +162,10 @@ type ingestFlags struct {
 	rows, episode     string
 	firstFrame        int64
 	noSizes, allowNew bool
+	rng               rangeFlags
 }
 
-func ingestVideos(cmd *cobra.Command, tbl *table.Table, videos []string, f ingestFlags) error {
+func ingestVideos(cmd *cobra.Command, tbl *table.Table, sources *storage.Sources, videos []string, f ingestFlags) error {
 	ctx := cmd.Context()
 	rows, episode, firstFrame := f.rows, f.episode, f.firstFrame
 	schema, err := tbl.LatestSchema(ctx)
@@ -194,26 +183,34 @@ func ingestVideos(cmd *cobra.Command, tbl *table.Table, videos []string, f inges
 			if !ok {
 				return fmt.Errorf("%q: the table has video columns %s: give COLUMN=FILE", arg, strings.Join(schema.VideoColumns, ", "))
 			}
-			in.Videos[col] = table.VideoFile{Path: path, FirstFrame: firstFrame}
+			vf := table.VideoFile{Path: path, FirstFrame: firstFrame}
+			if err := f.rng.apply(cmd, &vf, len(videos)); err != nil {
+				return err
+			}
+			in.Videos[col] = vf
 		}
 		if rows == "" {
 			return errors.New("give the episode's rows with --rows")
 		}
-		if in.Sidecar, err = readSidecar(rows); err != nil {
+		if in.Sidecar, err = readSidecar(ctx, sources, rows); err != nil {
 			return err
 		}
 		inputs = append(inputs, in)
 	} else {
 		for _, v := range videos {
-			in := table.EpisodeInput{Episode: episode, Videos: map[string]table.VideoFile{"": {Path: v, FirstFrame: firstFrame}}}
+			vf := table.VideoFile{Path: v, FirstFrame: firstFrame}
+			if err := f.rng.apply(cmd, &vf, len(videos)); err != nil {
+				return err
+			}
+			in := table.EpisodeInput{Episode: episode, Videos: map[string]table.VideoFile{"": vf}}
 			side := rows
 			if side == "" {
-				if side, err = findSidecar(v); err != nil {
+				if side, err = findSidecar(ctx, sources, v); err != nil {
 					return err
 				}
 			}
 			if side != "" {
-				if in.Sidecar, err = readSidecar(side); err != nil {
+				if in.Sidecar, err = readSidecar(ctx, sources, side); err != nil {
 					return err
 				}
 			}
@@ -225,6 +222,7 @@ func ingestVideos(cmd *cobra.Command, tbl *table.Table, videos []string, f inges
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: added %d episodes, %d frames\n", snap.ID, snap.Summary.EpisodesAdded, snap.Summary.FramesAdded)
+	reportS3(cmd.OutOrStdout(), sources, tbl)
 	return nil
 }
 
@@ -239,7 +237,11 @@ func newUpdateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sc, err := readSidecar(rows)
+			sources, err := newSources()
+			if err != nil {
+				return err
+			}
+			sc, err := readSidecar(cmd.Context(), sources, rows)
 			if err != nil {
 				return err
 			}
@@ -262,21 +264,35 @@ func newReplaceCommand() *cobra.Command {
 	var episode, column string
 	var firstFrame int64
 	var noSizes bool
+	var rng rangeFlags
 	cmd := &cobra.Command{
 		Use:   "replace TABLE --episode ID VIDEO",
 		Short: "Replace the video of an existing episode (rows stay)",
-		Args:  cobra.ExactArgs(2),
+		Long: `replace stores VIDEO as the new video of an episode. VIDEO may be an S3
+object (s3://BUCKET/KEY), and --offset and --length select a byte range of it,
+as for ingest.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withIngestTable(cmd.Context(), args[0], noSizes, func(tbl *table.Table) error {
-				snap, err := tbl.ReplaceVideo(cmd.Context(), episode, column, table.VideoFile{Path: args[1], FirstFrame: firstFrame}, table.AddOptions{NoSizes: noSizes})
+			video := table.VideoFile{Path: args[1], FirstFrame: firstFrame}
+			if err := rng.apply(cmd, &video, 1); err != nil {
+				return err
+			}
+			sources, err := newSources()
+			if err != nil {
+				return err
+			}
+			return withIngestTable(cmd.Context(), args[0], noSizes, sources, func(tbl *table.Table) error {
+				snap, err := tbl.ReplaceVideo(cmd.Context(), episode, column, video, table.AddOptions{NoSizes: noSizes})
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: replaced the video of episode %s\n", snap.ID, episode)
+				reportS3(cmd.OutOrStdout(), sources, tbl)
 				return nil
 			})
 		},
 	}
+	rng.register(cmd)
 	cmd.Flags().StringVar(&episode, "episode", "", "episode id")
 	cmd.Flags().StringVar(&column, "column", "", "video column (needed when the table has several)")
 	cmd.Flags().Int64Var(&firstFrame, "first-frame", 0, "video frame of the first row")

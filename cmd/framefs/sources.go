@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/storage"
+)
+
+// rangeFlags are --offset and --length: the byte range of a single source
+// that holds the video. They map onto table.VideoFile.
+type rangeFlags struct {
+	offset, length int64
+}
+
+func (r *rangeFlags) register(cmd *cobra.Command) {
+	cmd.Flags().Int64Var(&r.offset, "offset", 0, "the video starts at this byte of VIDEO (a video inside a pack or an archive)")
+	cmd.Flags().Int64Var(&r.length, "length", 0, "the video is this many bytes from --offset (default: to the end)")
+}
+
+// apply sets the range on the one video of a command; sources counts the
+// videos given, and a range of several is refused.
+func (r *rangeFlags) apply(cmd *cobra.Command, vf *table.VideoFile, sources int) error {
+	offset, length := cmd.Flags().Changed("offset"), cmd.Flags().Changed("length")
+	if !offset && !length {
+		return nil
+	}
+	if sources != 1 {
+		return fmt.Errorf("--offset and --length select a range of a single video; %d were given", sources)
+	}
+	if length && r.length <= 0 {
+		return fmt.Errorf("--length %d: a video range is at least one byte long", r.length)
+	}
+	vf.Offset, vf.Length = r.offset, r.length
+	return nil
+}
+
+// newSources opens ingest sources (files and s3:// objects) with the same
+// S3 options as tables.
+func newSources() (*storage.Sources, error) {
+	opts, err := globalStore.s3Options()
+	if err != nil {
+		return nil, err
+	}
+	return storage.NewSources(opts), nil
+}
+
+// baseOf is the part of a path or URI before its extension.
+func baseOf(p string) string {
+	return strings.TrimSuffix(p, path.Ext(p))
+}
+
+// findSidecar returns the sidecar beside a video (same base name, a file
+// or an S3 object), if any.
+func findSidecar(ctx context.Context, sources *storage.Sources, video string) (string, error) {
+	base := baseOf(video)
+	var found []string
+	for _, ext := range table.SidecarExtensions {
+		ok, err := sources.Exists(ctx, base+ext)
+		if err != nil {
+			return "", fmt.Errorf("look for the sidecar of %s: %w", video, err)
+		}
+		if ok {
+			found = append(found, base+ext)
+		}
+	}
+	if len(found) > 1 {
+		return "", fmt.Errorf("%s has several sidecars (%s); keep one", video, strings.Join(found, ", "))
+	}
+	if len(found) == 1 {
+		return found[0], nil
+	}
+	return "", nil
+}
+
+// readSidecar reads and parses a sidecar file or S3 object.
+func readSidecar(ctx context.Context, sources *storage.Sources, name string) (*table.Sidecar, error) {
+	src, err := sources.Open(ctx, name, storage.Range{})
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	data, err := storage.ReadSource(ctx, src)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return table.ParseSidecar(path.Base(name), data)
+}
+
+// reportS3 tells what reading S3 sources cost: the bytes read through this
+// machine and those the server copied itself. Nothing when no source was
+// on S3.
+func reportS3(w io.Writer, sources *storage.Sources, tbl *table.Table) {
+	st := sources.Stats()
+	if st.HEADs == 0 {
+		return
+	}
+	var copied int64
+	if s3, ok := tbl.Store().(*storage.S3); ok {
+		copied = s3.Stats().BytesCopied
+	}
+	fmt.Fprintf(w, "S3 sources: %d bytes read, %d bytes copied by the server\n", st.BytesRead, copied)
+}
