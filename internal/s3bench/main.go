@@ -1,0 +1,322 @@
+// Command s3bench measures `framefs ingest` of a video stored on S3 side
+// by side with what a user would do without it, in the same run, against
+// the S3 server the environment names (AWS_ENDPOINT_URL and credentials;
+// scripts/bench-s3-ingest.sh starts versitygw on loopback):
+//
+//   - into an S3 table with --no-sizes (the server copies the payload):
+//     bytes the node reads from S3, and the time against the server's own
+//     CopyObject of the object and its own one-part multipart copy;
+//   - into a local table (the payload streams through the node): bytes
+//     read and the time against the AWS SDK's download manager
+//     (feature/s3/manager) downloading the object to a file on the same
+//     disk, synced as the table's pack is.
+//
+// Bytes read are taken from framefs's own report and, once per mode, from
+// a proxy that counts the answer bodies on the wire. Prints NAME VALUE
+// UNIT lines (see scripts/bench.sh); times are medians of -runs runs.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/framefs", "framefs binary")
+	video := flag.String("video", "", "the video to put on S3 and ingest")
+	bucket := flag.String("bucket", "bench", "bucket (created if missing)")
+	work := flag.String("work", "", "local directory for local tables and downloads")
+	runs := flag.Int("runs", 3, "runs of each timed operation (the median is reported)")
+	flag.Parse()
+	if *video == "" || *work == "" {
+		log.Fatal("give -video and -work")
+	}
+	ctx := context.Background()
+	b := &bench{bin: *bin, bucket: *bucket, work: *work, endpoint: os.Getenv("AWS_ENDPOINT_URL")}
+	b.client = newClient(ctx, b.endpoint)
+	if _, err := b.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket}); err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") {
+		log.Fatalf("create bucket: %v", err)
+	}
+	st, err := os.Stat(*video)
+	if err != nil {
+		log.Fatal(err)
+	}
+	payload := st.Size()
+	b.upload(ctx, *video, "src/episode.mp4")
+	src := "s3://" + b.bucket + "/src/episode.mp4"
+	emit("s3_ingest_payload", float64(payload), "bytes")
+
+	// Into an S3 table: server-side copy.
+	var copyTimes, objectTimes, multipartTimes []float64
+	var copyRead int64
+	for i := 0; i < *runs; i++ {
+		objectTimes = append(objectTimes, b.timed(func() { b.copyObject(ctx, "src/episode.mp4", "peer/copy.mp4") }))
+		b.deletePrefix(ctx, "peer/")
+		multipartTimes = append(multipartTimes, b.timed(func() { b.multipartCopy(ctx, "src/episode.mp4", "peer/mp.mp4", payload) }))
+		b.deletePrefix(ctx, "peer/")
+		tbl := fmt.Sprintf("s3://%s/tables/copy%d", b.bucket, i)
+		b.framefs(b.endpoint, "create", tbl, "--column", "note:string?")
+		var out string
+		copyTimes = append(copyTimes, b.timed(func() { out = b.framefs(b.endpoint, "ingest", tbl, src, "--no-sizes", "--s3-cache-dir", "off") }))
+		copyRead = bytesRead(out)
+		if copied := bytesCopied(out); copied != payload {
+			log.Fatalf("the S3 table ingest copied %d bytes server-side, not the payload's %d:\n%s", copied, payload, out)
+		}
+		b.deletePrefix(ctx, "tables/")
+	}
+	proxy := startCountingProxy(b.endpoint)
+	tbl := fmt.Sprintf("s3://%s/tables/proxied", b.bucket)
+	b.framefs(b.endpoint, "create", tbl, "--column", "note:string?")
+	proxy.reset()
+	b.framefs(proxy.endpoint, "ingest", tbl, src, "--no-sizes", "--s3-cache-dir", "off")
+	copyWire := proxy.body.Load()
+	b.deletePrefix(ctx, "tables/")
+
+	copyS, objectS, multipartS := median(copyTimes), median(objectTimes), median(multipartTimes)
+	emit("s3_ingest_copy_bytes_read", float64(copyRead), "bytes")
+	emit("s3_ingest_copy_bytes_read_on_wire", float64(copyWire), "bytes")
+	emit("s3_ingest_copy_bytes_read_vs_payload", float64(copyWire)/float64(payload), "x")
+	emit("s3_ingest_copy_time", copyS, "s")
+	emit("s3_copyobject_time", objectS, "s")
+	emit("s3_multipart_copy_time", multipartS, "s")
+	emit("s3_ingest_copy_time_vs_copyobject", copyS/objectS, "x")
+	emit("ratio:s3_ingest_copy_vs_copyobject", objectS/copyS, "x")
+	emit("ratio:s3_ingest_copy_vs_multipart_copy", multipartS/copyS, "x")
+
+	// Into a local table: streamed through the node.
+	var streamTimes, downloadTimes []float64
+	var streamRead int64
+	for i := 0; i < *runs; i++ {
+		file := filepath.Join(b.work, "download.mp4")
+		downloadTimes = append(downloadTimes, b.timed(func() { b.download(ctx, "src/episode.mp4", file) }))
+		os.Remove(file)
+		tbl := filepath.Join(b.work, fmt.Sprintf("local%d", i))
+		b.framefs(b.endpoint, "create", tbl, "--column", "note:string?")
+		var out string
+		streamTimes = append(streamTimes, b.timed(func() { out = b.framefs(b.endpoint, "ingest", tbl, src, "--no-sizes") }))
+		streamRead = bytesRead(out)
+		os.RemoveAll(tbl)
+	}
+	tbl = filepath.Join(b.work, "proxied")
+	b.framefs(b.endpoint, "create", tbl, "--column", "note:string?")
+	proxy.reset()
+	b.framefs(proxy.endpoint, "ingest", tbl, src, "--no-sizes")
+	streamWire := proxy.body.Load()
+	os.RemoveAll(tbl)
+
+	streamS, downloadS := median(streamTimes), median(downloadTimes)
+	emit("s3_ingest_stream_bytes_read", float64(streamRead), "bytes")
+	emit("s3_ingest_stream_bytes_read_on_wire", float64(streamWire), "bytes")
+	emit("s3_ingest_stream_bytes_read_vs_payload", float64(streamWire)/float64(payload), "x")
+	emit("s3_ingest_stream_throughput", float64(payload)/streamS/1e6, "MB/s")
+	emit("s3_download_manager_throughput", float64(payload)/downloadS/1e6, "MB/s")
+	emit("ratio:s3_ingest_stream_vs_download_manager", downloadS/streamS, "x")
+}
+
+type bench struct {
+	bin, bucket, work, endpoint string
+	client                      *s3.Client
+}
+
+func newClient(ctx context.Context, endpoint string) *s3.Client {
+	cfg, err := config.LoadDefaultConfig(ctx,
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
+	if err != nil {
+		log.Fatal(err)
+	}
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+		o.UsePathStyle = true
+	})
+}
+
+func emit(name string, value float64, unit string) {
+	fmt.Printf("%s %s %s\n", name, strconv.FormatFloat(value, 'g', 6, 64), unit)
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// timed runs f after the machine has settled (the previous run's writes
+// synced) and returns its wall time in seconds.
+func (b *bench) timed(f func()) float64 {
+	exec.Command("sync").Run()
+	start := time.Now()
+	f()
+	return time.Since(start).Seconds()
+}
+
+// framefs runs the framefs binary against endpoint and returns its output.
+func (b *bench) framefs(endpoint string, args ...string) string {
+	cmd := exec.Command(b.bin, args...)
+	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+endpoint)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		log.Fatalf("framefs %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+var (
+	readRE   = regexp.MustCompile(`S3 sources: (\d+) bytes read`)
+	copiedRE = regexp.MustCompile(`(\d+) bytes copied by the server`)
+)
+
+func bytesRead(out string) int64 {
+	m := readRE.FindStringSubmatch(out)
+	if m == nil {
+		log.Fatalf("framefs ingest did not report the bytes it read from S3:\n%s", out)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
+
+func bytesCopied(out string) int64 {
+	m := copiedRE.FindStringSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
+
+func (b *bench) upload(ctx context.Context, file, key string) {
+	f, err := os.Open(file)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	up := manager.NewUploader(b.client, func(u *manager.Uploader) { u.PartSize = 64 << 20 })
+	if _, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: &b.bucket, Key: &key, Body: f}); err != nil {
+		log.Fatalf("upload %s: %v", file, err)
+	}
+}
+
+// copyObject is the server's own copy of an object (one request).
+func (b *bench) copyObject(ctx context.Context, src, dst string) {
+	_, err := b.client.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &b.bucket, Key: &dst, CopySource: aws.String(b.bucket + "/" + src)})
+	if err != nil {
+		log.Fatalf("CopyObject: %v", err)
+	}
+}
+
+// multipartCopy is the least a multipart copy of the object costs the
+// server: one UploadPartCopy of all of it, then the completion.
+func (b *bench) multipartCopy(ctx context.Context, src, dst string, size int64) {
+	up, err := b.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b.bucket, Key: &dst})
+	if err != nil {
+		log.Fatal(err)
+	}
+	part, err := b.client.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &b.bucket, Key: &dst, UploadId: up.UploadId, PartNumber: aws.Int32(1),
+		CopySource: aws.String(b.bucket + "/" + src), CopySourceRange: aws.String(fmt.Sprintf("bytes=0-%d", size-1))})
+	if err != nil {
+		log.Fatalf("UploadPartCopy: %v", err)
+	}
+	_, err = b.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b.bucket, Key: &dst, UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: part.CopyPartResult.ETag, PartNumber: aws.Int32(1)}}}})
+	if err != nil {
+		log.Fatalf("CompleteMultipartUpload: %v", err)
+	}
+}
+
+// download fetches the object with the SDK's download manager (its
+// default part size and concurrency) into file, and syncs it.
+func (b *bench) download(ctx context.Context, key, file string) {
+	f, err := os.Create(file)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := manager.NewDownloader(b.client).Download(ctx, f, &s3.GetObjectInput{Bucket: &b.bucket, Key: &key}); err != nil {
+		log.Fatalf("download: %v", err)
+	}
+	if err := f.Sync(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func (b *bench) deletePrefix(ctx context.Context, prefix string) {
+	p := s3.NewListObjectsV2Paginator(b.client, &s3.ListObjectsV2Input{Bucket: &b.bucket, Prefix: &prefix})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			if _, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: o.Key}); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+}
+
+// countingProxy forwards to an S3 server and counts the bytes of the
+// answers' bodies: what a client read from the server.
+type countingProxy struct {
+	endpoint string
+	body     atomic.Int64
+}
+
+func startCountingProxy(target string) *countingProxy {
+	u, err := url.Parse(target)
+	if err != nil {
+		log.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	p := &countingProxy{endpoint: "http://" + l.Addr().String()}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	director := rp.Director
+	rp.Director = func(r *http.Request) {
+		host := r.Host // signed by the client: kept
+		director(r)
+		r.Host = host
+	}
+	rp.ModifyResponse = func(resp *http.Response) error {
+		resp.Body = &countingBody{ReadCloser: resp.Body, n: &p.body}
+		return nil
+	}
+	go http.Serve(l, rp)
+	return p
+}
+
+func (p *countingProxy) reset() { p.body.Store(0) }
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c *countingBody) Read(b []byte) (int, error) {
+	n, err := c.ReadCloser.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
