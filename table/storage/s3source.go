@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/framefs/framefs/table/storage/internal/readruns"
 )
 
 // s3Source is a range of an S3 object read for ingest: any key of any
@@ -196,10 +198,9 @@ type blockReader struct {
 	size  int64
 	fetch fetchFunc
 
-	mu      sync.Mutex // guards blocks, streams and clock
-	blocks  []memBlock // least recently used first
-	streams [maxReadStreams]readStream
-	clock   uint64
+	mu     sync.Mutex // guards blocks and runs
+	blocks []memBlock // least recently used first
+	runs   readruns.Set
 }
 
 type memBlock struct {
@@ -207,18 +208,10 @@ type memBlock struct {
 	data []byte
 }
 
-// readStream is a run of reads, each starting where the previous ended.
-type readStream struct {
-	end   int64  // where the last read ended
-	block int64  // the size of the next block to fetch
-	used  uint64 // blockReader.clock at the last read; 0: unused
-}
-
 const (
-	minBlock       = 16 << 10
-	maxBlock       = 4 << 20
-	maxBlocks      = 8
-	maxReadStreams = 4
+	minBlock  = 16 << 10
+	maxBlock  = 4 << 20
+	maxBlocks = 8
 )
 
 func newBlockReader(ctx context.Context, size int64, fetch fetchFunc) *blockReader {
@@ -291,36 +284,21 @@ func (r *blockReader) keep(b memBlock) {
 func (r *blockReader) nextBlock(off int64) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, s := range r.streams {
-		if s.used != 0 && s.end == off {
-			return s.block
-		}
+	if run := r.runs.Find(off); run != nil {
+		return run.Ahead
 	}
 	return minBlock
 }
 
-// ended records a read of [off, end) in the stream it continues, or in a
-// new one replacing the least recently used.
+// ended records a read of [off, end): a read that goes on where its run
+// ended doubles the run's next block.
 func (r *blockReader) ended(off, end int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.clock++
-	var s *readStream
-	for i := range r.streams {
-		if c := &r.streams[i]; c.used != 0 && c.end == off {
-			s = c
-			s.block = min(2*s.block, maxBlock)
-			break
-		}
+	run, fresh := r.runs.Read(off, end)
+	if fresh {
+		run.Ahead = minBlock
+	} else {
+		run.Ahead = min(2*run.Ahead, maxBlock)
 	}
-	if s == nil {
-		s = &r.streams[0]
-		for i := range r.streams {
-			if r.streams[i].used < s.used {
-				s = &r.streams[i]
-			}
-		}
-		*s = readStream{block: minBlock}
-	}
-	s.end, s.used = end, r.clock
 }

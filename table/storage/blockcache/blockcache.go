@@ -32,6 +32,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/framefs/framefs/table/storage/internal/readruns"
 )
 
 // Options configure a Cache. The zero value of every field means its default.
@@ -443,29 +445,17 @@ type Reader struct {
 	id    ObjectID
 	fetch FetchFunc
 
-	mu      sync.Mutex // guards streams and clock
-	streams [maxStreams]stream
-	clock   uint64
-}
-
-// maxStreams is how many sequential readers of one object a Reader tells
-// apart: the decoder sessions and read-ahead of one video share it, and
-// their reads interleave.
-const maxStreams = 4
-
-// stream is a run of reads, each starting where the previous one ended
-// (give or take a small gap, as when a demuxer skips another track's
-// packets).
-type stream struct {
-	start, end int64  // bytes [start, end) were read in order
-	used       uint64 // Reader.clock at the last read; 0: slot unused
+	mu   sync.Mutex // guards runs
+	runs readruns.Set
 }
 
 // NewReader returns a reader of the object id whose missing blocks come
 // from fetch. Its reads, and the prefetches they start, run under ctx and
 // fail with ctx's error once it ends.
 func (c *Cache) NewReader(ctx context.Context, id ObjectID, fetch FetchFunc) *Reader {
-	return &Reader{c: c, ctx: ctx, id: id, fetch: fetch}
+	// A read up to a quarter block before or after a run's end continues
+	// it (a demuxer skipping another track's packets).
+	return &Reader{c: c, ctx: ctx, id: id, fetch: fetch, runs: readruns.Set{Gap: c.opts.BlockSize / 4}}
 }
 
 // ReadAt implements io.ReaderAt.
@@ -531,28 +521,9 @@ func (r *Reader) readAhead(off, end, last int64) {
 		return
 	}
 	bs := r.c.opts.BlockSize
-	gap := bs / 4
 	r.mu.Lock()
-	r.clock++
-	var s *stream
-	for i := range r.streams {
-		if c := &r.streams[i]; c.used != 0 && off >= c.start && off >= c.end-gap && off <= c.end+gap {
-			s = c
-			break
-		}
-	}
-	if s == nil {
-		s = &r.streams[0]
-		for i := range r.streams {
-			if r.streams[i].used < s.used {
-				s = &r.streams[i]
-			}
-		}
-		*s = stream{start: off, end: off}
-	}
-	s.end = max(s.end, end)
-	s.used = r.clock
-	sequential := s.end-s.start >= bs
+	run, _ := r.runs.Read(off, end)
+	sequential := run.End-run.Start >= bs
 	r.mu.Unlock()
 	if !sequential {
 		return
