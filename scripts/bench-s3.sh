@@ -17,6 +17,12 @@
 #   (d) the same for 8 random frames of a 3-minute GOP-250 episode served
 #       as BMP (a frame costs its GOP, ~1 MB; reads this sparse show what
 #       is fetched beyond the GOPs decoded)
+#   (e) ingest of a 1 GB episode stored on S3 (internal/s3bench): into an
+#       S3 table with --no-sizes (copied by the server), bytes the node
+#       reads from S3 / payload (target <= 0.01) and time vs the server's
+#       own CopyObject (target <= 1.5x) and one-part multipart copy; into a
+#       local table (streamed), bytes read and throughput vs the AWS SDK's
+#       download manager (target >= 0.8x)
 # Every mount is a fresh process, so only the block cache carries over.
 # Without versitygw it prints nothing, unless FRAMEFS_REQUIRE_S3=1.
 set -euo pipefail
@@ -196,3 +202,16 @@ gets=$(delta_gets)
 bytes=$(delta_bytes)
 emit s3_cold_sparse_random_8_gop250_gets_per_frame "$(awk -v g="$gets" 'BEGIN {printf "%.2f", g/8}')" requests/frame
 emit s3_cold_sparse_random_8_gop250_bytes_per_frame "$(awk -v b="$bytes" 'BEGIN {printf "%.0f", b/8}')" bytes/frame
+
+# (e) ingest from S3: about 1 GB, 165 s of 1280x720 30 fps H.264 at
+# 50 Mbit/s with the moov at the end, as cameras and ffmpeg write it.
+fusermount3 -u "$mnt" 2>/dev/null || true
+big="$cache/s3_ingest_720p_1GB.mp4"
+if [ ! -f "$big" ]; then
+	ffmpeg -v error -y -f lavfi -i testsrc2=size=1280x720:rate=30 -t 165 -vf noise=alls=12:allf=t \
+		-c:v libx264 -preset ultrafast -b:v 50M -maxrate 50M -bufsize 100M -g 60 -pix_fmt yuv420p "$big.tmp.mp4"
+	mv "$big.tmp.mp4" "$big"
+fi
+mkdir -p "$work/ingest-local"
+(cd "$root" && go build -o "$work/s3bench" ./internal/s3bench)
+"$work/s3bench" -bin "$bin" -video "$big" -bucket ingest -work "$work/ingest-local" -runs "${INGEST_RUNS:-3}"

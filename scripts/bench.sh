@@ -50,7 +50,7 @@ emit ffprobe_packets_10min_18000_frames "$ffprobe_ms" ms
 emit ratio:probe_vs_ffprobe_packets "$(awk -v a="$ffprobe_ms" -v b="$probe_ms" 'BEGIN {printf "%.2f", a/b}')" x
 
 # Benchmarks of the other parts, each printing NAME VALUE UNIT lines.
-for part in bench-table.sh bench-decode.sh bench-mount.sh bench-train.sh bench-s3.sh bench-s3-ingest.sh bench-views.sh; do
+for part in bench-table.sh bench-decode.sh bench-mount.sh bench-train.sh bench-s3.sh bench-views.sh; do
 	if [ -x "$root/scripts/$part" ]; then
 		"$root/scripts/$part" "$bin" | while read -r name value unit; do emit "$name" "$value" "$unit"; done
 	fi
