@@ -214,4 +214,4 @@ if [ ! -f "$big" ]; then
 fi
 mkdir -p "$work/ingest-local"
 (cd "$root" && go build -o "$work/s3bench" ./internal/s3bench)
-"$work/s3bench" -bin "$bin" -video "$big" -bucket ingest -work "$work/ingest-local" -runs "${INGEST_RUNS:-3}"
+"$work/s3bench" -bin "$bin" -video "$big" -bucket ingest -work "$work/ingest-local" -runs "${INGEST_RUNS:-3}" -server-pid "$pid"

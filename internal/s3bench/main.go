@@ -20,6 +20,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -37,6 +38,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -52,12 +54,13 @@ func main() {
 	bucket := flag.String("bucket", "bench", "bucket (created if missing)")
 	work := flag.String("work", "", "local directory for local tables and downloads")
 	runs := flag.Int("runs", 3, "runs of each timed operation (the median is reported)")
+	serverPID := flag.Int("server-pid", 0, "pid of the S3 server, to count its CPU time")
 	flag.Parse()
 	if *video == "" || *work == "" {
 		log.Fatal("give -video and -work")
 	}
 	ctx := context.Background()
-	b := &bench{bin: *bin, bucket: *bucket, work: *work, endpoint: os.Getenv("AWS_ENDPOINT_URL")}
+	b := &bench{bin: *bin, bucket: *bucket, work: *work, endpoint: os.Getenv("AWS_ENDPOINT_URL"), serverPID: *serverPID}
 	b.client = newClient(ctx, b.endpoint)
 	if _, err := b.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket}); err != nil && !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") && !strings.Contains(err.Error(), "BucketAlreadyExists") {
 		log.Fatalf("create bucket: %v", err)
@@ -71,18 +74,19 @@ func main() {
 	src := "s3://" + b.bucket + "/src/episode.mp4"
 	emit("s3_ingest_payload", float64(payload), "bytes")
 
-	// Into an S3 table: server-side copy.
-	var copyTimes, objectTimes, multipartTimes []float64
+	// Into an S3 table: server-side copy. The runs alternate, so that the
+	// machine's other load falls on every side alike.
+	var ingestCopy, copyObject, multipart []cost
 	var copyRead int64
 	for i := 0; i < *runs; i++ {
-		objectTimes = append(objectTimes, b.timed(func() { b.copyObject(ctx, "src/episode.mp4", "peer/copy.mp4") }))
+		copyObject = append(copyObject, b.measure(func() { b.copyObject(ctx, "src/episode.mp4", "peer/copy.mp4") }))
 		b.deletePrefix(ctx, "peer/")
-		multipartTimes = append(multipartTimes, b.timed(func() { b.multipartCopy(ctx, "src/episode.mp4", "peer/mp.mp4", payload) }))
+		multipart = append(multipart, b.measure(func() { b.multipartCopy(ctx, "src/episode.mp4", "peer/mp.mp4", payload) }))
 		b.deletePrefix(ctx, "peer/")
 		tbl := fmt.Sprintf("s3://%s/tables/copy%d", b.bucket, i)
 		b.framefs(b.endpoint, "create", tbl, "--column", "note:string?")
 		var out string
-		copyTimes = append(copyTimes, b.timed(func() { out = b.framefs(b.endpoint, "ingest", tbl, src, "--no-sizes", "--s3-cache-dir", "off") }))
+		ingestCopy = append(ingestCopy, b.measure(func() { out = b.framefs(b.endpoint, "ingest", tbl, src, "--no-sizes", "--s3-cache-dir", "off") }))
 		copyRead = bytesRead(out)
 		if copied := bytesCopied(out); copied != payload {
 			log.Fatalf("the S3 table ingest copied %d bytes server-side, not the payload's %d:\n%s", copied, payload, out)
@@ -97,28 +101,34 @@ func main() {
 	copyWire := proxy.body.Load()
 	b.deletePrefix(ctx, "tables/")
 
-	copyS, objectS, multipartS := median(copyTimes), median(objectTimes), median(multipartTimes)
+	ic, co, mp := medians(ingestCopy), medians(copyObject), medians(multipart)
 	emit("s3_ingest_copy_bytes_read", float64(copyRead), "bytes")
 	emit("s3_ingest_copy_bytes_read_on_wire", float64(copyWire), "bytes")
 	emit("s3_ingest_copy_bytes_read_vs_payload", float64(copyWire)/float64(payload), "x")
-	emit("s3_ingest_copy_time", copyS, "s")
-	emit("s3_copyobject_time", objectS, "s")
-	emit("s3_multipart_copy_sha256_time", multipartS, "s")
-	emit("s3_ingest_copy_time_vs_copyobject", copyS/objectS, "x")
-	emit("ratio:s3_ingest_copy_vs_copyobject", objectS/copyS, "x")
-	emit("ratio:s3_ingest_copy_vs_multipart_copy_sha256", multipartS/copyS, "x")
+	emit("s3_ingest_copy_time", ic.wall, "s")
+	emit("s3_copyobject_time", co.wall, "s")
+	emit("s3_multipart_copy_sha256_time", mp.wall, "s")
+	emit("s3_ingest_copy_time_vs_copyobject", ic.wall/co.wall, "x")
+	emit("ratio:s3_ingest_copy_vs_copyobject", co.wall/ic.wall, "x")
+	emit("ratio:s3_ingest_copy_vs_multipart_copy_sha256", mp.wall/ic.wall, "x")
+	if b.serverPID != 0 {
+		emit("s3_ingest_copy_server_cpu", ic.server, "s")
+		emit("s3_copyobject_server_cpu", co.server, "s")
+		emit("s3_multipart_copy_sha256_server_cpu", mp.server, "s")
+	}
+	emit("s3_ingest_copy_client_cpu", ic.client, "s")
 
 	// Into a local table: streamed through the node.
-	var streamTimes, downloadTimes []float64
+	var ingestStream, download []cost
 	var streamRead int64
 	for i := 0; i < *runs; i++ {
 		file := filepath.Join(b.work, "download.mp4")
-		downloadTimes = append(downloadTimes, b.timed(func() { b.download(ctx, "src/episode.mp4", file) }))
+		download = append(download, b.measure(func() { b.download(ctx, "src/episode.mp4", file) }))
 		os.Remove(file)
 		tbl := filepath.Join(b.work, fmt.Sprintf("local%d", i))
 		b.framefs(b.endpoint, "create", tbl, "--column", "note:string?")
 		var out string
-		streamTimes = append(streamTimes, b.timed(func() { out = b.framefs(b.endpoint, "ingest", tbl, src, "--no-sizes") }))
+		ingestStream = append(ingestStream, b.measure(func() { out = b.framefs(b.endpoint, "ingest", tbl, src, "--no-sizes") }))
 		streamRead = bytesRead(out)
 		os.RemoveAll(tbl)
 	}
@@ -129,17 +139,42 @@ func main() {
 	streamWire := proxy.body.Load()
 	os.RemoveAll(tbl)
 
-	streamS, downloadS := median(streamTimes), median(downloadTimes)
+	is, dl := medians(ingestStream), medians(download)
 	emit("s3_ingest_stream_bytes_read", float64(streamRead), "bytes")
 	emit("s3_ingest_stream_bytes_read_on_wire", float64(streamWire), "bytes")
 	emit("s3_ingest_stream_bytes_read_vs_payload", float64(streamWire)/float64(payload), "x")
-	emit("s3_ingest_stream_throughput", float64(payload)/streamS/1e6, "MB/s")
-	emit("s3_download_manager_throughput", float64(payload)/downloadS/1e6, "MB/s")
-	emit("ratio:s3_ingest_stream_vs_download_manager", downloadS/streamS, "x")
+	emit("s3_ingest_stream_throughput", float64(payload)/is.wall/1e6, "MB/s")
+	emit("s3_download_manager_throughput", float64(payload)/dl.wall/1e6, "MB/s")
+	emit("ratio:s3_ingest_stream_vs_download_manager", dl.wall/is.wall, "x")
+	emit("s3_ingest_stream_client_cpu", is.client, "s")
+	emit("s3_download_manager_client_cpu", dl.client, "s")
+}
+
+// cost is what one operation took: wall time, and the CPU time of this
+// side (this process and the framefs it ran) and of the S3 server.
+type cost struct {
+	wall, client, server float64
+}
+
+func medians(cs []cost) cost {
+	pick := func(f func(cost) float64) float64 {
+		v := make([]float64, len(cs))
+		for i, c := range cs {
+			v[i] = f(c)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	return cost{
+		wall:   pick(func(c cost) float64 { return c.wall }),
+		client: pick(func(c cost) float64 { return c.client }),
+		server: pick(func(c cost) float64 { return c.server }),
+	}
 }
 
 type bench struct {
 	bin, bucket, work, endpoint string
+	serverPID                   int
 	client                      *s3.Client
 }
 
@@ -160,20 +195,49 @@ func emit(name string, value float64, unit string) {
 	fmt.Printf("%s %s %s\n", name, strconv.FormatFloat(value, 'g', 6, 64), unit)
 }
 
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2]
-}
-
-// timed runs f after the machine has settled (the previous run's writes
-// synced) and returns its wall time in seconds.
-func (b *bench) timed(f func()) float64 {
+// measure runs f after the machine has settled (the previous run's
+// writes synced) and returns what it cost.
+func (b *bench) measure(f func()) cost {
 	exec.Command("sync").Run()
+	self0, children0, server0 := cpu(syscall.RUSAGE_SELF), cpu(syscall.RUSAGE_CHILDREN), b.serverCPU()
 	start := time.Now()
 	f()
-	return time.Since(start).Seconds()
+	return cost{
+		wall:   time.Since(start).Seconds(),
+		client: cpu(syscall.RUSAGE_SELF) - self0 + cpu(syscall.RUSAGE_CHILDREN) - children0,
+		server: b.serverCPU() - server0,
+	}
 }
+
+// cpu is the user and system CPU time of this process or of its waited-for
+// children, in seconds.
+func cpu(who int) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// serverCPU is the S3 server's user and system CPU time so far, in seconds.
+func (b *bench) serverCPU() float64 {
+	if b.serverPID == 0 {
+		return 0
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.serverPID))
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses: utime and
+	// stime are the 12th and 13th.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat times (100 on Linux).
+const clockTicks = 100
 
 // framefs runs the framefs binary against endpoint and returns its output.
 func (b *bench) framefs(endpoint string, args ...string) string {
