@@ -121,6 +121,24 @@ func TestIngestS3Sources(t *testing.T) {
 	if !strings.Contains(ls, "row 19") {
 		t.Errorf("the sidecar beside the S3 object was not used: %s", ls)
 	}
+	// A multi-camera episode: COLUMN=SOURCE, every source and the rows on S3.
+	front, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "video", "h264_bframes_gop30.mp4"))
+	left, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "video", "hevc.mp4"))
+	srv.PutObject(t, "fleet/e9/front.mp4", front)
+	srv.PutObject(t, "fleet/e9/left.mp4", left)
+	srv.PutObject(t, "fleet/e9/rows.jsonl", []byte("{\"note\": \"a\"}\n{\"note\": \"b\"}\n"))
+	arm := filepath.Join(dir, "arm")
+	mustCLI(t, append([]string{"create", arm, "--column", "note:string?", "--video-column", "front,left"}, f...)...)
+	mustCLI(t, append([]string{"ingest", arm, "front=" + srv.URI("fleet/e9/front.mp4"), "left=" + srv.URI("fleet/e9/left.mp4"),
+		"--rows", srv.URI("fleet/e9/rows.jsonl"), "--episode", "e9", "--no-sizes"}, f...)...)
+	if out := mustCLI(t, append([]string{"verify", arm}, f...)...); !strings.Contains(out, "ok") {
+		t.Fatalf("verify %s: %s", arm, out)
+	}
+	if ls := mustCLI(t, append([]string{"ls", arm, "e9", "--json"}, f...)...); !strings.Contains(ls, fmt.Sprintf(`"length": %d`, len(front))) ||
+		!strings.Contains(ls, fmt.Sprintf(`"length": %d`, len(left))) || !strings.Contains(ls, `"note": "b"`) {
+		t.Errorf("multi-camera episode from S3: %s", ls)
+	}
+
 	// replace with a range of an object.
 	mustCLI(t, append([]string{"replace", s3Table, "--episode", "cam", srv.URI("fleet/day.pack"), "--offset", strconv.Itoa(len(prefix)),
 		"--length", strconv.Itoa(len(data)), "--no-sizes"}, f...)...)

@@ -120,7 +120,7 @@ func main() {
 
 	// Into a local table: streamed through the node.
 	var ingestStream, download []cost
-	var streamRead int64
+	var streamRead, streamRSS int64
 	for i := 0; i < *runs; i++ {
 		file := filepath.Join(b.work, "download.mp4")
 		download = append(download, b.measure(func() { b.download(ctx, "src/episode.mp4", file) }))
@@ -130,6 +130,7 @@ func main() {
 		var out string
 		ingestStream = append(ingestStream, b.measure(func() { out = b.framefs(b.endpoint, "ingest", tbl, src, "--no-sizes") }))
 		streamRead = bytesRead(out)
+		streamRSS = max(streamRSS, b.lastRSS)
 		os.RemoveAll(tbl)
 	}
 	tbl = filepath.Join(b.work, "proxied")
@@ -148,6 +149,7 @@ func main() {
 	emit("ratio:s3_ingest_stream_vs_download_manager", dl.wall/is.wall, "x")
 	emit("s3_ingest_stream_client_cpu", is.client, "s")
 	emit("s3_download_manager_client_cpu", dl.client, "s")
+	emit("s3_ingest_stream_peak_rss", float64(streamRSS)/1e6, "MB")
 }
 
 // cost is what one operation took: wall time, and the CPU time of this
@@ -176,6 +178,7 @@ type bench struct {
 	bin, bucket, work, endpoint string
 	serverPID                   int
 	client                      *s3.Client
+	lastRSS                     int64 // peak resident memory of the last framefs run, in bytes
 }
 
 func newClient(ctx context.Context, endpoint string) *s3.Client {
@@ -246,6 +249,9 @@ func (b *bench) framefs(endpoint string, args ...string) string {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		log.Fatalf("framefs %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		b.lastRSS = ru.Maxrss * 1024
 	}
 	return string(out)
 }
