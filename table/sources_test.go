@@ -98,9 +98,9 @@ func payloadOf(t *testing.T, tbl *Table, ref VideoRef) []byte {
 func TestIngestFromS3(t *testing.T) {
 	ctx := context.Background()
 	st := newSourceTest(t)
-	big := paddedMP4(t, "h264_bframes_gop30.mp4", 7<<20)
+	big := paddedMP4(t, "h264_bframes_gop30.mp4", 5<<20)
 	small, _ := os.ReadFile(fixture("hevc.mp4"))
-	inner := paddedMP4(t, "h264_fragmented.mp4", 6<<20)
+	inner := paddedMP4(t, "h264_fragmented.mp4", 5<<20)
 	archive := append(append(bytes.Repeat([]byte{0xAB}, 1<<20+17), inner...), bytes.Repeat([]byte{0xCD}, 300<<10)...)
 	st.srv.PutObject(t, "fleet/ep-big.mp4", big)
 	st.srv.PutObject(t, "fleet/ep-small.mp4", small)
@@ -183,7 +183,7 @@ func TestIngestFromS3(t *testing.T) {
 func TestIngestFromS3Faults(t *testing.T) {
 	ctx := context.Background()
 	st := newSourceTest(t)
-	big := paddedMP4(t, "h264_faststart.mp4", 6<<20)
+	big := paddedMP4(t, "h264_faststart.mp4", 5<<20)
 	st.srv.PutObject(t, "fleet/a.mp4", big)
 	st.srv.PutObject(t, "fleet/b.mp4", big)
 	uriA, uriB := st.srv.URI("fleet/a.mp4"), st.srv.URI("fleet/b.mp4")
