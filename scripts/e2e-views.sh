@@ -79,7 +79,7 @@ grep -q "Read-only file system" "$work/err" || fail "not EROFS: $(cat "$work/err
 
 # From a shell: NAME.where makes a view, a bad one NAME.error, rm -r deletes.
 echo "speed BETWEEN 10 AND 12" >"$mnt/views/mid.where"
-[ "$(ls "$mnt/views/mid/task=place/ep_b/")" = "$(printf '000011.jpg\n000012.jpg\nframes.jsonl\nframes.parquet')" ] ||
+[ "$(ls "$mnt/views/mid/task=place/ep_b/")" = "$(printf '000011.jpg\n000012.jpg\nframes.jsonl\nframes.parquet\nvideo.mp4')" ] ||
 	fail "mid view: $(ls "$mnt/views/mid/task=place/ep_b/")"
 echo "sped > 3" >"$mnt/views/oops.where"
 grep -q 'unknown column "sped"' "$mnt/views/oops.error" || fail "oops.error: $(cat "$mnt/views/oops.error")"
