@@ -28,6 +28,7 @@ func main() {
 
 func newRootCommand() *cobra.Command {
 	var debug bool
+	stores := &storeFlags{}
 	root := &cobra.Command{
 		Use:           "framefs",
 		Short:         "Mount versioned video-frame tables as a filesystem",
@@ -43,11 +44,11 @@ func newRootCommand() *cobra.Command {
 			decoder.RouteLogs(logger)
 		},
 	}
-	globalStore.register(root.PersistentFlags())
+	stores.register(root.PersistentFlags())
 	root.PersistentFlags().BoolVar(&debug, "debug", false, "log debugging detail, FFmpeg's messages included, to stderr")
-	root.AddCommand(newProbeCommand(), newCreateCommand(), newIngestCommand(), newUpdateCommand(),
-		newReplaceCommand(), newDeleteCommand(), newLogCommand(), newTagCommand(), newLsCommand(),
-		newExpireCommand(), newGCCommand(), newVerifyCommand(), newMountCommand(), newIngestImagesCommand(),
-		newFrameCommand(), newWarmCommand(), newViewCommand())
+	root.AddCommand(newProbeCommand(), newCreateCommand(stores), newIngestCommand(stores), newUpdateCommand(stores),
+		newReplaceCommand(stores), newDeleteCommand(stores), newLogCommand(stores), newTagCommand(stores), newLsCommand(stores),
+		newExpireCommand(stores), newGCCommand(stores), newVerifyCommand(stores), newMountCommand(stores), newIngestImagesCommand(stores),
+		newFrameCommand(stores), newWarmCommand(stores), newViewCommand(stores))
 	return root
 }

@@ -43,8 +43,8 @@ func (r *rangeFlags) apply(cmd *cobra.Command, vf *table.VideoFile, sources int)
 
 // newSources opens ingest sources (files and s3:// objects) with the same
 // S3 options as tables.
-func newSources() (*storage.Sources, error) {
-	opts, err := globalStore.s3Options()
+func (f *storeFlags) sources() (*storage.Sources, error) {
+	opts, err := f.s3Options()
 	if err != nil {
 		return nil, err
 	}

@@ -4,28 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/videoidx"
 )
 
 // storeFlags are the global flags that say how to reach tables on S3;
-// they map onto storage.S3Options.
+// they map onto storage.S3Options. The root command owns one and hands it
+// to every subcommand that opens a table, so flag parsing fills it before
+// any command runs.
 type storeFlags struct {
 	endpoint   string
 	pathStyle  string
 	cacheDir   string
 	cacheBytes int64
 }
-
-// globalStore holds the parsed global store flags (set once by the root
-// command's flag parsing, read by every subcommand).
-var globalStore storeFlags
 
 func (f *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.endpoint, "s3-endpoint", "", "URL of an S3-compatible server (default: AWS_ENDPOINT_URL, else AWS S3)")
@@ -35,7 +36,7 @@ func (f *storeFlags) register(fs *pflag.FlagSet) {
 }
 
 // s3Options maps the flags onto storage options.
-func (f storeFlags) s3Options() (storage.S3Options, error) {
+func (f *storeFlags) s3Options() (storage.S3Options, error) {
 	opts := storage.S3Options{Endpoint: f.endpoint, CacheBytes: f.cacheBytes}
 	switch f.pathStyle {
 	case "", "auto":
@@ -62,23 +63,33 @@ func (f storeFlags) s3Options() (storage.S3Options, error) {
 	return opts, nil
 }
 
+// tableOptions wires the FFmpeg-backed pieces of package decoder into the
+// table library, which itself builds without cgo.
+func tableOptions() table.Options {
+	return table.Options{
+		Indexer: func(ctx context.Context, r io.ReaderAt, size int64) (*videoidx.Index, error) {
+			return decoder.IndexVideo(ctx, r, size, videoidx.BestStream)
+		},
+	}
+}
+
 // openStore opens a table or warehouse location: a directory (which must
 // exist unless create is set, so a typo never makes one) or an
 // s3://bucket/prefix URI.
-func openStore(ctx context.Context, uri string, create bool) (storage.Store, error) {
-	s3opts, err := globalStore.s3Options()
+func (f *storeFlags) openStore(ctx context.Context, uri string, create bool) (storage.Store, error) {
+	s3opts, err := f.s3Options()
 	if err != nil {
 		return nil, err
 	}
 	return storage.Open(ctx, uri, storage.OpenOptions{Create: create, S3: s3opts})
 }
 
-func openTable(ctx context.Context, uri string) (*table.Table, error) {
-	return openTableWith(ctx, uri, tableOptions())
+func (f *storeFlags) openTable(ctx context.Context, uri string) (*table.Table, error) {
+	return f.openTableWith(ctx, uri, tableOptions())
 }
 
-func openTableWith(ctx context.Context, uri string, opts table.Options) (*table.Table, error) {
-	store, err := openStore(ctx, uri, false)
+func (f *storeFlags) openTableWith(ctx context.Context, uri string, opts table.Options) (*table.Table, error) {
+	store, err := f.openStore(ctx, uri, false)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", uri, err)
 	}
@@ -87,7 +98,7 @@ func openTableWith(ctx context.Context, uri string, opts table.Options) (*table.
 
 // checkCreatable refuses to create a table where one exists or where
 // other files are.
-func checkCreatable(ctx context.Context, uri string) error {
+func (f *storeFlags) checkCreatable(ctx context.Context, uri string) error {
 	if !storage.IsS3URI(uri) {
 		if entries, err := os.ReadDir(uri); err == nil && len(entries) > 0 {
 			if _, err := os.Stat(filepath.Join(uri, "table.json")); err == nil {
@@ -97,7 +108,7 @@ func checkCreatable(ctx context.Context, uri string) error {
 		}
 		return nil
 	}
-	store, err := openStore(ctx, uri, false)
+	store, err := f.openStore(ctx, uri, false)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 // that creates nothing.
 func TestWarehouse(t *testing.T) {
 	ctx := context.Background()
-	globalStore = storeFlags{cacheDir: "off", cacheBytes: 1 << 20, pathStyle: "auto"}
+	stores := &storeFlags{cacheDir: "off", cacheBytes: 1 << 20, pathStyle: "auto"}
 	for _, kind := range []string{"local", "s3"} {
 		t.Run(kind, func(t *testing.T) {
 			root := t.TempDir()
@@ -33,7 +33,7 @@ func TestWarehouse(t *testing.T) {
 				os.MkdirAll(filepath.Join(root, "notes"), 0o755)
 				os.WriteFile(filepath.Join(root, "notes", "x.txt"), []byte("x"), 0o644)
 			}
-			store, err := openStore(ctx, root, false)
+			store, err := stores.openStore(ctx, root, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,10 +59,10 @@ func TestWarehouse(t *testing.T) {
 			if _, err := wh.Open(ctx, "missing"); !errors.Is(err, table.ErrNotFound) {
 				t.Fatalf("open missing: %v", err)
 			}
-			if err := checkCreatable(ctx, root+"/robot"); !errors.Is(err, table.ErrExists) {
+			if err := stores.checkCreatable(ctx, root+"/robot"); !errors.Is(err, table.ErrExists) {
 				t.Fatalf("create over a table: %v", err)
 			}
-			if _, err := openTable(ctx, root+"/robot"); err != nil {
+			if _, err := stores.openTable(ctx, root+"/robot"); err != nil {
 				t.Fatal(err)
 			}
 			if ok, err := table.IsTable(ctx, store); ok || err != nil {
@@ -72,7 +72,7 @@ func TestWarehouse(t *testing.T) {
 	}
 	// A typo'd local path fails and creates nothing.
 	typo := filepath.Join(t.TempDir(), "robto")
-	if _, err := openTable(ctx, typo); err == nil || !strings.Contains(err.Error(), typo) {
+	if _, err := stores.openTable(ctx, typo); err == nil || !strings.Contains(err.Error(), typo) {
 		t.Fatalf("open a missing table: %v", err)
 	}
 	if _, err := os.Stat(typo); !errors.Is(err, os.ErrNotExist) {

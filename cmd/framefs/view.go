@@ -64,7 +64,7 @@ func parseScale(s string) (int, int, error) {
 	return w, h, nil
 }
 
-func newViewCommand() *cobra.Command {
+func newViewCommand(stores *storeFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "view TABLE create NAME --where EXPR | delete NAME | list",
 		Short: "Create, delete or list views (named filters shown as folders in mounts)",
@@ -95,7 +95,7 @@ gc, as a tag does. Views are immutable: to change one, delete and create it.`,
 			if err != nil {
 				return err
 			}
-			tbl, err := openTable(cmd.Context(), args[0])
+			tbl, err := stores.openTable(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -126,7 +126,7 @@ gc, as a tag does. Views are immutable: to change one, delete and create it.`,
 		Short: "Delete a view",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tbl, err := openTable(cmd.Context(), args[0])
+			tbl, err := stores.openTable(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -139,7 +139,7 @@ gc, as a tag does. Views are immutable: to change one, delete and create it.`,
 		Short: "List views",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tbl, err := openTable(cmd.Context(), args[0])
+			tbl, err := stores.openTable(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -103,7 +103,7 @@ type mountFlags struct {
 	stagingMax  int64
 }
 
-func newMountCommand() *cobra.Command {
+func newMountCommand(stores *storeFlags) *cobra.Command {
 	var f mountFlags
 	cmd := &cobra.Command{
 		Use:   "mount SRC MNT",
@@ -130,7 +130,7 @@ settle=, staging_limit=.`,
 			if f.daemon {
 				return daemonize(cmd, args)
 			}
-			return runMount(cmd, args[0], args[1], f)
+			return runMount(cmd, stores, args[0], args[1], f)
 		},
 	}
 	fl := cmd.Flags()
@@ -236,7 +236,7 @@ func imageSetting(f mountFlags) (decoder.ImageSetting, bool, error) {
 	return s.Normalize(), true, nil
 }
 
-func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
+func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFlags) error {
 	ctx := cmd.Context()
 	// FRAMEFS_CPUPROFILE=FILE profiles the mount until it is unmounted
 	// (for developers; see README, Development).
@@ -263,7 +263,7 @@ func runMount(cmd *cobra.Command, src, mnt string, f mountFlags) error {
 			return fmt.Errorf("%s: not a warehouse or table directory", src)
 		}
 	}
-	store, err := openStore(ctx, src, false)
+	store, err := stores.openStore(ctx, src, false)
 	if err != nil {
 		return err
 	}
