@@ -29,19 +29,16 @@ type fixture struct {
 	stream int
 	frames int // frames FFmpeg decodes
 	pts    []int64
-	real   bool // from the shared real-world fixtures
 }
 
-// fixtures returns every golden fixture whose video is present; the shared
-// real-world ones are left out (with a log line) when their directory is
-// absent.
+// fixtures returns every golden fixture with the path of its video, from
+// the project's own videos or the real-world ones.
 func fixtures(t testing.TB) []fixture {
 	t.Helper()
 	files, err := filepath.Glob("../testdata/golden/*.stream*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden files under testdata/golden: %v", err)
 	}
-	_, realErr := os.Stat(realDir)
 	var out []fixture
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -60,15 +57,12 @@ func fixtures(t testing.TB) []fixture {
 		fx := fixture{name: fmt.Sprintf("%s.stream%d", g.File, g.Stream), stream: g.Stream, frames: g.Frames, pts: g.PTS}
 		if p := filepath.Join("../testdata/video", g.File); fileExists(p) {
 			fx.path = p
-		} else if realErr == nil && fileExists(filepath.Join(realDir, g.File)) {
-			fx.path, fx.real = filepath.Join(realDir, g.File), true
+		} else if p := filepath.Join(realDir, g.File); fileExists(p) {
+			fx.path = p
 		} else {
-			continue
+			t.Fatalf("%s: the video %s is in neither ../testdata/video nor %s", f, g.File, realDir)
 		}
 		out = append(out, fx)
-	}
-	if realErr != nil {
-		t.Logf("shared fixtures at %s absent: testing the project's own videos only", realDir)
 	}
 	return out
 }

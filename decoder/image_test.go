@@ -85,10 +85,8 @@ func TestImageSettingSizes(t *testing.T) {
 // be the predicted ones, for every frame of a few fixtures and for scaled
 // settings.
 func TestImageFormats(t *testing.T) {
-	videos := []string{"../testdata/video/h264_bframes_gop30.mp4", "../testdata/video/hevc.mp4", "../testdata/video/mpeg4_part2.mp4"}
-	if fileExists(realDir) {
-		videos = append(videos, realDir+"/h264_10bits.mp4", realDir+"/bt709_full_range.mp4", realDir+"/av1_video.mkv", realDir+"/nasa_13013.mp4")
-	}
+	videos := []string{"../testdata/video/h264_bframes_gop30.mp4", "../testdata/video/hevc.mp4", "../testdata/video/mpeg4_part2.mp4",
+		realDir + "/h264_10bits.mp4", realDir + "/bt709_full_range.mp4", realDir + "/av1_video.mkv", realDir + "/nasa_13013.mp4"}
 	ctx := context.Background()
 	for _, path := range videos {
 		t.Run(path[strings.LastIndex(path, "/")+1:], func(t *testing.T) {

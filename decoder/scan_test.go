@@ -20,16 +20,12 @@ import (
 	"github.com/framefs/framefs/videoidx"
 )
 
-// realDir holds the shared real-world fixtures (see its README.md).
-const realDir = "../../shared/testdata/real"
+// realDir holds the real-world fixtures (see its README.md).
+const realDir = "../testdata/real"
 
-// realFixture returns the path of a file in realDir, skipping the test when
-// the directory is absent (a checkout without the shared fixtures).
+// realFixture returns the path of a file in realDir.
 func realFixture(t testing.TB, name string) string {
 	t.Helper()
-	if _, err := os.Stat(realDir); errors.Is(err, os.ErrNotExist) {
-		t.Skipf("fixture directory %s is absent", realDir)
-	}
 	p := filepath.Join(realDir, name)
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("fixture: %v", err)
@@ -563,14 +559,12 @@ func TestScanIndexCancel(t *testing.T) {
 }
 
 func FuzzScanIndex(f *testing.F) {
-	if _, err := os.Stat(realDir); err == nil {
-		for _, name := range []string{"small_h264_aac.mp4", "av1_video.mkv", "h265_video.mp4"} {
-			b, err := os.ReadFile(filepath.Join(realDir, name))
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(b)
+	for _, name := range []string{"small_h264_aac.mp4", "av1_video.mkv", "h265_video.mp4"} {
+		b, err := os.ReadFile(filepath.Join(realDir, name))
+		if err != nil {
+			f.Fatal(err)
 		}
+		f.Add(b)
 	}
 	f.Add([]byte{})
 	f.Add([]byte("\x00\x00\x00\x18ftypisom"))

@@ -160,10 +160,8 @@ func TestMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads hundreds of frames")
 	}
-	paths := []string{"../testdata/video/h264_bframes_gop30.mp4", "../testdata/video/hevc.mp4", "../testdata/video/h264_gop250.mp4", "../testdata/video/mpeg4_part2.mp4"}
-	if fileExists(realDir) {
-		paths = append(paths, realDir+"/bt709_full_range.mp4", realDir+"/nasa_13013.mp4")
-	}
+	paths := []string{"../testdata/video/h264_bframes_gop30.mp4", "../testdata/video/hevc.mp4", "../testdata/video/h264_gop250.mp4", "../testdata/video/mpeg4_part2.mp4",
+		realDir + "/bt709_full_range.mp4", realDir + "/nasa_13013.mp4"}
 	var videos []Video
 	for _, p := range paths {
 		videos = append(videos, openVideo(t, p, -1))

@@ -8,9 +8,8 @@
 # the ordinals of the keyframes. A mismatch means framefs would serve a
 # different frame N than `ffmpeg -vf select=eq(n\,N)` produces.
 #
-# Inputs: every testdata/video/*.mp4 that has a video stream, and the real files
-# in ../shared/testdata/real/ (relative to the repo root; override with
-# REAL_DIR=...) that are listed below, when present. Every video stream of a
+# Inputs: every testdata/video/*.mp4 that has a video stream, and the
+# real-world files in testdata/real/ listed below. Every video stream of a
 # file gets its own golden (nasa_13013.mp4 has two: streams 0 and 3).
 #
 # Output: testdata/golden/<basename>.stream<S>.json, S = FFmpeg stream index:
@@ -46,7 +45,7 @@ export LC_ALL=C
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VIDEO_DIR="$ROOT/testdata/video"
-REAL_DIR="${REAL_DIR:-$ROOT/../shared/testdata/real}"
+REAL_DIR="$ROOT/testdata/real"
 OUT="$ROOT/testdata/golden"
 FFMPEG="${FFMPEG:-/usr/bin/ffmpeg}"
 FFPROBE="${FFPROBE:-/usr/bin/ffprobe}"
@@ -73,11 +72,11 @@ for f in "$VIDEO_DIR"/*.mp4; do
     [[ -e "$f" ]] && inputs+=("$f")
 done
 for f in "${REAL_FILES[@]}"; do
-    if [[ -e "$REAL_DIR/$f" ]]; then
-        inputs+=("$REAL_DIR/$f")
-    else
-        echo "make-golden: $REAL_DIR/$f not found, skipped" >&2
+    if [[ ! -e "$REAL_DIR/$f" ]]; then
+        echo "make-golden: $REAL_DIR/$f is missing" >&2
+        exit 1
     fi
+    inputs+=("$REAL_DIR/$f")
 done
 
 # video_streams FILE: print the index of every video stream (attached pictures

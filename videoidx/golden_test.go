@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,18 +27,21 @@ type golden struct {
 	KeyFrames []int    `json:"key_frames"`
 }
 
-const realDir = "../../shared/testdata/real"
+// realDir holds the real-world fixtures (see its README.md).
+const realDir = "../testdata/real"
 
-// fixturePath finds a golden file's video among the project's own fixtures
-// or the shared real-world ones; ok is false when it is not present.
-func fixturePath(name string) (string, bool) {
+// fixturePath finds a video among the project's own fixtures and the
+// real-world ones; every golden file's video is in one of them.
+func fixturePath(t testing.TB, name string) string {
+	t.Helper()
 	for _, dir := range []string{"../testdata/video", realDir} {
 		p := filepath.Join(dir, name)
 		if _, err := os.Stat(p); err == nil {
-			return p, true
+			return p
 		}
 	}
-	return "", false
+	t.Fatalf("fixture %s is in neither ../testdata/video nor %s", name, realDir)
+	return ""
 }
 
 func loadGoldens(t *testing.T) []golden {
@@ -80,10 +84,7 @@ func openIndex(t *testing.T, path string, stream int) (*Index, error) {
 func TestReadMP4MatchesFFmpeg(t *testing.T) {
 	for _, g := range loadGoldens(t) {
 		t.Run(fmt.Sprintf("%s/stream%d", g.File, g.Stream), func(t *testing.T) {
-			path, ok := fixturePath(g.File)
-			if !ok {
-				t.Skipf("%s is not present", g.File)
-			}
+			path := fixturePath(t, g.File)
 			ix, err := openIndex(t, path, g.Stream)
 			if !strings.HasSuffix(g.File, ".mp4") {
 				if !errors.Is(err, ErrNotMP4) {
@@ -129,5 +130,46 @@ func compareWithGolden(t *testing.T, ix *Index, g golden) {
 	}
 	if !slices.Equal(keys, g.KeyFrames) {
 		t.Errorf("keyframes %v, ffprobe %v", keys, g.KeyFrames)
+	}
+}
+
+// TestReadMP4MatchesFrameInfo checks the index against the frame lists
+// published with the real-world NASA clip (pts_time and duration_time of
+// every frame, printed with six decimals), a reference made independently
+// of scripts/make-golden.sh.
+func TestReadMP4MatchesFrameInfo(t *testing.T) {
+	for _, stream := range []int{0, 3} {
+		t.Run(fmt.Sprintf("stream%d", stream), func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(realDir, fmt.Sprintf("nasa_13013.mp4.stream%d.all_frames_info.json", stream)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var frames []struct {
+				PTS      float64 `json:"pts_time,string"`
+				Duration float64 `json:"duration_time,string"`
+			}
+			if err := json.Unmarshal(data, &frames); err != nil {
+				t.Fatal(err)
+			}
+			ix, err := openIndex(t, fixturePath(t, "nasa_13013.mp4"), stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ix.Frames() != len(frames) {
+				t.Fatalf("%d frames, the frame list has %d", ix.Frames(), len(frames))
+			}
+			const half = 0.5e-6 // the list's rounding
+			for n, want := range frames {
+				pts := ix.Seconds(ix.Frame(n).PTS)
+				if math.Abs(pts-want.PTS) > half {
+					t.Fatalf("frame %d: pts %.7f s, the frame list says %.6f", n, pts, want.PTS)
+				}
+				if n+1 < len(frames) {
+					if d := ix.Seconds(ix.Frame(n+1).PTS - ix.Frame(n).PTS); math.Abs(d-want.Duration) > half {
+						t.Fatalf("frame %d lasts %.7f s, the frame list says %.6f", n, d, want.Duration)
+					}
+				}
+			}
+		})
 	}
 }

@@ -25,10 +25,7 @@ func TestBestStream(t *testing.T) {
 		if !strings.HasSuffix(name, ".mp4") {
 			continue
 		}
-		path, ok := fixturePath(name)
-		if !ok {
-			continue
-		}
+		path := fixturePath(t, name)
 		ix, err := openIndex(t, path, BestStream)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -93,10 +90,7 @@ func TestReadMP4BadInput(t *testing.T) {
 }
 
 func TestReadMP4Truncated(t *testing.T) {
-	path := filepath.Join(realDir, "truncated_h264_aac.mp4")
-	if _, err := os.Stat(path); err != nil {
-		t.Skip("real fixtures not present")
-	}
+	path := fixturePath(t, "truncated_h264_aac.mp4")
 	_, err := openIndex(t, path, BestStream)
 	if !errors.Is(err, ErrTruncated) {
 		t.Fatalf("got %v, want ErrTruncated", err)
@@ -114,7 +108,7 @@ func TestReadMP4Canceled(t *testing.T) {
 }
 
 func TestReadMP4StreamChoice(t *testing.T) {
-	path, _ := fixturePath("h264_with_audio.mp4")
+	path := fixturePath(t, "h264_with_audio.mp4")
 	if _, err := openIndex(t, path, 0); !errors.Is(err, ErrNoVideo) || !strings.Contains(err.Error(), "not a video track") {
 		t.Errorf("stream 0 is audio: got %v", err)
 	}
@@ -126,7 +120,7 @@ func TestReadMP4StreamChoice(t *testing.T) {
 // TestDecodeStart checks the keyframe a decoder starts from, including the
 // open-GOP HEVC fixture whose leading pictures precede their CRA keyframe.
 func TestDecodeStart(t *testing.T) {
-	path, _ := fixturePath("hevc.mp4")
+	path := fixturePath(t, "hevc.mp4")
 	ix, err := openIndex(t, path, BestStream)
 	if err != nil {
 		t.Fatal(err)
