@@ -1,11 +1,12 @@
 # framefs build, test and benchmark entry points. See README.md.
 
+SHELL    := /bin/bash
 GO       ?= go
 BIN      := bin/framefs
 FUZZTIME ?= 1m
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 
-.PHONY: all deps build run test vet fmt-check unit e2e versitygw bench fuzz soak soak-write fixtures golden clean
+.PHONY: all deps build run test vet fmt-check unit testreport e2e versitygw test-server bench fuzz soak soak-write fixtures golden clean
 
 all: build
 
@@ -19,7 +20,17 @@ build: deps
 run: build
 	@scripts/demo.sh $(BIN)
 
-test: deps vet fmt-check unit e2e
+# Every skipped test (Go tests and end-to-end scripts) is recorded in
+# FRAMEFS_SKIP_LOG; `make test` ends with one line per reason and its count.
+# FRAMEFS_REQUIRE_FUSE=1, FRAMEFS_REQUIRE_S3=1, FRAMEFS_REQUIRE_TORCHVISION=1
+# and FRAMEFS_REQUIRE_ROOT=1 (all set by CI) turn those skips into failures.
+export FRAMEFS_SKIP_LOG := $(CURDIR)/.cache/test-skips.txt
+TESTREPORT := .cache/bin/testreport
+
+test: deps test-server vet fmt-check testreport
+	@rm -f "$$FRAMEFS_SKIP_LOG"; status=0; \
+	$(MAKE) --no-print-directory unit e2e || status=$$?; \
+	$(TESTREPORT) -summary "$$FRAMEFS_SKIP_LOG"; exit $$status
 
 vet:
 	$(GO) vet ./...
@@ -29,10 +40,15 @@ fmt-check:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
 # Tests mount real FUSE filesystems under the temp directory; whatever a
-# crashed test left mounted is detached afterwards, pass or fail.
-unit:
-	@status=0; $(GO) test -race -count=1 -timeout 12m ./... || status=$$?; \
+# crashed test left mounted is detached afterwards, pass or fail. The
+# report is plain `go test`'s, made from -json so that skips are counted.
+unit: testreport
+	@set -o pipefail; status=0; \
+	$(GO) test -race -count=1 -timeout 12m -json ./... | $(TESTREPORT) -skips "$$FRAMEFS_SKIP_LOG" || status=$$?; \
 	scripts/unmount-stale.sh; exit $$status
+
+testreport:
+	@mkdir -p .cache/bin && $(GO) build -o $(TESTREPORT) ./internal/cmd/testreport
 
 e2e: build
 	scripts/e2e-probe.sh $(BIN)
@@ -44,6 +60,11 @@ e2e: build
 # .cache/bin).
 versitygw:
 	scripts/versitygw.sh build
+
+# `make test` builds versitygw when it is missing; if that fails the S3
+# tests say so when they skip (or fail, with FRAMEFS_REQUIRE_S3=1).
+test-server:
+	@scripts/versitygw.sh build >/dev/null || echo "make test: versitygw could not be built; the S3 tests will skip" >&2
 
 # Side-by-side benchmarks: prints NAME VALUE UNIT lines and writes
 # bench-results.json.

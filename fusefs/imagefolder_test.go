@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/testenv"
 )
 
 // imageFolderCheck loads a snapshot folder with torchvision's ImageFolder
@@ -45,10 +46,7 @@ func requireTorchvision(t *testing.T) string {
 	t.Helper()
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import torchvision").Run(); err != nil {
-		if os.Getenv("FRAMEFS_REQUIRE_FUSE") == "1" {
-			t.Fatalf("Debian's python3-torchvision is required in CI: %v", err)
-		}
-		t.Skipf("no torchvision: %v", err)
+		testenv.Missing(t, testenv.Torchvision, fmt.Sprintf("%s cannot import torchvision (%v): install python3-torchvision (make deps)", py, err))
 	}
 	return py
 }

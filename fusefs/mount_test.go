@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
@@ -26,10 +27,7 @@ import (
 func requireFUSE(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		if os.Getenv("FRAMEFS_REQUIRE_FUSE") == "1" {
-			t.Fatalf("FUSE is required (FRAMEFS_REQUIRE_FUSE=1) but /dev/fuse is unusable: %v", err)
-		}
-		t.Skipf("no FUSE: %v", err)
+		testenv.Missing(t, testenv.FUSE, fmt.Sprintf("no FUSE device: %v", err))
 	}
 }
 
@@ -429,10 +427,8 @@ func TestClients(t *testing.T) {
 	run("tar", "xf", filepath.Join(out, "snap.tar"), "-C", filepath.Join(out, "tar"))
 	run("diff", "-r", filepath.Join(out, "cp"), filepath.Join(out, "tar"))
 	run("diff", "-r", snap, filepath.Join(out, "cp"))
-	if _, err := exec.LookPath("rsync"); err == nil {
-		run("rsync", "-a", snap+"/", filepath.Join(out, "rsync"))
-		run("diff", "-r", snap, filepath.Join(out, "rsync"))
-	}
+	run("rsync", "-a", snap+"/", filepath.Join(out, "rsync"))
+	run("diff", "-r", snap, filepath.Join(out, "rsync"))
 	// du of the files adds up what stat announced; the copy must agree.
 	du := run("find", snap, "-type", "f", "-printf", "%s\n")
 	duCopy := run("find", filepath.Join(out, "cp"), "-type", "f", "-printf", "%s\n")

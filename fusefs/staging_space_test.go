@@ -2,17 +2,20 @@ package fusefs
 
 import (
 	"crypto/rand"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/framefs/framefs/internal/testenv"
 )
 
 // stagingTmpfs mounts a tmpfs of size (mount(8) syntax: 4m) for a staging
 // directory and unmounts it at cleanup. Without the right to mount one
-// the test is skipped, unless FRAMEFS_REQUIRE_FUSE=1 (CI), where it
+// the test is skipped, unless FRAMEFS_REQUIRE_ROOT=1 (CI), where it
 // fails. scripts/unmount-stale.sh knows its name.
 func stagingTmpfs(t *testing.T, size string) string {
 	t.Helper()
@@ -21,10 +24,7 @@ func stagingTmpfs(t *testing.T, size string) string {
 		t.Fatal(err)
 	}
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0755"); err != nil {
-		if os.Getenv("FRAMEFS_REQUIRE_FUSE") == "1" {
-			t.Fatalf("cannot mount a tmpfs for a full staging disk (FRAMEFS_REQUIRE_FUSE=1): %v", err)
-		}
-		t.Skipf("cannot mount a tmpfs: %v", err)
+		testenv.Missing(t, testenv.Root, fmt.Sprintf("cannot mount a tmpfs for a full staging disk (root only): %v", err))
 	}
 	t.Cleanup(func() {
 		if err := syscall.Unmount(dir, 0); err != nil {

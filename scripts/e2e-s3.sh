@@ -12,7 +12,9 @@ out() { "$@" 2>&1 || true; }
 
 if [ ! -x "$root/.cache/bin/versitygw" ]; then
 	[ "${FRAMEFS_REQUIRE_S3:-}" = 1 ] && fail "versitygw missing: run scripts/versitygw.sh build"
-	echo "e2e-s3: versitygw missing, skipped (scripts/versitygw.sh build)"
+	reason="versitygw missing: run scripts/versitygw.sh build (FRAMEFS_REQUIRE_S3=1 makes this a failure)"
+	echo "e2e-s3: skipped: $reason"
+	[ -n "${FRAMEFS_SKIP_LOG:-}" ] && printf '%s\te2e-s3.sh\n' "$reason" >>"$FRAMEFS_SKIP_LOG"
 	exit 0
 fi
 work=$(mktemp -d)

@@ -2,8 +2,9 @@
 // for tests, and a fault-injecting proxy to put between a client and one.
 //
 // Tests that need S3 call Start; when versitygw is not installed they are
-// skipped, unless FRAMEFS_REQUIRE_S3=1 (set by CI), when they fail.
-// scripts/versitygw.sh builds the binary into .cache/bin.
+// skipped, unless FRAMEFS_REQUIRE_S3=1 (set by CI), when they fail (see
+// package testenv). scripts/versitygw.sh builds the binary into .cache/bin;
+// `make test` runs it first.
 package s3test
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/table/storage"
 )
 
@@ -40,9 +42,6 @@ type Server struct {
 	Bucket    string
 	Dir       string // the posix backend's directory
 }
-
-// Required reports whether tests must fail rather than skip without S3.
-func Required() bool { return os.Getenv("FRAMEFS_REQUIRE_S3") == "1" }
 
 var (
 	binOnce sync.Once
@@ -93,11 +92,7 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	bin := Binary()
 	if bin == "" {
-		msg := "versitygw not found (run scripts/versitygw.sh build, or set VERSITYGW)"
-		if Required() {
-			t.Fatal(msg + "; FRAMEFS_REQUIRE_S3=1 requires it")
-		}
-		t.Skip(msg)
+		testenv.Missing(t, testenv.S3, "versitygw not found: run scripts/versitygw.sh build (make test does), or set VERSITYGW")
 	}
 	var lastErr error
 	for try := 0; try < 3; try++ {
