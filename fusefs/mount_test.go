@@ -407,7 +407,7 @@ func TestNewCommitsAndExpire(t *testing.T) {
 
 // TestClients runs the tools users run against the mount.
 func TestClients(t *testing.T) {
-	f := newFixture(t, Options{Image: decoder.ImageSetting{Format: decoder.FormatBMP}, ImageOverride: true})
+	f := newFixture(t, Options{Image: ImageChoice{ImageOptions: table.ImageOptions{Format: "bmp"}}})
 	snap := f.path("robot", "snapshots", "1")
 	out := t.TempDir()
 	run := func(name string, args ...string) string {

@@ -6,16 +6,15 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/table"
 )
 
 // Options configure a mount. The zero value serves each table's default
 // image format. Decoder and cache limits belong to the FrameServer.
 type Options struct {
-	// Image overrides the image setting frames are served with. The zero
-	// value uses each table's schema default (format and JPEG quality).
-	Image decoder.ImageSetting
-	// ImageOverride is set when Image was chosen by the user.
-	ImageOverride bool
+	// Image overrides, field by field, the image setting each table's
+	// schema gives: a field left zero keeps the table's own.
+	Image ImageChoice
 	// Refresh is how often the list of snapshots and tags is re-read, so
 	// that new commits appear (default 2 seconds).
 	Refresh time.Duration
@@ -44,6 +43,31 @@ type Options struct {
 	// ExtraStats adds lines (Prometheus text) to .stats: counters of the
 	// decoder and its caches.
 	ExtraStats func(b *strings.Builder)
+}
+
+// ImageChoice is what the user chose over each table's image setting.
+type ImageChoice struct {
+	// Format (jpg, png, bmp, ppm) and JPEGQuality replace the table's
+	// where set.
+	table.ImageOptions
+	// Width and Height scale every frame (see decoder.ImageSetting); 0 and
+	// 0 serve the video's display size.
+	Width, Height int
+}
+
+// settingFor is the image setting the frames of a table whose schema
+// gives img are served with.
+func (c ImageChoice) settingFor(img table.ImageOptions) (decoder.ImageSetting, error) {
+	img = c.ImageOptions.Over(img)
+	s, err := decoder.SettingFor(img.Format, img.JPEGQuality)
+	if err != nil {
+		return s, err
+	}
+	s.Width, s.Height = c.Width, c.Height
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	return s.Normalize(), nil
 }
 
 func (o Options) withDefaults() Options {

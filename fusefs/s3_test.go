@@ -314,16 +314,16 @@ func TestS3MountFaults(t *testing.T) {
 	// its input buffer; frames are read alternately from the two episodes
 	// so each read opens the video again) and few attempts per request:
 	// every read of a frame reads its video from S3 and faults reach it.
-	setting := decoder.ImageSetting{Format: decoder.FormatBMP}
+	bmp := ImageChoice{ImageOptions: table.ImageOptions{Format: "bmp"}}
 	poolOpts := decoder.Options{MaxOpenSessions: 1, MaxSessionsPerVideo: 1}
 	frameOpts := decoder.FrameSourceOptions{CacheBytes: -1, Readahead: -1}
-	f := newS3Fixture(t, Options{Image: setting, ImageOverride: true, ReadOnly: true}, poolOpts, frameOpts, func(o *storage.S3Options) {
+	f := newS3Fixture(t, Options{Image: bmp, ReadOnly: true}, poolOpts, frameOpts, func(o *storage.S3Options) {
 		o.CacheDir = ""
 		o.MaxAttempts = 2
 		o.MaxBackoff = 20 * time.Millisecond
 	})
 	snap := f.path("robot", "snapshots", "1")
-	ref := referenceFrames(t, f.frames, setting, "bmp")
+	ref := referenceFrames(t, f.frames, decoder.ImageSetting{Format: decoder.FormatBMP}, "bmp")
 	// Listing the episodes before the faults start leaves the reads.
 	for _, dir := range []string{"task=pick/ep1", "task=place/ep2"} {
 		names(t, filepath.Join(snap, dir))

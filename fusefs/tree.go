@@ -16,7 +16,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/table"
 )
 
@@ -189,11 +188,9 @@ func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string
 	if err != nil {
 		return nil, err
 	}
-	setting := m.opts.Image
-	if !m.opts.ImageOverride {
-		if setting, err = decoder.SettingFor(schema.Image.Format, schema.Image.JPEGQuality); err != nil {
-			return nil, err
-		}
+	setting, err := m.opts.Image.settingFor(schema.Image)
+	if err != nil {
+		return nil, err
 	}
 	cat := newCatalog(m.bg, tbl, m.frames, setting.Normalize(), m.stats)
 	m.mu.Lock()

@@ -131,7 +131,10 @@ func (t *Table) Redefine(ctx context.Context, s Schema) (*Schema, error) {
 		return nil, err
 	}
 	s.ID = 0
-	next := s.withDefaults()
+	next, err := s.withDefaults().foldEpisodeColumn()
+	if err != nil {
+		return nil, err
+	}
 	next.ID = cur.ID + 1
 	if err := next.Validate(); err != nil {
 		return nil, err

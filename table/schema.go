@@ -65,6 +65,19 @@ type ImageOptions struct {
 	JPEGQuality int `json:"jpeg_quality,omitempty"`
 }
 
+// Over returns base with the fields o sets in place of base's: what a user
+// asks for over a table's setting, where an option not given (empty
+// format, quality 0) keeps the table's.
+func (o ImageOptions) Over(base ImageOptions) ImageOptions {
+	if o.Format != "" {
+		base.Format = o.Format
+	}
+	if o.JPEGQuality != 0 {
+		base.JPEGQuality = o.JPEGQuality
+	}
+	return base
+}
+
 // Schema describes the frame rows of a table. Schemas are immutable and
 // numbered; evolving a table writes a new schema with the next id.
 type Schema struct {
@@ -122,6 +135,27 @@ func (s Schema) withDefaults() Schema {
 		s.PackTargetBytes = DefaultPackTargetBytes
 	}
 	return s
+}
+
+// foldEpisodeColumn accepts the episode column declared among the user
+// columns as well (a partition column has to be, so people declare this
+// one too): declared as the non-null string it is, the declaration is
+// dropped, since the column is always there; any other type is refused.
+func (s Schema) foldEpisodeColumn() (Schema, error) {
+	i := slices.IndexFunc(s.Columns, func(c Column) bool { return c.Name == s.EpisodeColumn })
+	if i < 0 {
+		return s, nil
+	}
+	if c := s.Columns[i]; c.Type != "string" || c.Nullable {
+		typ := string(c.Type)
+		if c.Nullable {
+			typ += "?"
+		}
+		return s, fmt.Errorf("%w: column %q is the episode column, which holds each row's episode id as a non-null string; declare it as %s:string (or leave it out), not as %s",
+			ErrInvalidInput, c.Name, c.Name, typ)
+	}
+	s.Columns = slices.Delete(slices.Clone(s.Columns), i, i+1)
+	return s, nil
 }
 
 // Validate checks names, types and the roles of columns.

@@ -91,7 +91,10 @@ type Table struct {
 // Create makes a new table in store (which must be empty of tables) with
 // the given schema, and returns it open.
 func Create(ctx context.Context, store storage.Store, schema Schema, opts Options) (*Table, error) {
-	schema = schema.withDefaults()
+	schema, err := schema.withDefaults().foldEpisodeColumn()
+	if err != nil {
+		return nil, err
+	}
 	if err := schema.Validate(); err != nil {
 		return nil, err
 	}

@@ -225,3 +225,62 @@ func TestSidecarForms(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateEpisodeColumnDeclared: the episode column may be declared
+// among the columns as a non-null string (the declaration is dropped);
+// another type is refused, saying what the column must be.
+func TestCreateEpisodeColumnDeclared(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		episodeColumn string
+		declared      Column
+		refused       string // "" when accepted
+	}{
+		{"", Column{Name: "episode_id", Type: "string"}, ""},
+		{"run", Column{Name: "run", Type: "string"}, ""},
+		{"", Column{Name: "episode_id", Type: "int64"}, `column "episode_id" is the episode column, which holds each row's episode id as a non-null string; declare it as episode_id:string (or leave it out), not as int64`},
+		{"", Column{Name: "episode_id", Type: "string", Nullable: true}, "not as string?"},
+	} {
+		store, err := storage.NewLocal(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := testSchema()
+		s.EpisodeColumn = tc.episodeColumn
+		s.Columns = append(s.Columns, tc.declared)
+		s.PartitionColumns = []string{"camera"}
+		tbl, err := Create(ctx, store, s, Options{})
+		if tc.refused != "" {
+			if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), tc.refused) {
+				t.Errorf("%+v: got %v, want an error saying %q", tc.declared, err, tc.refused)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", tc.declared, err)
+		}
+		got, err := tbl.LatestSchema(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := got.Column(tc.declared.Name); dup || got.EpisodeColumn != tc.declared.Name || len(got.Columns) != len(testSchema().Columns) {
+			t.Errorf("%+v: schema %+v", tc.declared, got)
+		}
+		// Rows carry the episode id in that column as usual.
+		line := fmt.Sprintf(`{%q:"ep","timestamp":0,"camera":"front"}`, tc.declared.Name)
+		sc, err := ParseSidecar("ep.jsonl", []byte(line+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, err := sc.EpisodeID(got); err != nil || id != "ep" {
+			t.Errorf("%+v: episode id %q, %v", tc.declared, id, err)
+		}
+	}
+	// Declared twice is still an error.
+	store, _ := storage.NewLocal(t.TempDir())
+	s := testSchema()
+	s.Columns = append(s.Columns, Column{Name: "episode_id", Type: "string"}, Column{Name: "episode_id", Type: "string"})
+	if _, err := Create(ctx, store, s, Options{}); err == nil || !strings.Contains(err.Error(), "defined twice") {
+		t.Errorf("declared twice: %v", err)
+	}
+}

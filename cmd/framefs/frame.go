@@ -37,7 +37,7 @@ func newFrameCommand(stores *storeFlags) *cobra.Command {
 	fl.Int64Var(&f.frame, "frame", 0, "frame (row) number in the episode, from 0")
 	fl.StringVar(&f.column, "column", "", "video column (needed when the table has several)")
 	fl.StringVar(&f.format, "format", "", "jpg, png, bmp or ppm (default: the table's setting)")
-	fl.IntVar(&f.quality, "jpeg-quality", 0, "JPEG quality 1-100")
+	fl.IntVar(&f.quality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
 	fl.Int64Var(&f.snapshot, "snapshot", 0, "read this snapshot (default: the head)")
 	fl.StringVar(&f.tag, "tag", "", "read the snapshot of this tag")
 	cmd.MarkFlagRequired("episode")
@@ -76,12 +76,9 @@ func runFrame(cmd *cobra.Command, stores *storeFlags, uri string, f frameFlags) 
 	if f.frame < 0 || f.frame >= e.Rows {
 		return fmt.Errorf("episode %s has frames 0 to %d, not %d", f.episode, e.Rows-1, f.frame)
 	}
-	img := schema.Image
-	if f.format != "" {
-		img = table.ImageOptions{Format: f.format, JPEGQuality: f.quality}
-	} else if f.quality != 0 {
-		img.JPEGQuality = f.quality
-	}
+	// Options not given keep the table's setting, so the bytes equal the
+	// mounted file's.
+	img := table.ImageOptions{Format: f.format, JPEGQuality: f.quality}.Over(schema.Image)
 	setting, err := tableImageSetting(img)
 	if err != nil {
 		return err

@@ -208,32 +208,30 @@ func parseMountOptions(f *mountFlags) (ro, allowOther bool, err error) {
 	return ro, allowOther, nil
 }
 
-func imageSetting(f mountFlags) (decoder.ImageSetting, bool, error) {
-	if f.imageFormat == "" && f.jpegQuality == 0 && f.scale == "" {
-		return decoder.ImageSetting{}, false, nil
-	}
-	format := f.imageFormat
-	if format == "" {
-		format = "jpg"
-	}
-	ff, err := decoder.ParseImageFormat(format)
-	if err != nil {
-		return decoder.ImageSetting{}, false, err
-	}
-	s := decoder.ImageSetting{Format: ff, JPEGQuality: f.jpegQuality}
+// imageChoice maps the image flags onto the mount's image options: each
+// one not given keeps every table's own setting. Given values are checked
+// here, before anything is mounted.
+func imageChoice(f mountFlags) (fusefs.ImageChoice, error) {
+	c := fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: f.imageFormat, JPEGQuality: f.jpegQuality}}
 	if f.scale != "" {
 		w, h, ok := strings.Cut(f.scale, "x")
-		if s.Width, err = strconv.Atoi(w); !ok || err != nil {
-			return s, false, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", f.scale)
+		var err error
+		if c.Width, err = strconv.Atoi(w); !ok || err != nil {
+			return c, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", f.scale)
 		}
-		if s.Height, err = strconv.Atoi(h); err != nil {
-			return s, false, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", f.scale)
+		if c.Height, err = strconv.Atoi(h); err != nil {
+			return c, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", f.scale)
 		}
 	}
-	if err := s.Validate(); err != nil {
-		return s, false, err
+	// Any format stands in for the table's when checking the rest.
+	check := decoder.ImageSetting{JPEGQuality: c.JPEGQuality, Width: c.Width, Height: c.Height}
+	if c.Format != "" {
+		var err error
+		if check.Format, err = decoder.ParseImageFormat(c.Format); err != nil {
+			return c, err
+		}
 	}
-	return s.Normalize(), true, nil
+	return c, check.Validate()
 }
 
 func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFlags) error {
@@ -254,7 +252,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	if err != nil {
 		return err
 	}
-	setting, override, err := imageSetting(f)
+	image, err := imageChoice(f)
 	if err != nil {
 		return err
 	}
@@ -299,7 +297,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		return err
 	}
 	opts := fusefs.Options{
-		Image: setting, ImageOverride: override, Refresh: f.refresh, AllowOther: allowOther, ReadOnly: readOnly,
+		Image: image, Refresh: f.refresh, AllowOther: allowOther, ReadOnly: readOnly,
 		StagingDir: stagingDir, Settle: f.settle, StagingLimit: f.stagingMax,
 		EncodeImages: func(ctx context.Context, images []string, out string) error {
 			return decoder.EncodeImagesToVideo(ctx, images, out, decoder.VideoEncodeOptions{})

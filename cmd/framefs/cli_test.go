@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/jpeg"
+	_ "image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/framefs/framefs/internal/testenv"
+)
+
+// runCLI runs the framefs command line in process and returns what it
+// wrote to stdout.
+func runCLI(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	return out.Bytes(), err
+}
+
+func mustRun(t *testing.T, args ...string) []byte {
+	t.Helper()
+	out, err := runCLI(context.Background(), args...)
+	if err != nil {
+		t.Fatalf("framefs %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// TestCreateDeclaredEpisodeColumn: `create --column episode_id:string
+// --episode-column episode_id` is accepted; a conflicting type is refused
+// with a message saying what the column must be.
+func TestCreateDeclaredEpisodeColumn(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, "create", filepath.Join(dir, "ok"), "--column", "episode_id:string", "--episode-column", "episode_id",
+		"--column", "task:string", "--partition", "task")
+	mustRun(t, "create", filepath.Join(dir, "ok_default"), "--column", "episode_id:string")
+	_, err := runCLI(context.Background(), "create", filepath.Join(dir, "bad"), "--column", "episode_id:int64", "--episode-column", "episode_id")
+	if err == nil || !strings.Contains(err.Error(), "is the episode column") || !strings.Contains(err.Error(), "episode_id:string") {
+		t.Fatalf("conflicting type: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad", "table.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused table was created: %v", err)
+	}
+}
+
+// mountCLI runs `framefs mount` in process until the test ends.
+func mountCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	mnt := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := runCLI(ctx, append([]string{"mount", args[0], mnt, "-o", "ro"}, args[1:]...)...)
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("mount: %v", err)
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); !isMounted(mnt); {
+		select {
+		case err := <-done:
+			t.Fatalf("mount ended: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the mount did not appear within 30 s")
+		}
+	}
+	return mnt
+}
+
+// TestFrameMatchesMount: `framefs frame` with options not given uses the
+// table's own setting, so its bytes equal the mounted file's, and a mount
+// given some image options keeps the table's setting for the others.
+func TestFrameMatchesMount(t *testing.T) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testenv.Missing(t, testenv.FUSE, fmt.Sprintf("no FUSE device: %v", err))
+	}
+	wh := t.TempDir()
+	video := "../../testdata/video/h264_faststart.mp4"
+	const ep = "h264_faststart"
+	// Quality 75 is neither the table default (90) nor the encoder's (95).
+	mustRun(t, "create", filepath.Join(wh, "robot"), "--jpeg-quality", "75")
+	mustRun(t, "create", filepath.Join(wh, "arm"), "--image-format", "png")
+	mustRun(t, "ingest", filepath.Join(wh, "robot"), video)
+	mustRun(t, "ingest", filepath.Join(wh, "arm"), video)
+	frame := func(tbl string, flags ...string) []byte {
+		return mustRun(t, append([]string{"frame", filepath.Join(wh, tbl), "--episode", ep, "--frame", "5"}, flags...)...)
+	}
+	read := func(path string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	mnt := mountCLI(t, wh)
+	mounted := read(filepath.Join(mnt, "robot", "latest", ep, "000005.jpg"))
+	for _, flags := range [][]string{nil, {"--format", "jpg"}, {"--jpeg-quality", "75"}, {"--format", "jpg", "--jpeg-quality", "75"}} {
+		if !bytes.Equal(frame("robot", flags...), mounted) {
+			t.Errorf("framefs frame %v differs from the mounted 000005.jpg", flags)
+		}
+	}
+	if bytes.Equal(frame("robot", "--jpeg-quality", "40"), mounted) {
+		t.Error("--jpeg-quality 40 gave the bytes of quality 75")
+	}
+	if !bytes.Equal(frame("arm"), read(filepath.Join(mnt, "arm", "latest", ep, "000005.png"))) {
+		t.Error("framefs frame of a PNG table differs from the mounted 000005.png")
+	}
+
+	// --image-format jpg alone keeps each table's JPEG quality.
+	mnt = mountCLI(t, wh, "--image-format", "jpg")
+	if !bytes.Equal(read(filepath.Join(mnt, "robot", "latest", ep, "000005.jpg")), mounted) {
+		t.Error("mount --image-format jpg did not keep the table's JPEG quality")
+	}
+	if !bytes.Equal(read(filepath.Join(mnt, "arm", "latest", ep, "000005.jpg")), frame("arm", "--format", "jpg")) {
+		t.Error("mount --image-format jpg and frame --format jpg differ on a PNG table")
+	}
+
+	// --scale alone keeps each table's format.
+	mnt = mountCLI(t, wh, "--scale", "80x60")
+	for _, p := range []string{filepath.Join("robot", "latest", ep, "000005.jpg"), filepath.Join("arm", "latest", ep, "000005.png")} {
+		cfg, format, err := image.DecodeConfig(bytes.NewReader(read(filepath.Join(mnt, p))))
+		if err != nil || cfg.Width != 80 || cfg.Height != 60 {
+			t.Errorf("%s under --scale 80x60: %s %dx%d, %v", p, format, cfg.Width, cfg.Height, err)
+		}
+	}
+}
