@@ -1,0 +1,92 @@
+// Package table is the framefs table format: versioned tables of episodes,
+// each episode one or more videos stored byte for byte plus one Parquet row
+// per frame, read and written through an object store. docs/FORMAT.md
+// describes the layout precisely enough for another implementation; this
+// package is the one that writes it. It never imports FFmpeg or go-fuse:
+// indexing videos other than MP4 and computing frame sizes come in through
+// Options.Indexer and Options.Sizer, which the command line fills from
+// package decoder.
+//
+// # Layers
+//
+// From the bottom up:
+//
+//   - storage (table/storage): a flat namespace of immutable objects with
+//     ranged reads, Put, Delete, List and an atomic PutIfAbsent, on a local
+//     directory or S3. The table layer assumes nothing else of a store,
+//     except that GC also removes the temporaries a crashed writer left
+//     when the store can list them.
+//   - the format (format.go, schema.go): object keys, the format version
+//     and features a reader must know, and the JSON metadata: table.json,
+//     schemas, snapshots, manifests (episodes with their row and video
+//     locations), tags.
+//   - reading (table.go, video.go, rows.go): a Table opens a store, resolves
+//     a snapshot (by id, tag or head), lists its episodes from manifests
+//     alone, opens stored videos with their frame index, and reads rows.
+//   - the commit protocol (commit.go): how one change becomes the next
+//     snapshot when other writers commit at the same time.
+//   - operations (ops.go, evolve.go, warm.go, tags.go, maintenance.go):
+//     add, update, replace and delete episodes, evolve the schema, store
+//     frame sizes, tag, expire, collect garbage, verify. Each validates all
+//     its input, writes new objects, and lands through the commit protocol.
+//   - Warehouse (warehouse.go): a store whose child prefixes are tables.
+//
+// Input from users is parsed at the edge: sidecar.go reads JSONL, JSON,
+// CSV and Parquet sidecars (untrusted bytes, fuzzed) into typed rows, and
+// names.go decides which table, tag, episode and column names are allowed.
+//
+// # The commit protocol
+//
+// No object is ever changed once written. Data files (Parquet), packs
+// (.video) and manifests go under fresh random keys; table.json, schemas,
+// snapshots and tags are created with PutIfAbsent under fixed names. A
+// commit (Table.commit in commit.go) first writes its new objects, then
+// the manifests of its change applied to the current head, then creates
+// snapshot/N+1.json with PutIfAbsent: that single create is the atomic
+// step, and a snapshot only ever refers to objects complete before it. If
+// another writer created N+1 first, the commit reads the new head and
+// rebuilds its manifests on top of it, after checking for conflicts: an
+// append of an episode the new head already has fails with ErrExists, and
+// a change based on an older snapshot fails with ErrConflict when a
+// snapshot committed since then changed one of its episodes
+// (Snapshot.Changed). Retries back off with jitter and stop after
+// Options.MaxCommitRetries. An interrupted or retried commit leaves only
+// unreferenced objects, which GC removes after its grace period.
+//
+// Only deletions change what a store holds: Expire deletes snapshot files
+// (readers then get ErrNotFound for them), DeleteTag deletes tags, GC
+// deletes unreferenced objects.
+//
+// # Concurrency
+//
+// A *Table is safe for concurrent use by many goroutines, and many
+// processes on many machines may commit to one table at once (the commit
+// protocol above is their only coordination; there are no locks in the
+// store). Table.mu guards only the in-memory caches of schemas, snapshots
+// and manifests, which are immutable once written and cached by key; it is
+// never held during I/O. The *Schema, *Snapshot and manifest values the
+// Table returns are shared by every caller and must not be modified.
+// GC lists candidate objects before it reads the live set, so an object
+// committed meanwhile is either seen as live or young enough for the
+// grace period.
+//
+// # Files
+//
+//	doc.go          this overview
+//	errors.go       the errors at the package boundary (errors.Is) and InputError
+//	format.go       format versions, object keys, metadata types (Snapshot, Manifest, EpisodeEntry, VideoRef, Tag)
+//	schema.go       Schema, Column, Type, defaults and validation, ImageOptions
+//	names.go        CheckName: the names users may choose
+//	table.go        Options, Create, Open, cached metadata reads, Episodes, Resolve
+//	commit.go       the commit protocol: change, commit, conflicts, building a snapshot
+//	ops.go          AddEpisodes, UpdateRows, ReplaceVideo, DeleteEpisode, AddImagesAsVideo
+//	pack.go         checking, hashing and indexing videos; packing them into .video objects; sizes blocks
+//	video.go        OpenVideo (payload and frame index), StoredSizes
+//	rows.go         Parquet data files: writing rows, reading them back, EpisodeParquet
+//	sidecar.go      parsing sidecars into rows
+//	evolve.go       schema evolution: new sidecar columns, Redefine
+//	warm.go         Warm: frame sizes for videos ingested without them
+//	tags.go         CreateTag, DeleteTag, Tag, Tags
+//	maintenance.go  Expire, GC, Verify
+//	warehouse.go    Warehouse and IsTable
+package table
