@@ -51,6 +51,7 @@ testreport:
 	@mkdir -p .cache/bin && $(GO) build -o $(TESTREPORT) ./internal/cmd/testreport
 
 e2e: build
+	scripts/test-lib.sh
 	scripts/e2e-probe.sh $(BIN)
 	scripts/e2e-table.sh $(BIN)
 	scripts/e2e-s3.sh $(BIN)

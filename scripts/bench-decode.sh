@@ -19,14 +19,15 @@
 #   (d) peak RSS of every framefs run
 #
 # Prints NAME VALUE UNIT lines. ratio:... = framefs fps / peer fps, so
-# above 1 means framefs is faster. Figures are medians of RUNS runs (3).
+# above 1 means framefs is faster. Figures are medians of RUNS runs (3;
+# scripts/lib.sh).
 #
 # Usage: scripts/bench-decode.sh            (any working directory)
 set -euo pipefail
 export LC_ALL=C
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib.sh"
 cache="$root/.cache/bench"
-runs=${RUNS:-3}
 random_frames=${RANDOM_FRAMES:-500}
 py=/usr/bin/python3 # Debian's python3-av belongs to it
 mkdir -p "$cache"
@@ -55,34 +56,20 @@ frames=1800
 bench="$tmp/benchdecode"
 (cd "$root" && go build -o "$bench" ./decoder/internal/benchdecode)
 
-emit() { printf '%s %s %s\n' "$1" "$2" "$3"; }
-
-# median: the median of the numbers on stdin.
-median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.3f\n", (v[NR/2]+v[NR/2+1])/2}'; }
-
 # framefs NAME ARGS...: run benchdecode RUNS times; emit median fps and
 # the largest peak RSS; leave the fps in $fps.
 framefs() {
 	local name=$1
 	shift
 	local fpss=() rss=0
-	for _ in $(seq "$runs"); do
+	for _ in $(seq "$RUNS"); do
 		out=$("$bench" -name x "$@" 2>/dev/null)
 		fpss+=("$(awk '$1=="x_fps" {print $2}' <<<"$out")")
 		rss=$(awk -v r="$rss" '$1=="x_peak_rss" {print ($2>r)?$2:r}' <<<"$out")
 	done
-	fps=$(printf '%s\n' "${fpss[@]}" | median)
+	fps=$(median "${fpss[@]}")
 	emit "framefs_${name}_fps" "$fps" frames/s
 	emit "framefs_${name}_peak_rss" "$rss" MB
-}
-
-# seconds CMD...: wall time of one run in seconds.
-seconds() {
-	local start end
-	start=$(date +%s%N)
-	"$@" >/dev/null 2>&1
-	end=$(date +%s%N)
-	awk -v a="$start" -v b="$end" 'BEGIN {printf "%.3f\n", (b-a)/1e9}'
 }
 
 # peer NAME FRAMES CMD...: median fps of CMD over RUNS runs; sets $peer_fps.
@@ -90,14 +77,15 @@ peer() {
 	local name=$1 n=$2
 	shift 2
 	local fpss=()
-	for _ in $(seq "$runs"); do
-		fpss+=("$(awk -v n="$n" -v s="$(seconds "$@")" 'BEGIN {printf "%.1f\n", n/s}')")
+	for _ in $(seq "$RUNS"); do
+		fpss+=("$(ratio "$n" "$(seconds "$@")")")
 	done
-	peer_fps=$(printf '%s\n' "${fpss[@]}" | median)
+	peer_fps=$(median "${fpss[@]}")
 	emit "${name}_fps" "$peer_fps" frames/s
 }
 
-ratio() { emit "ratio:$1" "$(awk -v a="$2" -v b="$3" 'BEGIN {printf "%.2f", a/b}')" x; }
+# emit_ratio NAME A B: the figure ratio:NAME, A / B.
+emit_ratio() { emit "ratio:$1" "$(ratio "$2" "$3")" x; }
 
 ffmpeg_seq() { ffmpeg -v error -threads 1 -i "$1" -f image2pipe -c:v "$2" "${@:3}" - >/dev/null; }
 
@@ -106,14 +94,14 @@ framefs seq_jpeg_gop30 -video "$gop30" -mode seq -format jpeg
 fa=$fps
 emit framefs_seq_jpeg_gop30_mean_bytes "$("$bench" -name x -video "$gop30" -mode seq -format jpeg 2>/dev/null | awk '$1=="x_mean_image_bytes" {print $2}')" bytes
 peer ffmpeg_seq_jpeg_gop30 "$frames" ffmpeg_seq "$gop30" mjpeg -q:v 2
-emit ffmpeg_seq_jpeg_gop30_mean_bytes "$(ffmpeg -v error -threads 1 -i "$gop30" -f image2pipe -c:v mjpeg -q:v 2 - | wc -c | awk -v n="$frames" '{printf "%d", $1/n}')" bytes
-ratio seq_jpeg_vs_ffmpeg "$fa" "$peer_fps"
+emit ffmpeg_seq_jpeg_gop30_mean_bytes "$(ratio "$(ffmpeg -v error -threads 1 -i "$gop30" -f image2pipe -c:v mjpeg -q:v 2 - | wc -c)" "$frames")" bytes
+emit_ratio seq_jpeg_vs_ffmpeg "$fa" "$peer_fps"
 
 # (b) sequential BMP.
 framefs seq_bmp_gop30 -video "$gop30" -mode seq -format bmp
 fb=$fps
 peer ffmpeg_seq_bmp_gop30 "$frames" ffmpeg_seq "$gop30" bmp
-ratio seq_bmp_vs_ffmpeg "$fb" "$peer_fps"
+emit_ratio seq_bmp_vs_ffmpeg "$fb" "$peer_fps"
 
 # (c) random access with an exact seek per frame, same frames for both.
 cat >"$tmp/pyav_random.py" <<'PY'
@@ -136,8 +124,7 @@ for i in targets:
             break
         if frame.pts > want:
             raise SystemExit("frame %d not found" % i)
-elapsed = time.perf_counter() - start
-print("%.3f" % (len(targets) / elapsed))
+print(len(targets) / (time.perf_counter() - start))
 PY
 "$py" -c "import random; r = random.Random(1); print('\n'.join(map(str, r.sample(range($frames), $random_frames))))" >"$tmp/frames.txt"
 
@@ -146,10 +133,10 @@ for gop in 30 250; do
 	framefs "random_bmp_gop$gop" -video "$v" -mode random -frames "$tmp/frames.txt" -format bmp
 	fr=$fps
 	fpss=()
-	for _ in $(seq "$runs"); do
-		fpss+=("$("$py" "$tmp/pyav_random.py" "$v" "$tmp/frames.txt")")
+	for _ in $(seq "$RUNS"); do
+		fpss+=("$(round "$("$py" "$tmp/pyav_random.py" "$v" "$tmp/frames.txt")")")
 	done
-	pyfps=$(printf '%s\n' "${fpss[@]}" | median)
+	pyfps=$(median "${fpss[@]}")
 	emit "pyav_random_rgb_gop${gop}_fps" "$pyfps" frames/s
-	ratio "random_gop${gop}_vs_pyav" "$fr" "$pyfps"
+	emit_ratio "random_gop${gop}_vs_pyav" "$fr" "$pyfps"
 done

@@ -16,20 +16,13 @@ mkdir -p "$cache"
 work=$(mktemp -d -p "$cache")
 mnt="$work/mnt"
 py=/usr/bin/python3
+. "$root/scripts/lib.sh"
 cleanup() {
 	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
-seconds() {
-	local start end
-	start=$(date +%s%N)
-	"$@" >/dev/null
-	end=$(date +%s%N)
-	awk -v ns=$((end - start)) 'BEGIN {printf "%.3f", ns/1e9}'
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 remount() {
 	fusermount3 -u "$mnt" 2>/dev/null || true
 	mkdir -p "$mnt"
@@ -58,32 +51,29 @@ mount_ls=$(seconds ls -l "$ep10k")
 cp -r "$ep10k" "$work/jpg10k"
 sync
 local_ls=$(seconds ls -l "$work/jpg10k")
-echo "mount_ls_l_10000_frames $mount_ls s"
-echo "local_ls_l_10000_jpeg_files $local_ls s"
-echo "ratio:mount_ls_l_vs_local_ls_l $(ratio "$local_ls" "$mount_ls") x"
+emit mount_ls_l_10000_frames "$mount_ls" s
+emit local_ls_l_10000_jpeg_files "$local_ls" s
+emit ratio:mount_ls_l_vs_local_ls_l "$(ratio "$local_ls" "$mount_ls")" x
 
 # The throughput figures below alternate framefs and its peer, RUNS times
-# each (3), and report the medians: on a shared 2-core machine one run of
+# each, and report the medians: on a shared 2-core machine one run of
 # either can be off by 20%.
-runs=${RUNS:-3}
-median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.1f\n", (v[NR/2]+v[NR/2+1])/2}'; }
 
 # cat of every frame of a 2,000-frame episode, fresh mount each time
 # (nothing cached), vs the decoder API reading the same frames in order.
 ep2k="$mnt/bench/latest/ep2000"
 (cd "$root" && go build -o "$work/benchdecode" ./decoder/internal/benchdecode)
 mount_fpss=() direct_fpss=()
-for _ in $(seq "$runs"); do
+for _ in $(seq "$RUNS"); do
 	remount
-	cat_s=$(seconds sh -c "cat '$ep2k'/*.jpg")
-	mount_fpss+=("$(awk -v s="$cat_s" 'BEGIN {printf "%.1f", 2000/s}')")
+	mount_fpss+=("$(ratio 2000 "$(seconds sh -c "cat '$ep2k'/*.jpg")")")
 	direct_fpss+=("$("$work/benchdecode" -video "$cache/mount_2000f_640x480.mp4" -mode seq -format jpeg -quality 90 -name d 2>/dev/null | awk '$1=="d_fps" {print $2}')")
 done
-mount_fps=$(printf '%s\n' "${mount_fpss[@]}" | median)
-direct_fps=$(printf '%s\n' "${direct_fpss[@]}" | median)
-echo "mount_cat_2000_frames_fps $mount_fps frames/s"
-echo "direct_decode_2000_frames_fps $direct_fps frames/s"
-echo "ratio:mount_cat_vs_direct_decode $(ratio "$mount_fps" "$direct_fps") x"
+mount_fps=$(median "${mount_fpss[@]}")
+direct_fps=$(median "${direct_fpss[@]}")
+emit mount_cat_2000_frames_fps "$mount_fps" frames/s
+emit direct_decode_2000_frames_fps "$direct_fps" frames/s
+emit ratio:mount_cat_vs_direct_decode "$(ratio "$mount_fps" "$direct_fps")" x
 
 # ImageFolder + DataLoader, 2 workers, fresh mounts.
 mkdir -p "$work/jpgroot"
@@ -95,22 +85,24 @@ ds = torchvision.datasets.ImageFolder(sys.argv[1], transform=torchvision.transfo
 loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
 start = time.time()
 n = sum(1 for _ in loader)
-print("%.1f" % (n / (time.time() - start)))
+print(n, time.time() - start)
 PY
 }
+# images/s of one loader run over DIR.
+loader_ips() { loader "$1" | tail -1 | (read -r n s && ratio "$n" "$s"); }
 local_ipss=() jpeg_ipss=() bmp_ipss=()
-for _ in $(seq "$runs"); do
-	local_ipss+=("$(loader "$work/jpgroot")")
+for _ in $(seq "$RUNS"); do
+	local_ipss+=("$(loader_ips "$work/jpgroot")")
 	remount
-	jpeg_ipss+=("$(loader "$mnt/loader/latest" | tail -1)")
+	jpeg_ipss+=("$(loader_ips "$mnt/loader/latest")")
 	remount --image-format bmp
-	bmp_ipss+=("$(loader "$mnt/loader/latest" | tail -1)")
+	bmp_ipss+=("$(loader_ips "$mnt/loader/latest")")
 done
-local_ips=$(printf '%s\n' "${local_ipss[@]}" | median)
-mount_ips=$(printf '%s\n' "${jpeg_ipss[@]}" | median)
-bmp_ips=$(printf '%s\n' "${bmp_ipss[@]}" | median)
-echo "imagefolder_local_jpeg $local_ips images/s"
-echo "imagefolder_mount_jpeg $mount_ips images/s"
-echo "ratio:imagefolder_mount_jpeg_vs_local_jpeg $(ratio "$mount_ips" "$local_ips") x"
-echo "imagefolder_mount_bmp $bmp_ips images/s"
-echo "ratio:imagefolder_mount_bmp_vs_local_jpeg $(ratio "$bmp_ips" "$local_ips") x"
+local_ips=$(median "${local_ipss[@]}")
+mount_ips=$(median "${jpeg_ipss[@]}")
+bmp_ips=$(median "${bmp_ipss[@]}")
+emit imagefolder_local_jpeg "$local_ips" images/s
+emit imagefolder_mount_jpeg "$mount_ips" images/s
+emit ratio:imagefolder_mount_jpeg_vs_local_jpeg "$(ratio "$mount_ips" "$local_ips")" x
+emit imagefolder_mount_bmp "$bmp_ips" images/s
+emit ratio:imagefolder_mount_bmp_vs_local_jpeg "$(ratio "$bmp_ips" "$local_ips")" x

@@ -28,6 +28,7 @@
 set -euo pipefail
 export LC_ALL=C
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib.sh"
 bin=$(realpath "${1:-$root/bin/framefs}")
 cache="$root/.cache/bench"
 py=/usr/bin/python3
@@ -54,9 +55,6 @@ cleanup() {
 
 }
 trap cleanup EXIT
-
-emit() { printf '%s %s %s\n' "$1" "$2" "$3"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a/b}'; }
 
 # 60 s of 640x480 30 fps H.264 (GOP 30, B-frames), made once.
 video="$cache/s3_640x480_60s.mp4"
@@ -100,7 +98,7 @@ mount_src() {
 }
 # cpu_seconds: user + system CPU time of the mount daemon so far (less
 # disturbed by other processes on a shared machine than wall time).
-cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$daemon/stat"; }
+cpu_seconds() { ratio "$(awk '{print $14 + $15}' "/proc/$daemon/stat")" "$(getconf CLK_TCK)"; }
 # counter NAME: a counter of the mount's .stats.
 counter() { awk -v n="$1" '$1==n {print $2}' "$mnt/.stats"; }
 snapshot() { gets0=$(counter framefs_s3_get_requests_total) bytes0=$(counter framefs_s3_read_bytes_total); }
@@ -115,7 +113,6 @@ import os, sys, time
 d = sys.argv[1]
 names = sorted(n for n in os.listdir(d) if n.endswith(".jpg"))
 start = time.time()
-total = 0
 for n in names:
     p = os.path.join(d, n)
     size = os.stat(p).st_size
@@ -123,9 +120,11 @@ for n in names:
         data = f.read()
     if len(data) != size:
         sys.exit("%s: read %d bytes, stat said %d" % (p, len(data), size))
-print("%.1f" % (len(names) / (time.time() - start)))
+print(len(names), time.time() - start)
 PY
 }
+# seq_fps DIR: frames/s of read_seq DIR.
+seq_fps() { read_seq "$1" | (read -r n s && ratio "$n" "$s"); }
 
 # read_random DIR N [EXT]: reads N frames of DIR in a fixed pseudo-random
 # order.
@@ -145,35 +144,32 @@ ep="$mnt/bench/latest/ep"
 # (a) cold block cache, sequential.
 mount_src s3://frames/wh --s3-cache-dir "$work/cache-seq"
 snapshot
-cold_fps=$(read_seq "$ep")
+cold_fps=$(seq_fps "$ep")
 gets=$(delta_gets)
 bytes=$(delta_bytes)
 emit s3_cold_seq_fetched_vs_payload "$(ratio "$bytes" "$payload")" x
 emit s3_cold_seq_gets "$gets" requests
-emit s3_cold_seq_gets_per_frame "$(awk -v g="$gets" -v n="$frames" 'BEGIN {printf "%.4f", g/n}')" requests/frame
-emit s3_cold_seq_bytes_per_frame "$(awk -v b="$bytes" -v n="$frames" 'BEGIN {printf "%.0f", b/n}')" bytes/frame
+emit s3_cold_seq_gets_per_frame "$(ratio "$gets" "$frames")" requests/frame
+emit s3_cold_seq_bytes_per_frame "$(ratio "$bytes" "$frames")" bytes/frame
 emit s3_cold_seq_fps "$cold_fps" frames/s
 
-# (b) warm block cache vs local disk, each on a fresh mount, alternately;
-# the best of three runs each (a shared machine's noise only slows runs
-# down), and the mount daemon's CPU time for the read.
+# (b) warm block cache vs local disk, each on a fresh mount, alternately,
+# RUNS times each (medians), and the mount daemon's CPU time for the read.
 warm_runs=() local_runs=() warm_cpus=() local_cpus=()
-for _ in 1 2 3; do
+for _ in $(seq "$RUNS"); do
 	mount_src s3://frames/wh --s3-cache-dir "$work/cache-seq"
 	snapshot
-	warm_runs+=("$(read_seq "$ep")")
+	warm_runs+=("$(seq_fps "$ep")")
 	warm_cpus+=("$(cpu_seconds)")
 	warm_gets=$(delta_gets) warm_bytes=$(delta_bytes)
 	mount_src "$work/local"
-	local_runs+=("$(read_seq "$ep")")
+	local_runs+=("$(seq_fps "$ep")")
 	local_cpus+=("$(cpu_seconds)")
 done
-best() { printf '%s\n' "$@" | sort -g | tail -1; }
-least() { printf '%s\n' "$@" | sort -g | head -1; }
-warm_fps=$(best "${warm_runs[@]}")
-local_fps=$(best "${local_runs[@]}")
-warm_cpu=$(least "${warm_cpus[@]}")
-local_cpu=$(least "${local_cpus[@]}")
+warm_fps=$(median "${warm_runs[@]}")
+local_fps=$(median "${local_runs[@]}")
+warm_cpu=$(median "${warm_cpus[@]}")
+local_cpu=$(median "${local_cpus[@]}")
 emit s3_warm_seq_fps "$warm_fps" frames/s
 emit local_seq_fps "$local_fps" frames/s
 emit s3_warm_seq_gets "$warm_gets" requests # whole reads of table metadata only
@@ -189,8 +185,8 @@ snapshot
 read_random "$ep" "$random_frames"
 gets=$(delta_gets)
 bytes=$(delta_bytes)
-emit s3_cold_random_${random_frames}_gets_per_frame "$(awk -v g="$gets" -v n="$random_frames" 'BEGIN {printf "%.4f", g/n}')" requests/frame
-emit s3_cold_random_${random_frames}_bytes_per_frame "$(awk -v b="$bytes" -v n="$random_frames" 'BEGIN {printf "%.0f", b/n}')" bytes/frame
+emit s3_cold_random_${random_frames}_gets_per_frame "$(ratio "$gets" "$random_frames")" requests/frame
+emit s3_cold_random_${random_frames}_bytes_per_frame "$(ratio "$bytes" "$random_frames")" bytes/frame
 emit s3_cold_random_${random_frames}_fetched_vs_payload "$(ratio "$bytes" "$payload")" x
 
 # (d) cold block cache, a few random frames of a long GOP-250 episode.
@@ -200,8 +196,8 @@ snapshot
 read_random "$mnt/sparse/latest/long" 8 .bmp
 gets=$(delta_gets)
 bytes=$(delta_bytes)
-emit s3_cold_sparse_random_8_gop250_gets_per_frame "$(awk -v g="$gets" 'BEGIN {printf "%.2f", g/8}')" requests/frame
-emit s3_cold_sparse_random_8_gop250_bytes_per_frame "$(awk -v b="$bytes" 'BEGIN {printf "%.0f", b/8}')" bytes/frame
+emit s3_cold_sparse_random_8_gop250_gets_per_frame "$(ratio "$gets" 8)" requests/frame
+emit s3_cold_sparse_random_8_gop250_bytes_per_frame "$(ratio "$bytes" 8)" bytes/frame
 
 # (e) ingest from S3: about 1 GB, 165 s of 1280x720 30 fps H.264 at
 # 50 Mbit/s with the moov at the end, as cameras and ffmpeg write it.

@@ -11,16 +11,7 @@ mkdir -p "$cache"
 work=$(mktemp -d -p "$cache")
 trap 'rm -rf "$work"' EXIT
 py=/usr/bin/python3
-
-# seconds CMD...: wall time of one run.
-seconds() {
-	local start end
-	start=$(date +%s%N)
-	"$@" >/dev/null
-	end=$(date +%s%N)
-	awk -v ns=$((end - start)) 'BEGIN {printf "%.3f", ns/1e9}'
-}
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+. "$root/scripts/lib.sh"
 # peak_rss_mb CMD...: peak resident memory of the command, in MB.
 peak_rss_mb() {
 	"$py" -c 'import resource, subprocess, sys
@@ -37,7 +28,7 @@ fi
 bytes=$(stat -c %s "$big")
 cat "$big" >/dev/null # both sides start with the source in the page cache
 cp_times=() ingest_times=()
-for i in 1 2 3; do
+for _ in $(seq "$RUNS"); do
 	cp_times+=("$(seconds sh -c "cp '$big' '$work/copy.mp4' && sync '$work/copy.mp4'")")
 	rm -f "$work/copy.mp4"
 	rm -rf "$work/t"
@@ -46,10 +37,11 @@ for i in 1 2 3; do
 done
 cp_s=$(median "${cp_times[@]}")
 ingest_s=$(median "${ingest_times[@]}")
-echo "table_ingest_1GB_no_sizes $(awk -v b="$bytes" -v s="$ingest_s" 'BEGIN {printf "%.1f", b/s/1e6}') MB/s"
-echo "cp_1GB $(awk -v b="$bytes" -v s="$cp_s" 'BEGIN {printf "%.1f", b/s/1e6}') MB/s"
-echo "ratio:ingest_vs_cp_throughput $(awk -v a="$cp_s" -v b="$ingest_s" 'BEGIN {printf "%.2f", a/b}') x"
-echo "table_ingest_1GB_peak_rss $(peak_rss_mb "$bin" ingest "$work/t" "$big" --episode again --no-sizes) MB"
+megabytes=$(ratio "$bytes" 1000000)
+emit table_ingest_1GB_no_sizes "$(ratio "$megabytes" "$ingest_s")" MB/s
+emit cp_1GB "$(ratio "$megabytes" "$cp_s")" MB/s
+emit ratio:ingest_vs_cp_throughput "$(ratio "$cp_s" "$ingest_s")" x
+emit table_ingest_1GB_peak_rss "$(peak_rss_mb "$bin" ingest "$work/t" "$big" --episode again --no-sizes)" MB
 
 # A table of 10,000 episodes (one commit; identical payloads are stored once).
 mkdir -p "$work/eps"
@@ -60,7 +52,7 @@ for i in $(seq -w 0 9999); do ln "$small" "$work/eps/ep$i.mp4"; done
 rss_small=$(peak_rss_mb "$bin" ls --json "$work/t10k")
 "$bin" ingest "$work/t10k" "$work"/eps/ep[1-9]*.mp4 >/dev/null
 ls_times=()
-for i in 1 2 3; do ls_times+=("$(seconds "$bin" ls --json "$work/t10k")"); done
-echo "table_ls_10000_episodes $(median "${ls_times[@]}") s"
-echo "table_ls_1000_episodes_peak_rss $rss_small MB"
-echo "table_ls_10000_episodes_peak_rss $(peak_rss_mb "$bin" ls --json "$work/t10k") MB"
+for _ in $(seq "$RUNS"); do ls_times+=("$(seconds "$bin" ls --json "$work/t10k")"); done
+emit table_ls_10000_episodes "$(median "${ls_times[@]}")" s
+emit table_ls_1000_episodes_peak_rss "$rss_small" MB
+emit table_ls_10000_episodes_peak_rss "$(peak_rss_mb "$bin" ls --json "$work/t10k")" MB

@@ -19,18 +19,15 @@
 #            and after drop_caches
 #
 # EPISODES (4) episodes of 1,800 640x480 frames per GOP size; RUNS (3) runs
-# of each side, alternated, medians reported; PARTS picks parts
+# of each side, alternated, medians reported (scripts/lib.sh); PARTS picks parts
 # (default: all, e.g. PARTS="epochs random").
 set -euo pipefail
 export LC_ALL=C
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(realpath "${1:-$root/bin/framefs}")
-emit() { printf '%s %s %s\n' "$1" "$2" "$3"; }
-median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.3f\n", (v[NR/2]+v[NR/2+1])/2}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+. "$root/scripts/lib.sh"
 cache="$root/.cache/bench"
 episodes=${EPISODES:-4}
-runs=${RUNS:-3}
 parts=${PARTS:-epochs disk pyav random rss forget}
 py=/usr/bin/python3
 pyd="$root/scripts/py"
@@ -59,7 +56,7 @@ unmount_wh() {
 	while [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; do sleep 0.1; done
 	daemon_pid=""
 }
-rss_mb() { awk -v k="$2" '$1==k":" {printf "%.1f", $2/1024}' "/proc/$1/status"; }
+rss_mb() { ratio "$(awk -v k="$2" '$1==k":" {print $2}' "/proc/$1/status")" 1024; }
 
 # The videos: EPISODES x 1,800 frames of 640x480 30 fps H.264 (B-frames),
 # at GOP 30 and 250, each episode a different stretch of the test pattern.
@@ -92,35 +89,39 @@ emit train_dataset_frames "$frames" frames
 emit train_dataset_jpeg_bytes_gop30 "$image_bytes" bytes
 unmount_wh
 
+# epoch_field E F: field F of epoch E's line in $out, the report of
+# shuffled_epochs.py.
+epoch_field() { awk -v e="$1" -v f="$2" '$2==e {print $f}' <<<"$out"; }
+
 # epochs ROOT_OF_MOUNT MOUNT_ARGS...: RUNS alternated runs of the peer and
 # the mount, two epochs each; emits the medians.
 epochs() {
 	local name=$1 gop=$2
 	shift 2
 	local p1=() p2=() m1=() m2=() dps=() cpus=() dps2=()
-	for _ in $(seq "$runs"); do
+	for _ in $(seq "$RUNS"); do
 		read -r e1 e2 < <("$py" "$pyd/shuffled_epochs.py" "$work/jpeg$gop" --evict | awk '{print $5}' | paste -sd' ')
 		p1+=("$e1") p2+=("$e2")
 		mount_wh "$@"
 		out=$("$py" "$pyd/shuffled_epochs.py" "$mnt/gop$gop/latest" --daemon-pid "$daemon_pid" --stats "$mnt/.stats")
-		m1+=("$(awk '$2==1 {print $5}' <<<"$out")") m2+=("$(awk '$2==2 {print $5}' <<<"$out")")
-		dps+=("$(awk '$2==1 {printf "%.3f", $7/$8}' <<<"$out")")
-		dps2+=("$(awk '$2==2 {printf "%.3f", $7/$8}' <<<"$out")")
-		cpus+=("$(awk '$2==1 {printf "%.2f", 1000*$6/$8}' <<<"$out")")
+		m1+=("$(epoch_field 1 5)") m2+=("$(epoch_field 2 5)")
+		dps+=("$(ratio "$(epoch_field 1 7)" "$(epoch_field 1 8)")")
+		dps2+=("$(ratio "$(epoch_field 2 7)" "$(epoch_field 2 8)")")
+		cpus+=("$(ratio "$(awk '$2==1 {print 1000 * $6}' <<<"$out")" "$(epoch_field 1 8)")")
 		unmount_wh
 	done
 	local pm1 pm2 mm1 mm2
-	pm1=$(printf '%s\n' "${p1[@]}" | median) pm2=$(printf '%s\n' "${p2[@]}" | median)
-	mm1=$(printf '%s\n' "${m1[@]}" | median) mm2=$(printf '%s\n' "${m2[@]}" | median)
+	pm1=$(median "${p1[@]}") pm2=$(median "${p2[@]}")
+	mm1=$(median "${m1[@]}") mm2=$(median "${m2[@]}")
 	emit "${name}_local_jpeg_epoch1" "$pm1" images/s
 	emit "${name}_mount_epoch1" "$mm1" images/s
 	emit "ratio:${name}_epoch1_vs_local_jpeg" "$(ratio "$mm1" "$pm1")" x
-	emit "${name}_epoch1_decoded_per_served" "$(printf '%s\n' "${dps[@]}" | median)" frames
-	emit "${name}_epoch1_daemon_cpu_per_served" "$(printf '%s\n' "${cpus[@]}" | median)" ms
+	emit "${name}_epoch1_decoded_per_served" "$(median "${dps[@]}")" frames
+	emit "${name}_epoch1_daemon_cpu_per_served" "$(median "${cpus[@]}")" ms
 	emit "${name}_local_jpeg_epoch2" "$pm2" images/s
 	emit "${name}_mount_epoch2" "$mm2" images/s
 	emit "ratio:${name}_epoch2_vs_local_jpeg" "$(ratio "$mm2" "$pm2")" x
-	emit "${name}_epoch2_decoded_per_served" "$(printf '%s\n' "${dps2[@]}" | median)" frames
+	emit "${name}_epoch2_decoded_per_served" "$(median "${dps2[@]}")" frames
 	mount_epoch1=$mm1
 }
 
@@ -159,13 +160,13 @@ done
 if want pyav; then
 	for gop in 30 250; do
 		pys=() ms=()
-		for _ in $(seq "$runs"); do
+		for _ in $(seq "$RUNS"); do
 			pys+=("$("$py" "$pyd/pyav_dataset.py" "$cache/train_ep0_gop${gop}.mp4" | awk '{print $5}')")
 			mount_wh
 			ms+=("$("$py" "$pyd/shuffled_epochs.py" "$mnt/one$gop/latest" --epochs 1 | awk '{print $5}')")
 			unmount_wh
 		done
-		pm=$(printf '%s\n' "${pys[@]}" | median) mm=$(printf '%s\n' "${ms[@]}" | median)
+		pm=$(median "${pys[@]}") mm=$(median "${ms[@]}")
 		emit "pyav_dataset_shuffled_gop$gop" "$pm" images/s
 		emit "mount_shuffled_one_episode_gop$gop" "$mm" images/s
 		emit "ratio:mount_epoch1_vs_pyav_dataset_gop$gop" "$(ratio "$mm" "$pm")" x
@@ -177,9 +178,9 @@ if want random; then
 	"$py" -c "import random; r = random.Random(3); print('\n'.join(map(str, r.sample(range(1800), 300))))" >"$work/frames.txt"
 	for gop in 30 250; do
 		pyfps=() pycpu=() mfps=() mcpu=() mdec=()
-		for _ in $(seq "$runs"); do
+		for _ in $(seq "$RUNS"); do
 			read -r _ _ fps cpu < <("$py" "$pyd/random_reads.py" pyav "$cache/train_ep0_gop${gop}.mp4" "$work/frames.txt")
-			pyfps+=("$fps") pycpu+=("$(awk -v c="$cpu" 'BEGIN {printf "%.3f", 1000*c/300}')")
+			pyfps+=("$fps") pycpu+=("$(ratio "$cpu" 0.3)") # ms per frame: 1000 * s / 300
 			mount_wh
 			ep="$mnt/one$gop/latest/one"
 			ls "$ep" >/dev/null
@@ -189,19 +190,19 @@ if want random; then
 			cpu1=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
 			dec1=$(awk '$1=="framefs_decoder_frames_decoded_total" {print $2}' "$mnt/.stats")
 			mfps+=("$fps")
-			mcpu+=("$(awk -v a="$cpu0" -v b="$cpu1" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.3f", 1000*(b-a)/hz/300}')")
-			mdec+=("$(awk -v a="$dec0" -v b="$dec1" 'BEGIN {printf "%.2f", (b-a)/300}')")
+			mcpu+=("$(ratio "$((1000 * (cpu1 - cpu0)))" "$((300 * $(getconf CLK_TCK)))")") # ms per frame
+			mdec+=("$(ratio "$((dec1 - dec0))" 300)")
 			unmount_wh
 		done
-		pf=$(printf '%s\n' "${pyfps[@]}" | median) pc=$(printf '%s\n' "${pycpu[@]}" | median)
-		mf=$(printf '%s\n' "${mfps[@]}" | median) mc=$(printf '%s\n' "${mcpu[@]}" | median)
+		pf=$(median "${pyfps[@]}") pc=$(median "${pycpu[@]}")
+		mf=$(median "${mfps[@]}") mc=$(median "${mcpu[@]}")
 		emit "random300_pyav_gop$gop" "$pf" frames/s
 		emit "random300_mount_gop$gop" "$mf" frames/s
 		emit "ratio:random300_mount_vs_pyav_gop$gop" "$(ratio "$mf" "$pf")" x
 		emit "random300_pyav_cpu_per_frame_gop$gop" "$pc" ms
 		emit "random300_daemon_cpu_per_served_gop$gop" "$mc" ms
 		emit "ratio:random300_daemon_cpu_vs_pyav_cpu_gop$gop" "$(ratio "$mc" "$pc")" x
-		emit "random300_decoded_per_served_gop$gop" "$(printf '%s\n' "${mdec[@]}" | median)" frames
+		emit "random300_decoded_per_served_gop$gop" "$(median "${mdec[@]}")" frames
 	done
 fi
 
@@ -252,7 +253,7 @@ if want forget; then
 	emit forget_rss_before_stat "$before" MB
 	emit forget_rss_after_stat_54000 "$after_stat" MB
 	emit forget_rss_after_drop_caches "$after_drop" MB
-	emit forget_rss_growth_after_drop "$(awk -v a="$after_drop" -v b="$before" 'BEGIN {printf "%.1f", a-b}')" MB
+	emit forget_rss_growth_after_drop "$(round "$(awk -v a="$after_drop" -v b="$before" 'BEGIN {print a - b}')")" MB
 	emit forget_nodes_released "$(awk '$1=="framefs_nodes_forgotten_total" {print $2}' "$mnt/.stats")" nodes
 	unmount_wh
 fi
