@@ -1,6 +1,7 @@
 package decoder
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"sort"
 
 	"github.com/asticode/go-astiav"
+
+	"github.com/framefs/framefs/videoidx"
 )
 
 // ErrNotImage means a file given to EncodeImagesToVideo is not a PNG or
@@ -135,7 +138,7 @@ func EncodeImagesToVideo(ctx context.Context, images []string, out string, opts 
 	err = tmp.Close()
 	tmp = nil
 	if err == nil {
-		err = fastStart(name)
+		err = moveIndexToFront(name)
 	}
 	if err == nil {
 		err = os.Rename(name, out)
@@ -487,56 +490,11 @@ func (e *videoEncoder) free() {
 	e.file = nil
 }
 
-// mp4Box is a box header found while walking an MP4 file.
-type mp4Box struct {
-	typ        string
-	start, end int64 // the whole box, header included
-	header     int64 // header length (8, or 16 with a 64-bit size)
-}
-
-// readBoxes lists the boxes in [start, end) of r.
-func readBoxes(r io.ReaderAt, start, end int64) ([]mp4Box, error) {
-	var boxes []mp4Box
-	var hdr [16]byte
-	for pos := start; pos < end; {
-		if end-pos < 8 {
-			return nil, fmt.Errorf("truncated box header at %d", pos)
-		}
-		if _, err := r.ReadAt(hdr[:8], pos); err != nil {
-			return nil, err
-		}
-		size := int64(be32(hdr[0:4]))
-		h := int64(8)
-		switch size {
-		case 0:
-			size = end - pos
-		case 1:
-			if _, err := r.ReadAt(hdr[8:16], pos+8); err != nil {
-				return nil, err
-			}
-			size = int64(be32(hdr[8:12]))<<32 | int64(be32(hdr[12:16]))
-			h = 16
-		}
-		if size < h || size > end-pos {
-			return nil, fmt.Errorf("box %q at %d has a bad size %d", hdr[4:8], pos, size)
-		}
-		boxes = append(boxes, mp4Box{typ: string(hdr[4:8]), start: pos, end: pos + size, header: h})
-		pos += size
-	}
-	return boxes, nil
-}
-
-func be32(b []byte) uint32 {
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-}
-
-// fastStart rewrites the MP4 at path, written moov-last (ftyp, ..., mdat,
-// moov), so that moov comes right after ftyp, shifting the chunk offsets
-// in its stco and co64 boxes by the size of moov, as `-movflags +faststart`
-// does. A file already in that order, or whose offsets would no longer fit
-// 32 bits, is left as it is. The rewrite goes to a new file that replaces
-// path when complete.
-func fastStart(path string) (err error) {
+// moveIndexToFront rewrites the MP4 at path, written moov-last, with its
+// moov box first (videoidx.FastStart), so that readers find the index in
+// its first bytes. The rewrite goes to a new file that replaces path when
+// complete; a file FastStart leaves as it is stays untouched.
+func moveIndexToFront(path string) (err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -544,35 +502,6 @@ func fastStart(path string) (err error) {
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return err
-	}
-	top, err := readBoxes(f, 0, st.Size())
-	if err != nil {
-		return fmt.Errorf("move the index to the front: %w", err)
-	}
-	moovAt, mdatAt := -1, -1
-	for i, b := range top {
-		switch b.typ {
-		case "moov":
-			moovAt = i
-		case "mdat":
-			if mdatAt < 0 {
-				mdatAt = i
-			}
-		}
-	}
-	if moovAt < 0 || mdatAt < 0 || moovAt < mdatAt || top[0].typ != "ftyp" {
-		return nil
-	}
-	moovBox := top[moovAt]
-	moov := make([]byte, moovBox.end-moovBox.start)
-	if _, err := f.ReadAt(moov, moovBox.start); err != nil {
-		return err
-	}
-	if ok, err := shiftChunkOffsets(moov, int64(len(moov))); err != nil || !ok {
-		if err != nil {
-			err = fmt.Errorf("move the index to the front: %w", err)
-		}
 		return err
 	}
 	out, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.faststart")
@@ -585,23 +514,13 @@ func fastStart(path string) (err error) {
 			os.Remove(out.Name())
 		}
 	}()
-	// New order: ftyp, moov, then every other box in its old order.
-	copyBox := func(b mp4Box) error {
-		_, err := io.Copy(out, io.NewSectionReader(f, b.start, b.end-b.start))
+	w := bufio.NewWriterSize(out, 1<<20)
+	rewritten, err := videoidx.FastStart(f, st.Size(), w)
+	if err != nil || !rewritten {
 		return err
 	}
-	if err := copyBox(top[0]); err != nil {
+	if err := w.Flush(); err != nil {
 		return err
-	}
-	if _, err := out.Write(moov); err != nil {
-		return err
-	}
-	for i, b := range top[1:] {
-		if i+1 != moovAt {
-			if err := copyBox(b); err != nil {
-				return err
-			}
-		}
 	}
 	name := out.Name()
 	err = out.Close()
@@ -613,65 +532,4 @@ func fastStart(path string) (err error) {
 		os.Remove(name)
 	}
 	return err
-}
-
-// containers lists the boxes on the path from moov to the chunk offset
-// tables.
-var containers = map[string]bool{"moov": true, "trak": true, "mdia": true, "minf": true, "stbl": true}
-
-// shiftChunkOffsets adds shift to every entry of the stco and co64 boxes
-// inside moov (the whole moov box, header included), in place. ok is false
-// when a 32-bit offset would overflow.
-func shiftChunkOffsets(moov []byte, shift int64) (ok bool, err error) {
-	r := bytes.NewReader(moov)
-	var walk func(start, end int64) (bool, error)
-	walk = func(start, end int64) (bool, error) {
-		boxes, err := readBoxes(r, start, end)
-		if err != nil {
-			return false, err
-		}
-		for _, b := range boxes {
-			body := moov[b.start+b.header : b.end]
-			switch {
-			case containers[b.typ]:
-				if ok, err := walk(b.start+b.header, b.end); err != nil || !ok {
-					return ok, err
-				}
-			case b.typ == "stco" || b.typ == "co64":
-				width := 4
-				if b.typ == "co64" {
-					width = 8
-				}
-				if len(body) < 8 {
-					return false, fmt.Errorf("%s box too short", b.typ)
-				}
-				n := int(be32(body[4:8]))
-				if n < 0 || len(body)-8 < n*width {
-					return false, fmt.Errorf("%s box has %d entries but %d bytes", b.typ, n, len(body))
-				}
-				for i := range n {
-					e := body[8+i*width : 8+(i+1)*width]
-					if width == 4 {
-						v := int64(be32(e)) + shift
-						if v > math.MaxUint32 {
-							return false, nil
-						}
-						putBE(e, uint64(v))
-					} else {
-						v := uint64(be32(e[:4]))<<32 | uint64(be32(e[4:]))
-						putBE(e, v+uint64(shift))
-					}
-				}
-			}
-		}
-		return true, nil
-	}
-	return walk(0, int64(len(moov)))
-}
-
-func putBE(b []byte, v uint64) {
-	for i := len(b) - 1; i >= 0; i-- {
-		b[i] = byte(v)
-		v >>= 8
-	}
 }

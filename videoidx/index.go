@@ -13,6 +13,10 @@
 // their packets with FFmpeg, which lives in package decoder; this package owns
 // only the index type and must not depend on FFmpeg.
 //
+// FastStart rewrites an MP4 written with its moov box last so that the box
+// comes first, shifting the chunk offsets it holds. All MP4 box parsing of
+// framefs is here, on go-mp4's box walker.
+//
 // Encode and Decode store an index in a compact, versioned, checksummed
 // binary form (see encode.go): about 3 bytes per frame for a video-only
 // H.264 file, 5-6 when its chunks interleave with audio.
