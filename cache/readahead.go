@@ -128,10 +128,3 @@ func (r *Readahead[K]) Observe(k K, n int) (from, to int) {
 	cur.ahead = want
 	return from, to
 }
-
-// Forget drops what is known about the readers of k.
-func (r *Readahead[K]) Forget(k K) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.keys.Remove(k)
-}

@@ -34,8 +34,10 @@ func (s *Server) Wait() {
 	s.m.closeCatalogs()
 }
 
-// Unmount detaches the mount; it fails with EBUSY while files are open
-// unless lazy is set.
+// Unmount detaches the mount, retrying for a moment while the kernel still
+// counts files open; it fails (EBUSY) if they stay open. It never detaches
+// lazily: a caller that must go anyway falls back to `fusermount3 -u -z`,
+// as the mount command does on SIGTERM.
 func (s *Server) Unmount() error { return s.Server.Unmount() }
 
 // MountWarehouse mounts every table of a warehouse at dir.

@@ -138,7 +138,9 @@ func (sc *Sidecar) parseJSON(data []byte) error {
 	return nil
 }
 
-// csvNull is how CSV sidecars write null: an empty field.
+// parseCSV reads a header line and one frame per line. An empty field is
+// null (left out of the frame); the others are csvText, typed later by the
+// schema.
 func (sc *Sidecar) parseCSV(data []byte) error {
 	r := csv.NewReader(bytes.NewReader(data))
 	r.ReuseRecord = false
