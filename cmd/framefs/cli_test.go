@@ -39,6 +39,11 @@ func mustRun(t *testing.T, args ...string) []byte {
 	return out
 }
 
+func mustRunString(t *testing.T, args ...string) string {
+	t.Helper()
+	return string(mustRun(t, args...))
+}
+
 // TestCreateDeclaredEpisodeColumn: `create --column episode_id:string
 // --episode-column episode_id` is accepted; a conflicting type is refused
 // with a message saying what the column must be.

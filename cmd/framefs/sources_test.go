@@ -15,28 +15,6 @@ import (
 	"github.com/framefs/framefs/internal/s3test"
 )
 
-// runCLI runs the framefs command line in process and returns what it
-// printed.
-func runCLI(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	root := newRootCommand()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	return out.String(), err
-}
-
-func mustCLI(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := runCLI(t, args...)
-	if err != nil {
-		t.Fatalf("framefs %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
-}
-
 // TestIngestS3Sources drives `framefs ingest` and `replace` with S3
 // sources: a whole object into an S3 table (copied by the server), a byte
 // range of a larger object with its sidecar on S3 into a local table
@@ -86,11 +64,11 @@ func TestIngestS3Sources(t *testing.T) {
 	f := []string{"--s3-cache-dir", "off"}
 	s3Table, localTable := srv.URI("tables/robot"), filepath.Join(dir, "robot")
 	for _, tbl := range []string{s3Table, localTable} {
-		mustCLI(t, append([]string{"create", tbl, "--column", "note:string?"}, f...)...)
+		mustRunString(t, append([]string{"create", tbl, "--column", "note:string?"}, f...)...)
 	}
 	// Into the S3 table: the payload is copied by the server; the sidecar
 	// beside the object is found and read from S3.
-	out := mustCLI(t, append([]string{"ingest", s3Table, srv.URI("fleet/cam.mp4"), "--no-sizes"}, f...)...)
+	out := mustRunString(t, append([]string{"ingest", s3Table, srv.URI("fleet/cam.mp4"), "--no-sizes"}, f...)...)
 	read, copied := s3Report(t, out)
 	t.Logf("S3 table: %s", strings.TrimSpace(out))
 	if copied != int64(len(data)) || read > int64(len(data))/100 {
@@ -98,7 +76,7 @@ func TestIngestS3Sources(t *testing.T) {
 	}
 	// Into the local table: a range of a larger object, frame sizes
 	// stored (decoded through ranged reads), rows from S3.
-	out = mustCLI(t, append([]string{"ingest", localTable, srv.URI("fleet/day.pack"), "--episode", "inner", "--rows", srv.URI("fleet/inner.jsonl"),
+	out = mustRunString(t, append([]string{"ingest", localTable, srv.URI("fleet/day.pack"), "--episode", "inner", "--rows", srv.URI("fleet/inner.jsonl"),
 		"--offset", strconv.Itoa(len(prefix)), "--length", strconv.Itoa(len(data))}, f...)...)
 	read, copied = s3Report(t, out)
 	t.Logf("local table: %s", strings.TrimSpace(out))
@@ -107,17 +85,17 @@ func TestIngestS3Sources(t *testing.T) {
 	}
 	for _, c := range []struct{ table, episode string }{{s3Table, "cam"}, {localTable, "inner"}} {
 		for i := 0; i < 20; i++ {
-			ppm := mustCLI(t, append([]string{"frame", c.table, "--episode", c.episode, "--frame", strconv.Itoa(i), "--format", "ppm"}, f...)...)
+			ppm := mustRunString(t, append([]string{"frame", c.table, "--episode", c.episode, "--frame", strconv.Itoa(i), "--format", "ppm"}, f...)...)
 			header := "P6\n640 360\n255\n"
 			if !strings.HasPrefix(ppm, header) || !bytes.Equal([]byte(ppm[len(header):]), raw[i*frameBytes:(i+1)*frameBytes]) {
 				t.Fatalf("%s episode %s frame %d differs from FFmpeg's decoding of the source file", c.table, c.episode, i)
 			}
 		}
-		if out := mustCLI(t, append([]string{"verify", c.table}, f...)...); !strings.Contains(out, "ok") {
+		if out := mustRunString(t, append([]string{"verify", c.table}, f...)...); !strings.Contains(out, "ok") {
 			t.Fatalf("verify %s: %s", c.table, out)
 		}
 	}
-	ls := mustCLI(t, append([]string{"ls", s3Table, "cam", "--json"}, f...)...)
+	ls := mustRunString(t, append([]string{"ls", s3Table, "cam", "--json"}, f...)...)
 	if !strings.Contains(ls, "row 19") {
 		t.Errorf("the sidecar beside the S3 object was not used: %s", ls)
 	}
@@ -128,23 +106,23 @@ func TestIngestS3Sources(t *testing.T) {
 	srv.PutObject(t, "fleet/e9/left.mp4", left)
 	srv.PutObject(t, "fleet/e9/rows.jsonl", []byte("{\"note\": \"a\"}\n{\"note\": \"b\"}\n"))
 	arm := filepath.Join(dir, "arm")
-	mustCLI(t, append([]string{"create", arm, "--column", "note:string?", "--video-column", "front,left"}, f...)...)
-	mustCLI(t, append([]string{"ingest", arm, "front=" + srv.URI("fleet/e9/front.mp4"), "left=" + srv.URI("fleet/e9/left.mp4"),
+	mustRunString(t, append([]string{"create", arm, "--column", "note:string?", "--video-column", "front,left"}, f...)...)
+	mustRunString(t, append([]string{"ingest", arm, "front=" + srv.URI("fleet/e9/front.mp4"), "left=" + srv.URI("fleet/e9/left.mp4"),
 		"--rows", srv.URI("fleet/e9/rows.jsonl"), "--episode", "e9", "--no-sizes"}, f...)...)
-	if out := mustCLI(t, append([]string{"verify", arm}, f...)...); !strings.Contains(out, "ok") {
+	if out := mustRunString(t, append([]string{"verify", arm}, f...)...); !strings.Contains(out, "ok") {
 		t.Fatalf("verify %s: %s", arm, out)
 	}
-	if ls := mustCLI(t, append([]string{"ls", arm, "e9", "--json"}, f...)...); !strings.Contains(ls, fmt.Sprintf(`"length": %d`, len(front))) ||
+	if ls := mustRunString(t, append([]string{"ls", arm, "e9", "--json"}, f...)...); !strings.Contains(ls, fmt.Sprintf(`"length": %d`, len(front))) ||
 		!strings.Contains(ls, fmt.Sprintf(`"length": %d`, len(left))) || !strings.Contains(ls, `"note": "b"`) {
 		t.Errorf("multi-camera episode from S3: %s", ls)
 	}
 
 	// replace with a range of an object.
-	mustCLI(t, append([]string{"replace", s3Table, "--episode", "cam", srv.URI("fleet/day.pack"), "--offset", strconv.Itoa(len(prefix)),
+	mustRunString(t, append([]string{"replace", s3Table, "--episode", "cam", srv.URI("fleet/day.pack"), "--offset", strconv.Itoa(len(prefix)),
 		"--length", strconv.Itoa(len(data)), "--no-sizes"}, f...)...)
 
 	// Bad sources: errors that name them, and no commit.
-	logBefore := mustCLI(t, append([]string{"log", localTable, "--json"}, f...)...)
+	logBefore := mustRunString(t, append([]string{"log", localTable, "--json"}, f...)...)
 	missing := srv.URI("fleet/missing.mp4")
 	for _, bad := range []struct {
 		args []string
@@ -156,18 +134,19 @@ func TestIngestS3Sources(t *testing.T) {
 		{[]string{srv.URI("fleet/cam.mp4"), "--length", "0"}, "at least one byte"},
 		{[]string{"s3://only-a-bucket"}, "s3://BUCKET/KEY"},
 	} {
-		out, err := runCLI(t, append(append([]string{"ingest", localTable}, bad.args...), append(f, "--no-sizes")...)...)
+		raw, err := runCLI(context.Background(), append(append([]string{"ingest", localTable}, bad.args...), append(f, "--no-sizes")...)...)
+		out := string(raw)
 		if err == nil || !strings.Contains(err.Error()+out, bad.want) {
 			t.Errorf("ingest %v: want an error with %q, got %v\n%s", bad.args, bad.want, err, out)
 		}
 	}
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
-	_, err = runCLI(t, append([]string{"ingest", localTable, srv.URI("fleet/cam.mp4"), "--episode", "denied", "--no-sizes"}, f...)...)
+	_, err = runCLI(context.Background(), append([]string{"ingest", localTable, srv.URI("fleet/cam.mp4"), "--episode", "denied", "--no-sizes"}, f...)...)
 	if err == nil || !strings.Contains(err.Error(), srv.URI("fleet/cam.mp4")) || !strings.Contains(err.Error(), "credentials") {
 		t.Errorf("wrong credentials: %v", err)
 	}
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-	if logAfter := mustCLI(t, append([]string{"log", localTable, "--json"}, f...)...); logAfter != logBefore {
+	if logAfter := mustRunString(t, append([]string{"log", localTable, "--json"}, f...)...); logAfter != logBefore {
 		t.Errorf("failed ingests changed the table:\n%s\n%s", logBefore, logAfter)
 	}
 }
