@@ -10,6 +10,7 @@
 #   opening the mount's views/ and its first view
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib.sh"
 bin=$(realpath "${1:-$root/bin/framefs}")
 cache="$root/.cache/bench"
 mkdir -p "$cache"
@@ -27,15 +28,8 @@ if [ ! -d "$duck/node_modules/@duckdb/node-api" ]; then
 	mkdir -p "$duck"
 	(cd "$duck" && npm install --no-audit --no-fund --silent @duckdb/node-api@1.5.6-r.1 >/dev/null)
 fi
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ms() {
-	local start end
-	start=$(date +%s%N)
-	"$@" >/dev/null
-	end=$(date +%s%N)
-	awk -v ns=$((end - start)) 'BEGIN {printf "%.1f", ns/1e6}'
-}
+# ms CMD...: CMD's wall time in milliseconds.
+ms() { round "$(LC_ALL=C awk -v s="$(seconds "$@")" 'BEGIN {print s * 1000}')"; }
 
 # The table: 10,000 episodes of 300 rows in ten commits of 1,000 (so ten
 # Parquet files), partitioned by task; each episode drives at a speed of
@@ -106,7 +100,7 @@ bytes_read() {
 # the FFmpeg libraries, package initialisation).
 start_times=()
 for i in 1 2 3 4 5; do start_times+=("$(ms "$bin" --help)"); done
-echo "views_framefs_process_start $(median "${start_times[@]}") ms"
+emit "views_framefs_process_start" "$(median "${start_times[@]}")" ms
 
 for case in "selective:ego_speed_kmh >= 119.5" "partition:task = 'stack'"; do
 	name=${case%%:*}
@@ -125,14 +119,14 @@ for case in "selective:ego_speed_kmh >= 119.5" "partition:task = 'stack'"; do
 	done
 	ffs_ms=$(median "${times[@]}")
 	duck_proc_ms=$(median "${duck_proc[@]}")
-	echo "views_count_${name}_framefs $ffs_ms ms"
-	echo "views_count_${name}_duckdb_query $duck_ms ms"
-	echo "views_count_${name}_duckdb_process $duck_proc_ms ms"
-	echo "ratio:views_count_${name}_vs_duckdb_query $(ratio "$duck_ms" "$ffs_ms") x"
-	echo "ratio:views_count_${name}_vs_duckdb_process $(ratio "$duck_proc_ms" "$ffs_ms") x"
-	echo "views_count_${name}_framefs_bytes_read $(bytes_read "$bin" ls "$tbl" --where "$where" --count) bytes"
-	echo "views_count_${name}_duckdb_bytes_read $(bytes_read node "$work/count.mjs" "$tbl/data/*.parquet" "$where" 1) bytes"
-	echo "views_count_${name}_matching $want frames"
+	emit "views_count_${name}_framefs" "$ffs_ms" ms
+	emit "views_count_${name}_duckdb_query" "$duck_ms" ms
+	emit "views_count_${name}_duckdb_process" "$duck_proc_ms" ms
+	emit "ratio:views_count_${name}_vs_duckdb_query" "$(ratio "$duck_ms" "$ffs_ms")" x
+	emit "ratio:views_count_${name}_vs_duckdb_process" "$(ratio "$duck_proc_ms" "$ffs_ms")" x
+	emit "views_count_${name}_framefs_bytes_read" "$(bytes_read "$bin" ls "$tbl" --where "$where" --count)" bytes
+	emit "views_count_${name}_duckdb_bytes_read" "$(bytes_read node "$work/count.mjs" "$tbl/data/*.parquet" "$where" 1)" bytes
+	emit "views_count_${name}_matching" "$want" frames
 done
 
 # The mount: views of the same table. Frame sizes are computed once per
@@ -148,7 +142,7 @@ open_start=$(date +%s%N)
 ls "$mnt/views" >/dev/null
 ls "$mnt/views/bench-fast/" >/dev/null
 open_end=$(date +%s%N)
-echo "views_open_views_and_first_view $(awk -v ns=$((open_end - open_start)) 'BEGIN {printf "%.1f", ns/1e6}') ms"
+emit "views_open_views_and_first_view" "$(round "$(((open_end - open_start) / 1000))e-3")" ms
 head=$(readlink "$mnt/latest")
 ls -l "$mnt/$head/task=pick/ep00000" >/dev/null # frame sizes of the payload
 view_times=() snap_times=()
@@ -160,9 +154,9 @@ for i in 1 2 3 4 5; do
 done
 view_ms=$(median "${view_times[@]}")
 snap_ms=$(median "${snap_times[@]}")
-echo "views_ls_l_episode_300_frames_view $view_ms ms"
-echo "views_ls_l_episode_300_frames_snapshot $snap_ms ms"
-echo "ratio:views_ls_l_view_vs_snapshot $(ratio "$snap_ms" "$view_ms") x"
+emit "views_ls_l_episode_300_frames_view" "$view_ms" ms
+emit "views_ls_l_episode_300_frames_snapshot" "$snap_ms" ms
+emit "ratio:views_ls_l_view_vs_snapshot" "$(ratio "$snap_ms" "$view_ms")" x
 fusermount3 -u "$mnt"
 "$bin" view delete "$tbl" bench-fast >/dev/null
 "$bin" view delete "$tbl" bench-pick >/dev/null
