@@ -33,6 +33,10 @@ type change struct {
 	base int64
 	// touched are the episodes the change depends on.
 	touched []string
+	// reused are objects of earlier commits the added episodes reference
+	// (payloads stored before): the head the change lands on must still
+	// reference them, so that they cannot have been collected meanwhile.
+	reused  []string
 	summary Summary
 }
 
@@ -91,6 +95,18 @@ func (t *Table) checkConflicts(ctx context.Context, ch change, head *Snapshot) e
 			if present[ep] {
 				return &InputError{Index: -1, Episode: ep, Err: fmt.Errorf("%w: episode %q is already in the table (snapshot %d); use replace or update to change it",
 					ErrExists, ep, head.ID)}
+			}
+		}
+	}
+	if len(ch.reused) > 0 {
+		live, err := t.snapshotObjects(ctx, head)
+		if err != nil {
+			return err
+		}
+		for _, key := range ch.reused {
+			if !live[key] {
+				return fmt.Errorf("%w: %s, a stored video this commit reuses, is no longer in snapshot %d (its episodes were removed meanwhile); retry",
+					ErrConflict, key, head.ID)
 			}
 		}
 	}

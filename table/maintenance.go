@@ -181,30 +181,45 @@ func (t *Table) liveObjects(ctx context.Context) (map[string]bool, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, key := range s.Manifests {
-			if live[key] {
-				continue
-			}
-			live[key] = true
-			m, err := t.Manifest(ctx, key)
-			if err != nil {
-				// A live snapshot whose manifest is gone: refuse to
-				// collect anything rather than guess.
-				return nil, fmt.Errorf("snapshot %d: %w", id, err)
-			}
-			for _, e := range m.Episodes {
-				live[e.DataFile] = true
-				live[chunkIndexKey(e.DataFile)] = true
-				for _, v := range e.Videos {
-					live[v.Pack] = true
-					for _, sz := range v.Sizes {
-						live[sz.Object] = true
-					}
+		if err := t.addSnapshotObjects(ctx, s, live); err != nil {
+			// A live snapshot whose manifest is gone: refuse to
+			// collect anything rather than guess.
+			return nil, err
+		}
+	}
+	return live, nil
+}
+
+// snapshotObjects returns every object key one snapshot references.
+func (t *Table) snapshotObjects(ctx context.Context, snap *Snapshot) (map[string]bool, error) {
+	objs := map[string]bool{}
+	return objs, t.addSnapshotObjects(ctx, snap, objs)
+}
+
+// addSnapshotObjects adds the manifests, data files, packs and sizes
+// objects snap references to objs; manifests already in objs are skipped.
+func (t *Table) addSnapshotObjects(ctx context.Context, snap *Snapshot, objs map[string]bool) error {
+	for _, key := range snap.Manifests {
+		if objs[key] {
+			continue
+		}
+		objs[key] = true
+		m, err := t.Manifest(ctx, key)
+		if err != nil {
+			return fmt.Errorf("snapshot %d: %w", snap.ID, err)
+		}
+		for _, e := range m.Episodes {
+			objs[e.DataFile] = true
+			objs[chunkIndexKey(e.DataFile)] = true
+			for _, v := range e.Videos {
+				objs[v.Pack] = true
+				for _, sz := range v.Sizes {
+					objs[sz.Object] = true
 				}
 			}
 		}
 	}
-	return live, nil
+	return nil
 }
 
 // Problem is one finding of Verify.

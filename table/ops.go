@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/framefs/framefs/table/storage"
+	"golang.org/x/sync/errgroup"
 )
 
 // VideoFile is a video to store for one video column of an episode.
@@ -53,6 +54,13 @@ type AddOptions struct {
 	// AllowNewColumns adds sidecar columns the schema does not have, as
 	// nullable columns of a new schema version, instead of failing.
 	AllowNewColumns bool
+	// ReuseStoredVideos references a payload the head snapshot already
+	// stores when a video's bytes (SHA-256) equal it, instead of storing
+	// the video again; the video is then read once, to hash it, and not
+	// indexed or sized. Imports that commit the episodes of one shared
+	// video file over several commits use it so that the file is stored
+	// once.
+	ReuseStoredVideos bool
 	// Progress, when set, is told after each video is checked (hashed,
 	// indexed and sized) and once the commit is written.
 	Progress func(step string, done, total int)
@@ -89,6 +97,14 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 	var all []staged
 	seen := map[string]bool{}
 	checked := 0
+	var stored map[string]VideoRef
+	if opts.ReuseStoredVideos {
+		if stored, err = t.storedPayloads(ctx); err != nil {
+			return nil, err
+		}
+	}
+	prep := t.prepareAll(ctx, schema, inputs, !opts.NoSizes, stored)
+	defer prep.stop()
 	for i, in := range inputs {
 		st := staged{videos: map[string]*preparedVideo{}, first: map[string]int64{}, source: map[string]string{}}
 		videos, err := normalizeVideos(schema, in.Videos)
@@ -112,7 +128,7 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 			if vf.FirstFrame < 0 {
 				return nil, inputError(i, in, fmt.Errorf("%w: episode %q: first frame %d is negative", ErrInvalidInput, st.id, vf.FirstFrame))
 			}
-			pv, err := t.prepareVideo(ctx, vf, schema.Image, !opts.NoSizes)
+			pv, err := prep.get(vf)
 			if err != nil {
 				return nil, inputError(i, in, fmt.Errorf("episode %q: %w", st.id, err))
 			}
@@ -121,10 +137,10 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 				opts.Progress("checking videos", checked, len(inputs)*len(schema.VideoColumns))
 			}
 			st.videos[col], st.first[col], st.source[col] = pv, vf.FirstFrame, filepath.Base(vf.Path)
-			avail := int64(pv.index.Frames()) - vf.FirstFrame
+			avail := pv.frames() - vf.FirstFrame
 			if avail <= 0 {
 				return nil, inputError(i, in, fmt.Errorf("%w: episode %q: %s has %d frames, first frame %d is past its end",
-					ErrInvalidInput, st.id, filepath.Base(vf.Path), pv.index.Frames(), vf.FirstFrame))
+					ErrInvalidInput, st.id, filepath.Base(vf.Path), pv.frames(), vf.FirstFrame))
 			}
 			if minFrames < 0 || avail < minFrames {
 				minFrames = avail
@@ -162,10 +178,7 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 			prepared = append(prepared, st.videos[col])
 		}
 	}
-	packed, written, err := t.writePacks(ctx, prepared, schema.PackTargetBytes)
-	if err != nil {
-		return nil, err
-	}
+	lay := t.planPacks(prepared, schema.PackTargetBytes)
 	dataKey := newObjectKey(prefixData, ".parquet")
 	now := t.opts.Now().UTC()
 	var entries []EpisodeEntry
@@ -174,11 +187,8 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 	for i, st := range all {
 		refs := map[string]VideoRef{}
 		for c, col := range schema.VideoColumns {
-			ref := packed[i*len(schema.VideoColumns)+c]
-			v := st.videos[col]
-			ref.FirstFrame, ref.Frames = st.first[col], int64(v.index.Frames())
-			ref.Codec, ref.Width, ref.Height = v.index.Codec, v.index.Width, v.index.Height
-			ref.SourceName = st.source[col]
+			ref := lay.refs[i*len(schema.VideoColumns)+c]
+			ref.FirstFrame, ref.SourceName = st.first[col], st.source[col]
 			refs[col] = ref
 		}
 		entries = append(entries, EpisodeEntry{
@@ -191,11 +201,30 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 		ch.summary.EpisodesAdded++
 		ch.summary.FramesAdded += int64(len(st.rows))
 	}
-	if err := t.putData(ctx, dataKey, schema, epRows); err != nil {
+	// The rows need only where the videos will be: write them while the
+	// packs stream (mostly waiting on the disk or the network).
+	var written int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		written, err = t.writePlannedPacks(gctx, lay.plans)
+		return err
+	})
+	g.Go(func() error { return t.putData(gctx, dataKey, schema, epRows) })
+	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	// Payloads hashed while they were packed (S3 sources) have their
+	// SHA-256 now.
+	for i := range entries {
+		for c, col := range schema.VideoColumns {
+			ref := entries[i].Videos[col]
+			ref.SHA256 = lay.sha256(i*len(schema.VideoColumns) + c)
+			entries[i].Videos[col] = ref
+		}
 	}
 	ch.added = entries
 	ch.summary.BytesAdded = written
+	ch.reused = reusedObjects(prepared)
 	snap, err := t.commit(ctx, ch)
 	if err == nil && opts.Progress != nil {
 		opts.Progress("committed", checked, checked)
@@ -353,11 +382,11 @@ func (t *Table) ReplaceVideo(ctx context.Context, episode, column string, vf Vid
 	if !schema.IsVideoColumn(column) {
 		return nil, fmt.Errorf("%w: %q is not a video column (the table has %s)", ErrInvalidInput, column, strings.Join(schema.VideoColumns, ", "))
 	}
-	pv, err := t.prepareVideo(ctx, vf, schema.Image, !opts.NoSizes)
+	pv, err := t.prepareVideo(ctx, vf, schema.Image, !opts.NoSizes, nil)
 	if err != nil {
 		return nil, err
 	}
-	if avail := int64(pv.index.Frames()) - vf.FirstFrame; avail < cur.Rows {
+	if avail := pv.frames() - vf.FirstFrame; avail < cur.Rows {
 		return nil, fmt.Errorf("%w: %s has %d frames from frame %d, the episode has %d rows",
 			ErrInvalidInput, filepath.Base(vf.Path), max(avail, 0), vf.FirstFrame, cur.Rows)
 	}
@@ -374,9 +403,7 @@ func (t *Table) ReplaceVideo(ctx context.Context, episode, column string, vf Vid
 		refs[k] = v
 	}
 	ref := packed[0]
-	ref.FirstFrame, ref.Frames = vf.FirstFrame, int64(pv.index.Frames())
-	ref.Codec, ref.Width, ref.Height = pv.index.Codec, pv.index.Width, pv.index.Height
-	ref.SourceName = filepath.Base(vf.Path)
+	ref.FirstFrame, ref.SourceName = vf.FirstFrame, filepath.Base(vf.Path)
 	refs[column] = ref
 	return t.rewriteEpisode(ctx, head, schema, cur, rows, refs, KindReplace, written)
 }

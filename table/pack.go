@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 
 	"github.com/framefs/framefs/table/storage"
@@ -33,15 +34,28 @@ type preparedVideo struct {
 	indexData     []byte
 	sizes         []byte // encoded sizes block, or nil
 	sizesIdentity string // identity of sizes
+	// stored is set when the table already holds these bytes: the video
+	// is referenced there, not stored again (index and sizes are nil).
+	stored *VideoRef
+}
+
+// frames is the video's frame count.
+func (v *preparedVideo) frames() int64 {
+	if v.stored != nil {
+		return v.stored.Frames
+	}
+	return int64(v.index.Frames())
 }
 
 // prepareVideo opens a video source (a local file or an S3 object, or a
 // byte range of one), indexes it from ranged reads of the boxes it needs,
 // and computes frame sizes when the table has a sizer and withSizes is
 // set. A local file is also hashed, which reads it once more; an S3
-// source is hashed while it is packed. What the source holds open is
-// released; packing opens it again.
-func (t *Table) prepareVideo(ctx context.Context, vf VideoFile, img ImageOptions, withSizes bool) (*preparedVideo, error) {
+// source is hashed while it is packed. A local video whose hash is in
+// stored (and of the same length) is not indexed: it will reference the
+// stored payload. What the source holds open is released; packing opens
+// it again.
+func (t *Table) prepareVideo(ctx context.Context, vf VideoFile, img ImageOptions, withSizes bool, stored map[string]VideoRef) (*preparedVideo, error) {
 	src, err := t.opts.Sources.Open(ctx, vf.Path, storage.Range{Offset: vf.Offset, Length: vf.Length})
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrOutOfRange) || !storage.IsS3URI(vf.Path) {
@@ -60,6 +74,10 @@ func (t *Table) prepareVideo(ctx context.Context, vf VideoFile, img ImageOptions
 			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
 		pv.payloadKey = "sha256:" + pv.sha256
+		if ref, ok := stored[pv.sha256]; ok && ref.Length == pv.size {
+			pv.stored = &ref
+			return pv, nil
+		}
 	}
 	// A read that failed (the network, a source that changed) is not the
 	// video's fault: it must not be reported as a bad video.
@@ -125,10 +143,132 @@ func hashSource(ctx context.Context, src storage.Source) (string, error) {
 	rc := src.Stream(ctx)
 	defer rc.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, rc); err != nil {
+	// Large reads: a video is hashed at the speed of the page cache.
+	if _, err := io.CopyBuffer(h, rc, make([]byte, 1<<20)); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// sourceID names a video source as it was given: its path or URI and
+// its byte range. Episodes cut from one file give the same source; two
+// ranges of one file are two sources.
+type sourceID struct {
+	path           string
+	offset, length int64
+}
+
+func (vf VideoFile) id() sourceID { return sourceID{vf.Path, vf.Offset, vf.Length} }
+
+// preparedVideos prepares the distinct video sources of a commit
+// concurrently (a source given for several episodes, such as a video
+// holding consecutive episodes each from its own first frame, is
+// prepared once and stored once); get waits for one.
+type preparedVideos struct {
+	bySource map[sourceID]*preparing
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+type preparing struct {
+	done chan struct{}
+	pv   *preparedVideo
+	err  error
+}
+
+func (t *Table) prepareAll(ctx context.Context, schema *Schema, inputs []EpisodeInput, withSizes bool, stored map[string]VideoRef) *preparedVideos {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &preparedVideos{bySource: map[sourceID]*preparing{}, cancel: cancel}
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for _, in := range inputs {
+		videos, err := normalizeVideos(schema, in.Videos)
+		if err != nil {
+			continue // reported in input order by the caller
+		}
+		for _, col := range schema.VideoColumns {
+			vf := videos[col]
+			if p.bySource[vf.id()] != nil {
+				continue
+			}
+			job := &preparing{done: make(chan struct{})}
+			p.bySource[vf.id()] = job
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				defer close(job.done)
+				select {
+				case slots <- struct{}{}:
+					defer func() { <-slots }()
+				case <-ctx.Done():
+					job.err = ctx.Err()
+					return
+				}
+				job.pv, job.err = t.prepareVideo(ctx, vf, schema.Image, withSizes, stored)
+			}()
+		}
+	}
+	return p
+}
+
+// get waits for the preparation of a video source.
+func (p *preparedVideos) get(vf VideoFile) (*preparedVideo, error) {
+	job := p.bySource[vf.id()]
+	if job == nil {
+		return nil, fmt.Errorf("%w: %s was not prepared", ErrInvalidInput, vf.describe())
+	}
+	<-job.done
+	return job.pv, job.err
+}
+
+// stop cancels what is still being prepared and waits for it.
+func (p *preparedVideos) stop() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+// storedPayloads maps the SHA-256 of every payload the head snapshot
+// references to one reference to it.
+func (t *Table) storedPayloads(ctx context.Context) (map[string]VideoRef, error) {
+	out := map[string]VideoRef{}
+	head, err := t.Head(ctx)
+	if err != nil || head == nil {
+		return out, err
+	}
+	eps, err := t.Episodes(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range eps {
+		for _, ref := range e.Videos {
+			if _, ok := out[ref.SHA256]; !ok && ref.SHA256 != "" {
+				out[ref.SHA256] = ref
+			}
+		}
+	}
+	return out, nil
+}
+
+// reusedObjects lists the objects (packs and sizes objects) of stored
+// payloads the videos reference instead of storing them.
+func reusedObjects(videos []*preparedVideo) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(key string) {
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, key)
+		}
+	}
+	for _, v := range videos {
+		if v.stored == nil {
+			continue
+		}
+		add(v.stored.Pack)
+		for _, sz := range v.stored.Sizes {
+			add(sz.Object)
+		}
+	}
+	return out
 }
 
 // packEntry is one payload of a pack with its index and sizes blocks.
@@ -138,9 +278,34 @@ type packEntry struct {
 	ref    VideoRef
 }
 
-// writePacks stores the videos in pack objects of about target bytes
-// each. Identical payloads within one pack are stored once. It returns one
-// reference per video, in order, and the bytes written.
+// packPlan is one pack object to write: its key, its payloads and the
+// parts to stream.
+type packPlan struct {
+	key     string
+	entries []*packEntry
+	// pieces are the payloads the store copies itself, in pack order;
+	// tail (tailSize bytes) is streamed after them.
+	pieces   []storage.Piece
+	tail     []packPart
+	tailSize int64
+	size     int64
+}
+
+// packLayout is where the videos of a commit go, decided before anything
+// is written so that the rows referencing them can be written at the same
+// time.
+type packLayout struct {
+	refs []VideoRef // one per video, in order
+	// payloads are the videos whose bytes each reference points at (the
+	// video itself, or an identical one stored first): their SHA-256 is
+	// known once the packs are written.
+	payloads []*preparedVideo
+	plans    []packPlan
+}
+
+// planPacks lays the videos out in pack objects of about target bytes
+// each. Identical payloads within one commit are stored once, and videos
+// the table already stores are not stored again.
 //
 // When the store can copy a source server-side (an S3 table and an S3
 // source on the same service), the payload is copied by the server and
@@ -150,100 +315,152 @@ type packEntry struct {
 // and sizes blocks follow as the last parts. Otherwise each payload is
 // followed by its index and sizes. Readers find everything by the offsets
 // in the manifest either way.
-func (t *Table) writePacks(ctx context.Context, videos []*preparedVideo, target int64) ([]VideoRef, int64, error) {
-	out := make([]VideoRef, len(videos))
+//
+// The references' SHA-256 is left empty for payloads hashed while they
+// are packed (S3 sources); see packLayout.sha256.
+func (t *Table) planPacks(videos []*preparedVideo, target int64) packLayout {
 	copier, _ := t.store.(storage.Copier)
-	var written int64
+	lay := packLayout{refs: make([]VideoRef, len(videos)), payloads: make([]*preparedVideo, len(videos))}
+	seen := map[string]*packEntry{}
 	for start := 0; start < len(videos); {
-		key := newObjectKey(prefixVideo, ".video")
-		var entries []*packEntry
-		entryOf := map[int]*packEntry{}
-		seen := map[string]*packEntry{}
+		plan := packPlan{key: newObjectKey(prefixVideo, ".video")}
+		var placed []int // videos of this pack, to fill in once it is laid out
 		end := start
 		for size := int64(0); end < len(videos) && (end == start || size < target); end++ {
 			v := videos[end]
+			if v.stored != nil {
+				ref := *v.stored
+				ref.FirstFrame, ref.SourceName = 0, ""
+				lay.refs[end], lay.payloads[end] = ref, v
+				continue
+			}
 			if e, ok := seen[v.payloadKey]; ok {
-				entryOf[end] = e
+				lay.refs[end], lay.payloads[end] = e.ref, e.v // e is laid out already or below
+				placed = append(placed, end)
 				continue
 			}
 			e := &packEntry{v: v, copied: copier != nil && copier.CanCopy(v.src)}
-			entries = append(entries, e)
-			seen[v.payloadKey], entryOf[end] = e, e
+			plan.entries = append(plan.entries, e)
+			seen[v.payloadKey] = e
+			lay.payloads[end] = v
+			placed = append(placed, end)
 			size += v.size + int64(len(v.indexData)) + int64(len(v.sizes))
 		}
-		var pieces []storage.Piece
-		var offset int64
-		for _, e := range entries {
+		for _, e := range plan.entries {
 			if e.copied {
-				e.ref.Offset = offset
-				pieces = append(pieces, storage.Piece{Copy: e.v.src, Size: e.v.size})
-				offset += e.v.size
+				e.ref.Offset = plan.size
+				plan.pieces = append(plan.pieces, storage.Piece{Copy: e.v.src, Size: e.v.size})
+				plan.size += e.v.size
 			}
 		}
-		copies, tailStart := len(pieces), offset
-		var tail []packPart
-		for _, e := range entries {
+		tailStart := plan.size
+		for _, e := range plan.entries {
 			v := e.v
 			if !e.copied {
-				e.ref.Offset = offset
-				tail = append(tail, packPart{video: v})
-				offset += v.size
+				e.ref.Offset = plan.size
+				plan.tail = append(plan.tail, packPart{video: v})
+				plan.size += v.size
 			}
-			e.ref.IndexOffset, e.ref.IndexLength = offset, int64(len(v.indexData))
-			tail = append(tail, packPart{data: v.indexData})
-			offset += int64(len(v.indexData))
+			e.ref.IndexOffset, e.ref.IndexLength = plan.size, int64(len(v.indexData))
+			plan.tail = append(plan.tail, packPart{data: v.indexData})
+			plan.size += int64(len(v.indexData))
 			if v.sizes != nil {
-				e.ref.Sizes = []SizesRef{{Identity: v.sizesIdentity, Object: key, Offset: offset, Length: int64(len(v.sizes))}}
-				tail = append(tail, packPart{data: v.sizes})
-				offset += int64(len(v.sizes))
+				e.ref.Sizes = []SizesRef{{Identity: v.sizesIdentity, Object: plan.key, Offset: plan.size, Length: int64(len(v.sizes))}}
+				plan.tail = append(plan.tail, packPart{data: v.sizes})
+				plan.size += int64(len(v.sizes))
 			}
+			e.ref.Pack, e.ref.Length, e.ref.SHA256 = plan.key, v.size, v.sha256
+			e.ref.Frames, e.ref.Codec = int64(v.index.Frames()), v.index.Codec
+			e.ref.Width, e.ref.Height = v.index.Width, v.index.Height
 		}
-		parts := &partsReader{ctx: ctx, parts: tail}
-		defer parts.closeSource() // a store that stopped reading midway
-		if copies == 0 {
-			n, err := t.store.Put(ctx, key, parts)
-			if err != nil {
-				return nil, 0, fmt.Errorf("write pack: %w", err)
-			}
-			if n != offset {
-				return nil, 0, fmt.Errorf("write pack %s: wrote %d bytes, expected %d", key, n, offset)
-			}
-		} else {
-			pieces = append(pieces, storage.Piece{R: parts, Size: offset - tailStart})
-			digests, err := copier.PutPieces(ctx, key, pieces)
-			if err != nil {
-				return nil, 0, fmt.Errorf("write pack: %w", err)
-			}
-			i := 0
-			for _, e := range entries {
-				if !e.copied {
-					continue
-				}
-				if e.v.sha256 = digests[i]; e.v.sha256 == "" {
-					// The server computed no SHA-256 of the part: the
-					// payload is read once to hash it.
-					slog.Warn("the S3 server gave no SHA-256 of a copied payload; reading it to hash it", "source", e.v.src.Name())
-					h, err := hashSource(ctx, e.v.src)
-					if err != nil {
-						return nil, 0, fmt.Errorf("hash %s: %w", e.v.src.Name(), err)
-					}
-					e.v.sha256 = h
-				}
-				i++
-			}
+		plan.tailSize = plan.size - tailStart
+		for _, i := range placed {
+			lay.refs[i] = seen[lay.payloads[i].payloadKey].ref
 		}
-		if parts.err != nil {
-			return nil, 0, parts.err
+		if len(plan.entries) > 0 { // else only stored or repeated videos: no pack
+			lay.plans = append(lay.plans, plan)
 		}
-		for i := start; i < end; i++ {
-			e := entryOf[i]
-			out[i] = e.ref
-			out[i].Pack, out[i].Length, out[i].SHA256 = key, e.v.size, e.v.sha256
-		}
-		written += offset
 		start = end
 	}
-	return out, written, nil
+	return lay
+}
+
+// sha256 returns the SHA-256 of video i's payload, known once the packs
+// are written.
+func (l packLayout) sha256(i int) string { return l.payloads[i].sha256 }
+
+// writePlannedPacks writes the planned pack objects and returns the bytes
+// written. The SHA-256 of payloads hashed while packed is recorded on
+// their preparedVideo.
+func (t *Table) writePlannedPacks(ctx context.Context, plans []packPlan) (int64, error) {
+	var written int64
+	for _, plan := range plans {
+		if err := t.writePack(ctx, plan); err != nil {
+			return 0, err
+		}
+		written += plan.size
+	}
+	return written, nil
+}
+
+func (t *Table) writePack(ctx context.Context, plan packPlan) error {
+	parts := &partsReader{ctx: ctx, parts: plan.tail}
+	defer parts.closeSource() // a store that stopped reading midway
+	if len(plan.pieces) == 0 {
+		n, err := t.store.Put(ctx, plan.key, parts)
+		if err != nil {
+			return fmt.Errorf("write pack: %w", err)
+		}
+		if parts.err != nil {
+			return parts.err
+		}
+		if n != plan.size {
+			return fmt.Errorf("write pack %s: wrote %d bytes, expected %d (did a video change while it was read?)", plan.key, n, plan.size)
+		}
+		return nil
+	}
+	copier := t.store.(storage.Copier) // planPacks copies only into a Copier
+	pieces := append(plan.pieces[:len(plan.pieces):len(plan.pieces)], storage.Piece{R: parts, Size: plan.tailSize})
+	digests, err := copier.PutPieces(ctx, plan.key, pieces)
+	if err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	if parts.err != nil {
+		return parts.err
+	}
+	i := 0
+	for _, e := range plan.entries {
+		if !e.copied {
+			continue
+		}
+		if e.v.sha256 = digests[i]; e.v.sha256 == "" {
+			// The server computed no SHA-256 of the part: the payload
+			// is read once to hash it.
+			slog.Warn("the S3 server gave no SHA-256 of a copied payload; reading it to hash it", "source", e.v.src.Name())
+			h, err := hashSource(ctx, e.v.src)
+			if err != nil {
+				return fmt.Errorf("hash %s: %w", e.v.src.Name(), err)
+			}
+			e.v.sha256 = h
+		}
+		i++
+	}
+	return nil
+}
+
+// writePacks lays out and writes the videos' packs (see planPacks) and
+// returns one complete reference per video, in order (first frame and
+// source name left for the caller), and the bytes written.
+func (t *Table) writePacks(ctx context.Context, videos []*preparedVideo, target int64) ([]VideoRef, int64, error) {
+	lay := t.planPacks(videos, target)
+	written, err := t.writePlannedPacks(ctx, lay.plans)
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := range lay.refs {
+		lay.refs[i].SHA256 = lay.sha256(i)
+	}
+	return lay.refs, written, nil
 }
 
 // packPart is a video payload or bytes to append to a pack.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -97,7 +98,18 @@ type Schema struct {
 	Image ImageOptions `json:"image"`
 	// PackTargetBytes is the size at which a commit starts a new pack.
 	PackTargetBytes int64 `json:"pack_target_bytes"`
+	// Properties are free-form key/value strings a writer attaches to
+	// the table, such as where its data came from (keys prefixed by the
+	// tool that owns them, e.g. "lerobot.fps"). Readers ignore keys they
+	// do not know.
+	Properties map[string]string `json:"properties,omitempty"`
 }
+
+// Limits of schema properties: they travel in every schema file.
+const (
+	maxPropertyKey   = 200
+	maxPropertyBytes = 1 << 20
+)
 
 // Defaults for new schemas.
 const (
@@ -212,6 +224,20 @@ func (s *Schema) Validate() error {
 	}
 	if s.PackTargetBytes < 1<<20 {
 		return fmt.Errorf("%w: pack target %d bytes is below 1 MiB", ErrInvalidInput, s.PackTargetBytes)
+	}
+	return s.validateProperties()
+}
+
+func (s *Schema) validateProperties() error {
+	total := 0
+	for k, v := range s.Properties {
+		if k == "" || len(k) > maxPropertyKey || !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fmt.Errorf("%w: property %q: keys are 1-%d bytes of UTF-8, values UTF-8", ErrInvalidInput, k, maxPropertyKey)
+		}
+		total += len(k) + len(v)
+	}
+	if total > maxPropertyBytes {
+		return fmt.Errorf("%w: properties hold %d bytes, more than %d", ErrInvalidInput, total, maxPropertyBytes)
 	}
 	return nil
 }

@@ -268,3 +268,66 @@ func randomVideo(t *testing.T, v []byte) []byte {
 	out[len(out)-1] ^= 0xff
 	return out
 }
+
+// TestS3SourceSharedByEpisodes: episodes cut from one S3 object, in one
+// commit, share one payload: the object is indexed once and stored once
+// (copied server-side into an S3 table, streamed once into a local one),
+// and every reference carries its SHA-256.
+func TestS3SourceSharedByEpisodes(t *testing.T) {
+	ctx := context.Background()
+	st := newSourceTest(t)
+	big := paddedMP4(t, "h264_bframes_gop30.mp4", 5<<20)
+	st.srv.PutObject(t, "fleet/run.mp4", big)
+	uri := st.srv.URI("fleet/run.mp4")
+	for _, onS3 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "local table", true: "s3 table"}[onS3], func(t *testing.T) {
+			tbl, store := st.table(t, onS3, "robot")
+			before := st.sources.Stats()
+			var inputs []EpisodeInput
+			for i, ep := range []string{"a", "b", "c"} {
+				inputs = append(inputs, EpisodeInput{Episode: ep, Videos: map[string]VideoFile{"": {Path: uri, FirstFrame: int64(10 * i)}}})
+			}
+			snap, err := tbl.AddEpisodes(ctx, inputs, AddOptions{NoSizes: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var first VideoRef
+			for i, ep := range []string{"a", "b", "c"} {
+				e, err := tbl.Episode(ctx, snap, ep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref := e.Videos["video"]
+				if ref.SHA256 != sha(big) || ref.FirstFrame != int64(10*i) {
+					t.Fatalf("%s: %+v, want SHA-256 %s from frame %d", ep, ref, sha(big), 10*i)
+				}
+				if i == 0 {
+					first = ref
+					if got := payloadOf(t, tbl, ref); !bytes.Equal(got, big) {
+						t.Fatal("stored payload differs from its source")
+					}
+				} else if ref.Pack != first.Pack || ref.Offset != first.Offset {
+					t.Fatalf("%s does not share the payload of a: %+v / %+v", ep, ref, first)
+				}
+			}
+			if snap.Summary.BytesAdded >= 2*int64(len(big)) {
+				t.Errorf("three episodes of one object wrote %d bytes for a %d-byte object", snap.Summary.BytesAdded, len(big))
+			}
+			if problems, err := tbl.Verify(ctx); err != nil || len(problems) > 0 {
+				t.Fatalf("verify: %v %v", problems, err)
+			}
+			read := st.sources.Stats().BytesRead - before.BytesRead
+			if s3store, ok := store.(*storage.S3); ok {
+				ss := s3store.Stats()
+				if ss.Copies != 1 || ss.BytesCopied != int64(len(big)) {
+					t.Errorf("%d copies of %d bytes server-side, want one of %d", ss.Copies, ss.BytesCopied, len(big))
+				}
+				if read > int64(len(big))/100 {
+					t.Errorf("the node read %d bytes of an object the server copied", read)
+				}
+			} else if read > int64(len(big))*101/100 {
+				t.Errorf("the node read %d bytes from S3 to stream one %d-byte object", read, len(big))
+			}
+		})
+	}
+}
