@@ -1,0 +1,202 @@
+package lerobot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/framefs/framefs/internal/lerobottest"
+	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/storage"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	lerobottest.RemoveCache()
+	os.Exit(code)
+}
+
+const (
+	camTop   = "observation.images.top"
+	camWrist = "observation.images.wrist"
+)
+
+// testSpec is a dataset of 6 episodes of different lengths, 3 tasks (one
+// episode has two), an AV1 camera and an H.264 one; in v3.0 the cameras
+// group episodes into files differently (4 per file and 3 per file) and
+// the rows are in two data files.
+func testSpec(version string) lerobottest.Spec {
+	return lerobottest.Spec{
+		Version: version, FPS: 30,
+		Cameras: []lerobottest.Camera{
+			{Key: camTop, Codec: "libsvtav1", Width: 64, Height: 64},
+			{Key: camWrist, Codec: "libx264", Width: 64, Height: 48},
+		},
+		Lengths:              []int{12, 9, 15, 11, 7, 10},
+		Tasks:                []string{"pick the cube", "place the cube", "push the button"},
+		EpisodeTasks:         [][]int{{0}, {1}, {0, 2}, {2}, {1}, {0}},
+		EpisodesPerVideoFile: map[string]int{camTop: 4, camWrist: 3},
+		EpisodesPerDataFile:  4,
+	}
+}
+
+func build(t *testing.T, spec lerobottest.Spec) *lerobottest.Dataset {
+	t.Helper()
+	return lerobottest.Build(t, filepath.Join(t.TempDir(), "dataset"), spec)
+}
+
+func newStore(t *testing.T) storage.Store {
+	t.Helper()
+	store, err := storage.NewLocal(filepath.Join(t.TempDir(), "table"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+func importDir(t *testing.T, dir string, store storage.Store, opts ImportOptions) (*ImportResult, error) {
+	t.Helper()
+	ds, err := Open(context.Background(), dir)
+	if err != nil {
+		return nil, err
+	}
+	return Import(context.Background(), ds, store, table.Options{}, opts)
+}
+
+func fileSHA(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	io.Copy(h, f)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// checkImported compares a table with the dataset it was imported from:
+// every row's values, each episode's videos (same bytes, right first
+// frame), and each source file stored once.
+func checkImported(t *testing.T, d *lerobottest.Dataset, tbl *table.Table) {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := tbl.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := tbl.Episodes(ctx, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := d.Spec
+	if len(eps) != len(s.Lengths) {
+		t.Fatalf("%d episodes in the table, %d in the dataset", len(eps), len(s.Lengths))
+	}
+	payloads := map[string]map[string]bool{} // camera -> payload locations
+	var index int64
+	for i, e := range eps {
+		if e.Episode != ID(int64(i)) || e.Rows != int64(s.Lengths[i]) {
+			t.Fatalf("episode %d is %s with %d rows, want %s with %d", i, e.Episode, e.Rows, ID(int64(i)), s.Lengths[i])
+		}
+		for _, cam := range s.Cameras {
+			ref := e.Videos[cam.Key]
+			src := filepath.Join(d.Dir, d.EpisodeFile[cam.Key][i])
+			if ref.SHA256 != fileSHA(t, src) || ref.FirstFrame != d.EpisodeFirst[cam.Key][i] {
+				t.Errorf("%s %s: sha %s first frame %d, want the bytes of %s from frame %d", e.Episode, cam.Key, ref.SHA256, ref.FirstFrame, src, d.EpisodeFirst[cam.Key][i])
+			}
+			if payloads[cam.Key] == nil {
+				payloads[cam.Key] = map[string]bool{}
+			}
+			payloads[cam.Key][fmt.Sprintf("%s@%d", ref.Pack, ref.Offset)] = true
+		}
+		rows, err := tbl.Rows(ctx, snap, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, r := range rows {
+			task := s.TaskOf(i, k)
+			want := map[string]any{
+				"frame_index": int64(k), "episode_index": int64(i), "index": index, "task_index": int64(task), "task": s.Tasks[task],
+				"next.done": lerobottest.Done(i, k, s.Lengths[i]),
+			}
+			index++
+			for col, v := range want {
+				if r[col] != v {
+					t.Fatalf("%s row %d: %s = %v (%T), want %v (%T)", e.Episode, k, col, r[col], r[col], v, v)
+				}
+			}
+			// float32 columns read back as float64s of the same float32.
+			if ts, ok := r["timestamp"].(float64); !ok || float32(ts) != float32(k)/float32(s.FPS) {
+				t.Fatalf("%s row %d: timestamp %v", e.Episode, k, r["timestamp"])
+			}
+			if rw, ok := r["next.reward"].(float64); !ok || float32(rw) != lerobottest.Reward(i, k) {
+				t.Fatalf("%s row %d: next.reward %v", e.Episode, k, r["next.reward"])
+			}
+			state, action, effort := r["observation.state"].([]any), r["action"].([]any), r["observation.effort"].([]any)
+			if len(state) != 6 || len(action) != 6 || len(effort) != 2 {
+				t.Fatalf("%s row %d: lists %v %v %v", e.Episode, k, state, action, effort)
+			}
+			for j := range 6 {
+				if float32(state[j].(float64)) != lerobottest.State(i, k, j) || float32(action[j].(float64)) != lerobottest.Action(i, k, j) {
+					t.Fatalf("%s row %d: state %v action %v", e.Episode, k, state, action)
+				}
+			}
+			for j := range 2 {
+				if effort[j].(int64) != int64(lerobottest.Effort(i, k, j)) {
+					t.Fatalf("%s row %d: effort %v", e.Episode, k, effort)
+				}
+			}
+			ref := r[camTop].(table.FrameRef)
+			if ref.Frame != d.EpisodeFirst[camTop][i]+int64(k) {
+				t.Fatalf("%s row %d: frame %d of the %s video, want %d", e.Episode, k, ref.Frame, camTop, d.EpisodeFirst[camTop][i]+int64(k))
+			}
+		}
+	}
+	for _, cam := range s.Cameras {
+		if got, want := len(payloads[cam.Key]), len(d.Videos[cam.Key]); got != want {
+			t.Errorf("%s: %d stored payloads for %d source files", cam.Key, got, want)
+		}
+	}
+	if probs, err := tbl.Verify(ctx); err != nil || len(probs) > 0 {
+		t.Fatalf("verify: %v %v", probs, err)
+	}
+}
+
+func TestImportVersions(t *testing.T) {
+	for _, version := range []string{V20, V21, V30} {
+		t.Run(version, func(t *testing.T) {
+			d := build(t, testSpec(version))
+			store := newStore(t)
+			res, err := importDir(t, d.Dir, store, ImportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Created || res.Imported != 6 || res.Skipped != 0 || len(res.Snapshots) != 1 || res.Frames != 64 {
+				t.Errorf("result %+v", res)
+			}
+			if len(res.Widened) != 1 || res.Widened[0].Column != "observation.effort" || res.Widened[0].To != "list<int32>" {
+				t.Errorf("widened: %+v", res.Widened)
+			}
+			tbl, err := table.Open(context.Background(), store, table.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkImported(t, d, tbl)
+			schema, _ := tbl.LatestSchema(context.Background())
+			if schema.Properties[PropVersion] != version || schema.Properties[PropFPS] != "30" || schema.Properties[PropRobotType] != `"so100"` {
+				t.Errorf("properties %v", schema.Properties)
+			}
+			var feats map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(schema.Properties[PropFeatures]), &feats); err != nil || len(feats) != 12 {
+				t.Errorf("features property: %v (%d features)", err, len(feats))
+			}
+		})
+	}
+}
