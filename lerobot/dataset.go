@@ -254,7 +254,8 @@ func (ds *Dataset) locate(dataTmpl, videoTmpl pathTemplate, ps *problems) {
 // placeInSharedFiles computes, for one camera, each episode's first frame
 // in its file as the sum of the lengths of the earlier episodes of that
 // file (from_timestamp is a running float sum that drifts), and
-// cross-checks it against round(from_timestamp * fps).
+// cross-checks it against round(from_timestamp * fps). The end of the
+// last episode is checked against the file's frame count by Check.
 func (ds *Dataset) placeInSharedFiles(cam string, ps *problems) {
 	byFile := map[string][]int64{}
 	for _, e := range ds.Episodes {
@@ -272,11 +273,10 @@ func (ds *Dataset) placeInSharedFiles(cam string, ps *problems) {
 		for _, idx := range members {
 			e := &ds.Episodes[idx]
 			vm := e.meta.videos[cam]
-			fromFrame, toFrame := math.Round(vm.fromTS*fps), math.Round(vm.toTS*fps)
-			if int64(fromFrame) != first || int64(toFrame) != first+e.Length {
+			if fromFrame := math.Round(vm.fromTS * fps); int64(fromFrame) != first {
 				ps.add(RuleVideoOffset, e.meta.file, e.Index, e.meta.row,
-					"videos/%s from_timestamp %.6f / to_timestamp %.6f put the episode at frames [%.0f, %.0f) of %s, but the earlier episodes of that file have %d frames, so it is at [%d, %d)",
-					cam, vm.fromTS, vm.toTS, fromFrame, toFrame, file, first, first, first+e.Length)
+					"videos/%s/from_timestamp %.6f puts the episode at frame %.0f of %s, but the earlier episodes of that file have %d frames, so it starts at frame %d",
+					cam, vm.fromTS, fromFrame, file, first, first)
 			}
 			e.Videos[cam] = EpisodeVideo{File: file, FirstFrame: first, FileEpisodes: members, FileFrames: frames}
 			first += e.Length

@@ -33,10 +33,8 @@ type episodeMeta struct {
 }
 
 type videoMeta struct {
-	chunk, file    int64
-	fromTS, toTS   float64
-	hasTimestamps  bool
-	hasFileAddress bool
+	chunk, file  int64
+	fromTS, toTS float64
 }
 
 // readJSONLines calls fn for every non-blank line of a JSON Lines file

@@ -216,7 +216,7 @@ func (d *Dataset) buildVideos(t testing.TB, cam Camera, metas []*EpisodeMeta) {
 		if end-start == 1 {
 			copyFile(t, episodes[start], out) // LeRobot moves a file's first episode in as is
 		} else {
-			concat(t, episodes[start:end], out)
+			copyFile(t, concat(t, episodes[start:end]), out)
 		}
 		d.Videos[cam.Key] = append(d.Videos[cam.Key], rel)
 		var ts float64 // a running float sum of durations, as LeRobot keeps it
@@ -283,8 +283,17 @@ func encodeEpisode(t testing.TB, cam Camera, fps, gop, ep, frames int) string {
 }
 
 // concat joins episode videos with the concat demuxer and stream copy,
-// the metadata moved to the front, as LeRobot's concatenate_video_files.
-func concat(t testing.TB, files []string, out string) {
+// the metadata moved to the front, as LeRobot's concatenate_video_files
+// does; joins are kept for the process like encodes.
+func concat(t testing.TB, files []string) string {
+	sum := sha256.Sum256([]byte("concat " + strings.Join(files, " ")))
+	key := hex.EncodeToString(sum[:8])
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if p, ok := cached[key]; ok {
+		return p
+	}
+	out := filepath.Join(cacheDir, key+".mp4") // the inputs made cacheDir
 	list := out + ".ffconcat"
 	var b strings.Builder
 	b.WriteString("ffconcat version 1.0\n")
@@ -294,6 +303,8 @@ func concat(t testing.TB, files []string, out string) {
 	must(t, os.WriteFile(list, []byte(b.String()), 0o644))
 	run(t, "ffmpeg", "-v", "error", "-y", "-f", "concat", "-safe", "0", "-i", list, "-c", "copy", "-movflags", "faststart", out)
 	os.Remove(list)
+	cached[key] = out
+	return out
 }
 
 // duration is the video stream's duration in seconds as its MP4 sample
