@@ -23,28 +23,11 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	camTop   = "observation.images.top"
-	camWrist = "observation.images.wrist"
+	camTop   = lerobottest.CamTop
+	camWrist = lerobottest.CamWrist
 )
 
-// testSpec is a dataset of 6 episodes of different lengths, 3 tasks (one
-// episode has two), an AV1 camera and an H.264 one; in v3.0 the cameras
-// group episodes into files differently (4 per file and 3 per file) and
-// the rows are in two data files.
-func testSpec(version string) lerobottest.Spec {
-	return lerobottest.Spec{
-		Version: version, FPS: 30,
-		Cameras: []lerobottest.Camera{
-			{Key: camTop, Codec: "libsvtav1", Width: 64, Height: 64},
-			{Key: camWrist, Codec: "libx264", Width: 64, Height: 48},
-		},
-		Lengths:              []int{12, 9, 15, 11, 7, 10},
-		Tasks:                []string{"pick the cube", "place the cube", "push the button"},
-		EpisodeTasks:         [][]int{{0}, {1}, {0, 2}, {2}, {1}, {0}},
-		EpisodesPerVideoFile: map[string]int{camTop: 4, camWrist: 3},
-		EpisodesPerDataFile:  4,
-	}
-}
+func testSpec(version string) lerobottest.Spec { return lerobottest.Standard(version) }
 
 func build(t *testing.T, spec lerobottest.Spec) *lerobottest.Dataset {
 	t.Helper()

@@ -641,3 +641,30 @@ func Frames(ctx context.Context, file string, first, n, width, height int) ([][]
 	}
 	return frames, nil
 }
+
+// Camera keys of Standard.
+const (
+	CamTop   = "observation.images.top"
+	CamWrist = "observation.images.wrist"
+)
+
+// Standard is the dataset most tests use: 6 episodes of different lengths
+// (64 frames), 3 tasks (episode 2 has two), an AV1 camera (64x64) and an
+// H.264 one with B-frames (64x48), at 30 fps. In v3.0 the cameras group
+// episodes into files differently (4 and 3 per file), so episode 3 is in
+// the middle of one camera's first file and starts the other's second,
+// and the rows are in two data files of 4 and 2 episodes.
+func Standard(version string) Spec {
+	return Spec{
+		Version: version, FPS: 30,
+		Cameras: []Camera{
+			{Key: CamTop, Codec: "libsvtav1", Width: 64, Height: 64},
+			{Key: CamWrist, Codec: "libx264", Width: 64, Height: 48},
+		},
+		Lengths:              []int{12, 9, 15, 11, 7, 10},
+		Tasks:                []string{"pick the cube", "place the cube", "push the button"},
+		EpisodeTasks:         [][]int{{0}, {1}, {0, 2}, {2}, {1}, {0}},
+		EpisodesPerVideoFile: map[string]int{CamTop: 4, CamWrist: 3},
+		EpisodesPerDataFile:  4,
+	}
+}
