@@ -535,6 +535,63 @@ func (r *partsReader) read1(p []byte) (int, error) {
 	}
 }
 
+// WriteTo streams the remaining parts to w. A local payload, whose
+// SHA-256 is known from its preparation, is written by its stream's own
+// WriteTo, which a file destination (the local store) turns into
+// copy_file_range: its bytes do not pass through user space, and the
+// stream checks that the file kept the size and modification time it was
+// hashed with. Every other part goes through Read, hashed as it passes.
+func (r *partsReader) WriteTo(w io.Writer) (int64, error) {
+	if r.cur != nil || r.err != nil { // Read started a part: go on reading
+		return io.Copy(w, struct{ io.Reader }{r})
+	}
+	var total int64
+	for len(r.parts) > 0 {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			return total, err
+		}
+		if v := r.parts[0].video; v != nil && v.sha256 != "" {
+			r.parts = r.parts[1:]
+			n, err := copyLocalPayload(r.ctx, w, v)
+			total += n
+			if err != nil {
+				r.err = err
+				return total, err
+			}
+			continue
+		}
+		// The parts up to the next local payload, through Read.
+		k := 1
+		for k < len(r.parts) && (r.parts[k].video == nil || r.parts[k].video.sha256 == "") {
+			k++
+		}
+		rest := r.parts[k:]
+		r.parts = r.parts[:k]
+		n, err := io.Copy(w, struct{ io.Reader }{r})
+		total += n
+		if err != nil {
+			return total, err
+		}
+		r.parts = rest
+	}
+	return total, nil
+}
+
+// copyLocalPayload writes a prepared local payload to w.
+func copyLocalPayload(ctx context.Context, w io.Writer, v *preparedVideo) (int64, error) {
+	rc := v.src.Stream(ctx)
+	defer rc.Close()
+	n, err := io.Copy(w, rc)
+	if err != nil {
+		return n, err
+	}
+	if n != v.size {
+		return n, fmt.Errorf("%w: %s: read %d bytes, %d when it was indexed", storage.ErrChanged, v.src.Name(), n, v.size)
+	}
+	return n, nil
+}
+
 // finishVideo checks a payload that was read to its end.
 func (r *partsReader) finishVideo() error {
 	v := r.video

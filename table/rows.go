@@ -1,6 +1,7 @@
 package table
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -93,8 +94,14 @@ func writeDataFile(ctx context.Context, put func(io.Reader) error, s *Schema, ep
 			parquet.WithCompression(compress.Codecs.Zstd),
 			parquet.WithMaxRowGroupLength(math.MaxInt32), // one row group per episode
 			parquet.WithCreatedBy("framefs"),
+			// A row group holds one episode: dictionaries would be built
+			// and written per episode and cost more than they save.
+			parquet.WithDictionaryDefault(false),
 		)
-		fw, err := pqarrow.NewFileWriter(sc, pw, props, pqarrow.DefaultWriterProps())
+		// The Parquet writer writes page by page, tens of bytes at a
+		// time: buffer them into large writes to the store.
+		bw := bufio.NewWriterSize(pw, 1<<20)
+		fw, err := pqarrow.NewFileWriter(sc, bw, props, pqarrow.DefaultWriterProps())
 		if err != nil {
 			return err
 		}
@@ -120,8 +127,10 @@ func writeDataFile(ctx context.Context, put func(io.Reader) error, s *Schema, ep
 		if err := fw.Close(); err != nil {
 			return err
 		}
-		md, err = fw.FileMetadata()
-		return err
+		if md, err = fw.FileMetadata(); err != nil {
+			return err
+		}
+		return bw.Flush()
 	}()
 	pw.CloseWithError(werr)
 	perr := <-done

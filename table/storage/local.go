@@ -314,3 +314,16 @@ func (c contextReader) Read(p []byte) (int, error) {
 	}
 	return c.r.Read(p)
 }
+
+// WriteTo lets a source that knows how to write itself (a pack streaming
+// whole files, which the kernel copies without passing them through user
+// space) do so; it checks the context between its parts.
+func (c contextReader) WriteTo(w io.Writer) (int64, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if wt, ok := c.r.(io.WriterTo); ok {
+		return wt.WriteTo(w)
+	}
+	return io.Copy(w, struct{ io.Reader }{c})
+}

@@ -345,6 +345,36 @@ func (s *localStream) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// WriteTo writes the rest of the range to w through the file's own
+// offset, in pieces of at most 64 MiB with a look at the context between
+// them, so that a file destination copies it in the kernel
+// (copy_file_range) instead of through a buffer. It checks the end as
+// Read does.
+func (s *localStream) WriteTo(w io.Writer) (int64, error) {
+	if _, err := s.f.Seek(s.src.off+s.read, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("storage: %w", err)
+	}
+	var total int64
+	for s.read < s.src.n {
+		if err := s.ctx.Err(); err != nil {
+			return total, err
+		}
+		n, err := io.Copy(w, io.LimitReader(s.f, min(s.src.n-s.read, 64<<20)))
+		s.read += n
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if s.read != s.src.n {
+		return total, fmt.Errorf("%w: %s: read %d of %d bytes", ErrChanged, s.src.path, s.read, s.src.n)
+	}
+	return total, s.src.check(s.f)
+}
+
 func (s *localStream) Close() error { return s.f.Close() }
 
 // errReader is a stream that could not start.

@@ -355,3 +355,68 @@ func TestS3CopyOfChecksummedSource(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalStreamToFile: a local source's stream copied into a file (the
+// kernel's copy, through its WriteTo) is its range exactly, also after a
+// first Read; a file that changed after it was opened is refused.
+func TestLocalStreamToFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	data := randomBytes(3<<20+5, 5)
+	p := filepath.Join(dir, "v.bin")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sources := storage.NewSources(storage.S3Options{})
+	copyTo := func(rc io.Reader, head int) ([]byte, error) {
+		out, err := os.Create(filepath.Join(dir, "out.bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		if head > 0 {
+			if _, err := io.CopyN(out, rc, int64(head)); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := io.Copy(out, rc); err != nil {
+			return nil, err
+		}
+		return os.ReadFile(out.Name())
+	}
+	for _, r := range []storage.Range{{}, {Offset: 4097, Length: 2 << 20}, {Offset: 1 << 20}} {
+		for _, head := range []int{0, 1000} {
+			src, err := sources.Open(ctx, p, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := data[r.Offset:]
+			if r.Length > 0 {
+				want = want[:r.Length]
+			}
+			rc := src.Stream(ctx)
+			if _, ok := rc.(io.WriterTo); !ok {
+				t.Fatal("a local stream does not write itself")
+			}
+			got, err := copyTo(rc, head)
+			rc.Close()
+			src.Close()
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("range %v after %d bytes read: %d bytes copied (want %d): %v", r, head, len(got), len(want), err)
+			}
+		}
+	}
+	src, err := sources.Open(ctx, p, storage.Range{Offset: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := os.Truncate(p, 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	rc := src.Stream(ctx)
+	defer rc.Close()
+	if _, err := copyTo(rc, 0); !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("copy of a truncated file: %v", err)
+	}
+}
