@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/videoidx"
 )
@@ -214,18 +216,35 @@ func (ds *Dataset) fileBase(file string) (int64, map[int64]bool) {
 
 func (ds *Dataset) checkDataFile(ctx context.Context, df dataFileEpisodes, cols []Column, tol float64, ps *problems, rep *CheckReport) {
 	first := df.episodes[0]
-	t, err := readParquet(ctx, filepath.Join(ds.Dir, filepath.FromSlash(df.file)), nil)
+	path := filepath.Join(ds.Dir, filepath.FromSlash(df.file))
+	fields, nulls, err := parquetFooter(path)
+	if err != nil {
+		readFileProblem(ps, df.file, first, err, "the frame rows")
+		return
+	}
+	before := ps.counts[RuleFeature]
+	fileCols := ds.columnsFrom(fields, df.file, ps)
+	if ps.counts[RuleFeature] > before {
+		return
+	}
+	// The row checks need the standard columns; others are read only
+	// where the footer does not rule out nulls.
+	var names []string
+	for _, sc := range standardColumns {
+		names = append(names, sc.name)
+	}
+	for name, n := range nulls {
+		if n != 0 && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	t, err := readParquet(ctx, path, names)
 	if err != nil {
 		readFileProblem(ps, df.file, first, err, "the frame rows")
 		return
 	}
 	defer t.release()
 	rep.DataFiles++
-	before := ps.counts[RuleFeature]
-	fileCols := ds.columnsFrom(t.fields, df.file, ps)
-	if ps.counts[RuleFeature] > before {
-		return
-	}
 	for i, c := range cols {
 		if i >= len(fileCols) || fileCols[i].Name != c.Name || fileCols[i].Type != c.Type {
 			ps.add(RuleFeature, df.file, first, -1, "the columns differ from those of %s (%s): every data file must have the same columns and types",
@@ -234,15 +253,10 @@ func (ds *Dataset) checkDataFile(ctx context.Context, df dataFileEpisodes, cols 
 		}
 	}
 	for _, c := range cols {
-		a := t.cols[c.Name]
-		if a == nil || a.NullN() == 0 {
-			continue
-		}
-		for i := 0; i < a.Len(); i++ {
-			if a.IsNull(i) {
-				ep, _ := intAt(t.cols["episode_index"], i)
-				ps.add(RuleFeature, df.file, ep, int64(i), "column %q is null (%d null rows in this file); LeRobot rows have every value", c.Name, a.NullN())
-				break
+		if a := t.cols[c.Name]; a != nil {
+			if row := firstNull(a); row >= 0 {
+				ep, _ := intAt(t.cols["episode_index"], row)
+				ps.add(RuleFeature, df.file, ep, int64(row), "column %q has a null value; LeRobot rows have every value", c.Name)
 			}
 		}
 	}
@@ -273,6 +287,24 @@ func (ds *Dataset) checkDataFile(ctx context.Context, df dataFileEpisodes, cols 
 			ds.checkRows(t, e, r.start, df.file, tol, ps, rep)
 		}
 	}
+}
+
+// firstNull returns the first row holding a null, or a list with a null
+// element, or -1.
+func firstNull(a arrow.Array) int {
+	for i := 0; i < a.Len(); i++ {
+		if a.IsNull(i) {
+			return i
+		}
+		if vals, start, end, ok := listAt(a, i); ok && vals.NullN() > 0 {
+			for j := start; j < end; j++ {
+				if vals.IsNull(j) {
+					return i
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // ruleTally reports the first row that breaks a rule in an episode and

@@ -177,7 +177,7 @@ func (ds *Dataset) Columns() ([]Column, error) {
 		return nil, fmt.Errorf("%s: %w: the dataset has no episodes", ds.Dir, ErrInvalidDataset)
 	}
 	file := ds.Episodes[0].DataFile
-	fields, err := parquetColumns(filepath.Join(ds.Dir, filepath.FromSlash(file)))
+	fields, _, err := parquetFooter(filepath.Join(ds.Dir, filepath.FromSlash(file)))
 	if err != nil {
 		readFileProblem(ps, file, 0, err, "the frame rows")
 		return nil, ps.err()

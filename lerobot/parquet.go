@@ -122,24 +122,46 @@ func appendLeaves(out []int, sf *pqarrow.SchemaField) []int {
 	return out
 }
 
-// parquetColumns lists the top-level column names of a Parquet file
-// without reading its data.
-func parquetColumns(path string) ([]arrow.Field, error) {
+// parquetFooter reads a Parquet file's footer only: its top-level
+// columns, and per column the number of nulls its statistics count (-1
+// where a row group has no usable statistics).
+func parquetFooter(path string) ([]arrow.Field, map[string]int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer pf.Close()
-	sc, err := pqarrow.FromParquet(pf.MetaData().Schema, nil, pf.MetaData().KeyValueMetadata())
+	md := pf.MetaData()
+	sc, err := pqarrow.FromParquet(md.Schema, nil, md.KeyValueMetadata())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return sc.Fields(), nil
+	nulls := map[string]int64{}
+	for rg := 0; rg < md.NumRowGroups(); rg++ {
+		group := md.RowGroup(rg)
+		for c := 0; c < md.Schema.NumColumns(); c++ {
+			name := md.Schema.Column(c).ColumnPath()[0]
+			if nulls[name] < 0 {
+				continue
+			}
+			chunk, err := group.ColumnChunk(c)
+			if err != nil {
+				return nil, nil, err
+			}
+			stats, err := chunk.Statistics()
+			if err != nil || stats == nil || !stats.HasNullCount() {
+				nulls[name] = -1
+				continue
+			}
+			nulls[name] += stats.NullCount()
+		}
+	}
+	return sc.Fields(), nulls, nil
 }
 
 // intAt returns element i of an integer array.

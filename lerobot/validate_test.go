@@ -205,6 +205,11 @@ var ruleCases = []ruleCase{
 			addFeature(t, d, `"observation.images.side": {"dtype": "image", "shape": [64, 64, 3], "names": ["height", "width", "channels"]}`)
 		},
 		file: InfoPath, episode: -1, row: -1, message: `"observation.images.side" has dtype "image"`},
+	{name: "null value", version: V30, rule: RuleFeature,
+		spec: func(s *lerobottest.Spec) {
+			s.NullReward = func(ep, k int) bool { return ep == 5 && k == 3 }
+		},
+		file: "data/chunk-000/file-001.parquet", episode: 5, row: 10, message: `column "next.reward" has a null value`},
 	{name: "feature column missing", version: V21, rule: RuleFeature,
 		after: func(t *testing.T, d *lerobottest.Dataset) {
 			addFeature(t, d, `"observation.velocity": {"dtype": "float32", "shape": [6], "names": null}`)

@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -30,6 +29,14 @@ import (
 
 	"github.com/framefs/framefs/videoidx"
 )
+
+// T is what building a dataset needs of a test (testing.TB has it); the
+// mkdataset command provides it too.
+type T interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
 
 // Camera is one video feature.
 type Camera struct {
@@ -93,6 +100,12 @@ type Spec struct {
 	// VideoFrames, when set, gives the number of frames to encode for
 	// an episode's video instead of its length.
 	VideoFrames func(camera string, episode int) int
+	// NullReward, when set, writes a null next.reward where it says so.
+	NullReward func(episode, k int) bool
+	// DistinctVideos, when set, makes episode i reuse the pictures of
+	// episode i % DistinctVideos (equal lengths assumed), so that large
+	// benchmark datasets need few encodes.
+	DistinctVideos int
 }
 
 // Dataset is a built dataset.
@@ -146,7 +159,7 @@ func (s *Spec) withDefaults() Spec {
 }
 
 // Build writes the dataset into dir (created).
-func Build(t testing.TB, dir string, spec Spec) *Dataset {
+func Build(t T, dir string, spec Spec) *Dataset {
 	t.Helper()
 	s := spec.withDefaults()
 	d := &Dataset{Dir: dir, Spec: s, Videos: map[string][]string{}, EpisodeFile: map[string][]string{}, EpisodeFirst: map[string][]int64{}}
@@ -184,7 +197,7 @@ func Build(t testing.TB, dir string, spec Spec) *Dataset {
 
 // buildVideos encodes one camera's episode videos and lays them out: one
 // file per episode (v2.x) or concatenated groups (v3.0).
-func (d *Dataset) buildVideos(t testing.TB, cam Camera, metas []*EpisodeMeta) {
+func (d *Dataset) buildVideos(t T, cam Camera, metas []*EpisodeMeta) {
 	s := &d.Spec
 	episodes := make([]string, len(metas))
 	for i := range metas {
@@ -192,7 +205,11 @@ func (d *Dataset) buildVideos(t testing.TB, cam Camera, metas []*EpisodeMeta) {
 		if s.VideoFrames != nil {
 			frames = s.VideoFrames(cam.Key, i)
 		}
-		episodes[i] = encodeEpisode(t, cam, s.FPS, s.GOP, i, frames)
+		look := i
+		if s.DistinctVideos > 0 {
+			look = i % s.DistinctVideos
+		}
+		episodes[i] = encodeEpisode(t, cam, s.FPS, s.GOP, look, frames)
 	}
 	if s.Version != "v3.0" {
 		for i := range metas {
@@ -254,7 +271,7 @@ func RemoveCache() {
 
 // encodeEpisode encodes one episode's video: a test pattern tinted per
 // episode and camera, frames exactly.
-func encodeEpisode(t testing.TB, cam Camera, fps, gop, ep, frames int) string {
+func encodeEpisode(t T, cam Camera, fps, gop, ep, frames int) string {
 	args := []string{"-v", "error", "-y", "-f", "lavfi", "-i",
 		fmt.Sprintf("testsrc2=size=%dx%d:rate=%d,hue=h=%d", cam.Width, cam.Height, fps, (ep*47+len(cam.Key)*13)%360),
 		"-frames:v", strconv.Itoa(frames), "-c:v", cam.Codec, "-g", strconv.Itoa(gop), "-pix_fmt", "yuv420p"}
@@ -285,7 +302,7 @@ func encodeEpisode(t testing.TB, cam Camera, fps, gop, ep, frames int) string {
 // concat joins episode videos with the concat demuxer and stream copy,
 // the metadata moved to the front, as LeRobot's concatenate_video_files
 // does; joins are kept for the process like encodes.
-func concat(t testing.TB, files []string) string {
+func concat(t T, files []string) string {
 	sum := sha256.Sum256([]byte("concat " + strings.Join(files, " ")))
 	key := hex.EncodeToString(sum[:8])
 	cacheMu.Lock()
@@ -309,7 +326,7 @@ func concat(t testing.TB, files []string) string {
 
 // duration is the video stream's duration in seconds as its MP4 sample
 // table gives it (what LeRobot adds up into from_timestamp/to_timestamp).
-func duration(t testing.TB, file string) float64 {
+func duration(t T, file string) float64 {
 	f, err := os.Open(file)
 	must(t, err)
 	defer f.Close()
@@ -320,21 +337,21 @@ func duration(t testing.TB, file string) float64 {
 	return ix.Seconds(ix.Duration())
 }
 
-func run(t testing.TB, name string, args ...string) {
+func run(t T, name string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 }
 
-func must(t testing.TB, err error) {
+func must(t T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-func copyFile(t testing.TB, from, to string) {
+func copyFile(t T, from, to string) {
 	t.Helper()
 	must(t, os.MkdirAll(filepath.Dir(to), 0o755))
 	in, err := os.Open(from)
@@ -368,7 +385,7 @@ func Done(ep, k, n int) bool   { return k == n-1 }
 
 // writeData writes the frame rows: one file per episode (v2.x) or
 // EpisodesPerDataFile episodes per file, a row group per episode (v3.0).
-func (d *Dataset) writeData(t testing.TB, metas []*EpisodeMeta) {
+func (d *Dataset) writeData(t T, metas []*EpisodeMeta) {
 	s := &d.Spec
 	per := 1
 	if s.Version == "v3.0" {
@@ -403,7 +420,11 @@ func (d *Dataset) writeData(t testing.TB, metas []*EpisodeMeta) {
 				eb := b.Field(2).(*array.FixedSizeListBuilder)
 				eb.Append(true)
 				eb.ValueBuilder().(*array.Int16Builder).AppendValues([]int16{Effort(ep, k, 0), Effort(ep, k, 1)}, nil)
-				b.Field(3).(*array.Float32Builder).Append(Reward(ep, k))
+				if s.NullReward != nil && s.NullReward(ep, k) {
+					b.Field(3).AppendNull()
+				} else {
+					b.Field(3).(*array.Float32Builder).Append(Reward(ep, k))
+				}
 				b.Field(4).(*array.BooleanBuilder).Append(Done(ep, k, n))
 				b.Field(5).(*array.Float32Builder).Append(r.Timestamp)
 				b.Field(6).(*array.Int64Builder).Append(r.FrameIndex)
@@ -436,7 +457,7 @@ func actionRow(ep, k int) []float32 {
 
 // writeParquet writes records (a row group each) with the Arrow schema
 // stored, as pyarrow does.
-func writeParquet(t testing.TB, path string, sc *arrow.Schema, records []arrow.RecordBatch) {
+func writeParquet(t T, path string, sc *arrow.Schema, records []arrow.RecordBatch) {
 	t.Helper()
 	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	f, err := os.Create(path)
@@ -451,7 +472,7 @@ func writeParquet(t testing.TB, path string, sc *arrow.Schema, records []arrow.R
 	must(t, w.Close())
 }
 
-func (d *Dataset) writeEpisodesV3(t testing.TB, metas []*EpisodeMeta) {
+func (d *Dataset) writeEpisodesV3(t T, metas []*EpisodeMeta) {
 	fields := []arrow.Field{
 		{Name: "episode_index", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "tasks", Type: arrow.ListOf(arrow.BinaryTypes.String)},
@@ -507,7 +528,7 @@ func (d *Dataset) writeEpisodesV3(t testing.TB, metas []*EpisodeMeta) {
 // writeTasksV3 writes meta/tasks.parquet as pandas' to_parquet writes a
 // frame indexed by the task text: the index as a column, named in the
 // "pandas" metadata.
-func (d *Dataset) writeTasksV3(t testing.TB) {
+func (d *Dataset) writeTasksV3(t T) {
 	name := d.Spec.TaskIndexName
 	meta := map[string]any{
 		"index_columns":  []string{name},
@@ -534,7 +555,7 @@ func (d *Dataset) writeTasksV3(t testing.TB) {
 	writeParquet(t, filepath.Join(d.Dir, "meta/tasks.parquet"), sc, []arrow.RecordBatch{b.NewRecordBatch()})
 }
 
-func (d *Dataset) writeLegacyMeta(t testing.TB, metas []*EpisodeMeta) {
+func (d *Dataset) writeLegacyMeta(t T, metas []*EpisodeMeta) {
 	var eps, tasks, stats strings.Builder
 	for _, m := range metas {
 		line, _ := json.Marshal(map[string]any{"episode_index": m.Index, "tasks": m.Tasks, "length": m.Length})
@@ -556,7 +577,7 @@ func (d *Dataset) writeLegacyMeta(t testing.TB, metas []*EpisodeMeta) {
 	}
 }
 
-func (d *Dataset) writeInfo(t testing.TB, totalFrames int64) {
+func (d *Dataset) writeInfo(t T, totalFrames int64) {
 	s := &d.Spec
 	type kv struct {
 		k string
