@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/framefs/framefs/internal/lerobottest"
@@ -269,5 +270,65 @@ func TestExportRoundTrip(t *testing.T) {
 				t.Errorf("schema after the round trip:\n%v\n%v\n%s\n%s", s1.Columns, s2.Columns, s1.Properties[PropFeatures], s2.Properties[PropFeatures])
 			}
 		})
+	}
+}
+
+// A table that did not come from LeRobot exports as a dataset LeRobot's
+// layout accepts: the standard columns are made, the frame rate comes from
+// the video, and the export imports again.
+func TestExportPlainTable(t *testing.T) {
+	ctx := context.Background()
+	tbl, err := table.Create(ctx, newStore(t), table.Schema{Columns: []table.Column{
+		{Name: "task", Type: "string"}, {Name: "reward", Type: "float64"}, {Name: "state", Type: "list<float32>"},
+	}}, table.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inputs []table.EpisodeInput
+	for i, v := range []struct {
+		file   string
+		frames int
+		task   string
+	}{{"h264_bframes_gop30.mp4", 90, "stack"}, {"hevc.mp4", 60, "sort"}} {
+		var b strings.Builder
+		for k := range v.frames {
+			fmt.Fprintf(&b, `{"task":%q,"reward":%d.5,"state":[%d,2.5]}`+"\n", v.task, k, i)
+		}
+		sc, err := table.ParseSidecar("rows.jsonl", []byte(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, table.EpisodeInput{Episode: fmt.Sprintf("ep%d", i),
+			Videos: map[string]table.VideoFile{"": {Path: filepath.Join("../testdata/video", v.file)}}, Sidecar: sc})
+	}
+	snap, err := tbl.AddEpisodes(ctx, inputs, table.AddOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "exported")
+	res, err := Export(ctx, tbl, snap, out, ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Episodes != 2 || res.Frames != 150 || res.Tasks != 2 || res.VideoFiles != 2 || res.PartialVideos != 0 {
+		t.Errorf("export %+v", res)
+	}
+	ds, err := Open(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Info.FPS != 30 || len(ds.Cameras) != 1 || ds.Cameras[0] != "video" || ds.Tasks[0] != "sort" || ds.Tasks[1] != "stack" {
+		t.Errorf("exported info: fps %v cameras %v tasks %v", ds.Info.FPS, ds.Cameras, ds.Tasks)
+	}
+	store := newStore(t)
+	if _, err := Import(ctx, ds, store, table.Options{}, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := table.Open(ctx, store, table.Options{})
+	content := tableContent(t, again)
+	rows := content["episode_000001"].rows
+	if len(rows) != 60 || rows[7]["task"] != "sort" || rows[7]["task_index"] != int64(0) || rows[7]["reward"] != 7.5 ||
+		float32(rows[7]["timestamp"].(float64)) != float32(7.0/30) || rows[7]["frame_index"] != int64(7) || rows[7]["index"] != int64(97) {
+		t.Errorf("episode 1 row 7 after export and import: %v", rows[7])
 	}
 }
