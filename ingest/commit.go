@@ -66,6 +66,12 @@ func (s *Stager) commitAdd(ctx context.Context, tbl *table.Table, schema *table.
 			}
 			continue
 		}
+		if len(g.of(kindDataset)) > 0 {
+			if err := s.importDataset(ctx, tbl, g); err != nil {
+				return err
+			}
+			continue
+		}
 		p, kind, problem := s.check(schema, g, now)
 		if problem != "" {
 			s.fail(g, kind, problem)
@@ -368,6 +374,10 @@ func (s *Stager) commitReplace(ctx context.Context, tbl *table.Table, schema *ta
 		}
 		if len(g.of(kindImages)) > 0 {
 			s.fail(g, problemFailed, g.name+"/: replace/ takes videos and sidecars, not folders of images")
+			continue
+		}
+		if len(g.of(kindDataset)) > 0 {
+			s.fail(g, problemFailed, g.name+"/ is a LeRobot dataset: drop it into ingest/ to import it")
 			continue
 		}
 		if err := s.replaceGroup(ctx, tbl, schema, g); err != nil {

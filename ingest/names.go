@@ -17,8 +17,9 @@ const (
 	kindIgnored kind = iota // hidden, temporary or ours: not looked at
 	kindVideo
 	kindSidecar
-	kindImages // a folder of images
-	kindSchema // schema.json of a table without snapshots
+	kindImages  // a folder of images
+	kindDataset // a LeRobot dataset folder (holding meta/info.json)
+	kindSchema  // schema.json of a table without snapshots
 	kindUnknown
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/framefs/framefs/lerobot"
 	"github.com/framefs/framefs/table"
 )
 
@@ -287,6 +289,9 @@ func (s *Stager) scan(now time.Time) ([]*entry, error) {
 			if err := s.fingerprintDir(path, e); err != nil {
 				continue // vanished meanwhile
 			}
+			if k == kindImages && isDataset(path) {
+				e.kind = kindDataset
+			}
 		} else if err := fingerprintFile(path, e); err != nil {
 			continue
 		}
@@ -343,26 +348,38 @@ func fingerprintFile(path string, e *entry) error {
 	return nil
 }
 
-// fingerprintDir covers an image folder's files, one level deep.
+// fingerprintDir covers a folder's files, however deep (an image folder
+// is one level, a LeRobot dataset several), so that a folder still being
+// copied into is neither settled nor closed.
 func (s *Stager) fingerprintDir(path string, e *entry) error {
-	des, err := os.ReadDir(path)
-	if err != nil {
+	if _, err := os.Stat(path); err != nil {
 		return err
 	}
 	var b strings.Builder
-	for _, de := range des {
-		sub := entry{name: de.Name()}
-		if err := fingerprintFile(filepath.Join(path, de.Name()), &sub); err != nil {
-			continue
+	filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil // a subfolder vanished meanwhile: its files are gone
+		}
+		rel, _ := filepath.Rel(path, p)
+		sub := entry{name: filepath.ToSlash(rel)}
+		if err := fingerprintFile(p, &sub); err != nil {
+			return nil
 		}
 		for _, f := range sub.files {
 			e.files = append(e.files, stagedFile{ino: f.ino, name: e.name + "/" + f.name})
 		}
 		e.size += sub.size
-		fmt.Fprintf(&b, "%s=%s;", de.Name(), sub.fp)
-	}
+		fmt.Fprintf(&b, "%s=%s;", sub.name, sub.fp)
+		return nil
+	})
 	e.fp = b.String()
 	return nil
+}
+
+// isDataset tells whether a staged folder is a LeRobot dataset.
+func isDataset(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(lerobot.InfoPath)))
+	return err == nil && st.Mode().IsRegular()
 }
 
 // groups gathers entries by base name. Video files NAME.COLUMN.mp4 of a
@@ -520,7 +537,7 @@ func (s *Stager) done(g *group, entries []*entry) {
 		path := filepath.Join(s.opts.Dir, e.name)
 		var fresh entry
 		var err error
-		if e.kind == kindImages {
+		if e.kind == kindImages || e.kind == kindDataset {
 			err = s.fingerprintDir(path, &fresh)
 		} else {
 			err = fingerprintFile(path, &fresh)

@@ -15,7 +15,7 @@ func (s *Stager) setStatus(gs []*group) {
 		open := false
 		for _, e := range g.entries {
 			n := e.name
-			if e.kind == kindImages {
+			if e.kind == kindImages || e.kind == kindDataset {
 				n += "/"
 			}
 			names = append(names, n)

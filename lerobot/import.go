@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -49,6 +50,8 @@ type ImportOptions struct {
 	Indexer table.Indexer
 	// Progress, when set, is told how far checking and importing are.
 	Progress func(step string, done, total int)
+	// Committed, when set, is told of each snapshot as it lands.
+	Committed func(*table.Snapshot)
 }
 
 func (o ImportOptions) withDefaults() ImportOptions {
@@ -170,26 +173,68 @@ func sameLayout(have *table.Schema, want table.Schema) string {
 }
 
 // Import checks the selected episodes of a dataset and adds them to the
-// table in store (created when absent), in commits of at most
-// BatchEpisodes episodes or BatchFrames frames. Videos are stored byte
-// for byte, each file once: v3.0 episodes sharing a file reference one
-// payload from their own first frames. Episodes the table already holds
-// (an earlier, interrupted run) are skipped, so a rerun completes an
-// import without duplicating anything. Nothing is committed if the
-// dataset breaks a rule (a *ValidationError).
+// table in store, which is created when absent (see ImportInto).
 func Import(ctx context.Context, ds *Dataset, store storage.Store, tblOpts table.Options, opts ImportOptions) (*ImportResult, error) {
+	rep, schema, err := ds.prepareImport(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	tbl, created, err := openOrCreate(ctx, store, schema, tblOpts)
+	if err != nil {
+		return nil, err
+	}
+	res, err := ds.importChecked(ctx, tbl, rep, schema, opts)
+	if res != nil {
+		res.Created = created
+	}
+	return res, err
+}
+
+// ImportInto checks the selected episodes of a dataset and adds them to
+// an existing table, in commits of at most BatchEpisodes episodes or
+// BatchFrames frames. A table without snapshots or columns takes the
+// dataset's schema; any other must have its layout. Videos are stored
+// byte for byte, each file once: v3.0 episodes sharing a file reference
+// one payload from their own first frames. Episodes the table already
+// holds (an earlier, interrupted run) are skipped, so a rerun completes
+// an import without duplicating anything. Nothing is committed if the
+// dataset breaks a rule (a *ValidationError).
+func ImportInto(ctx context.Context, ds *Dataset, tbl *table.Table, opts ImportOptions) (*ImportResult, error) {
+	rep, schema, err := ds.prepareImport(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := adoptLayout(ctx, tbl, schema); err != nil {
+		return nil, err
+	}
+	return ds.importChecked(ctx, tbl, rep, schema, opts)
+}
+
+// prepareImport checks the selection and works out the table schema.
+func (ds *Dataset) prepareImport(ctx context.Context, opts ImportOptions) (*CheckReport, table.Schema, error) {
+	rep, err := ds.Check(ctx, CheckOptions{
+		Episodes: opts.Episodes, TimestampTolerance: opts.TimestampTolerance, Indexer: opts.Indexer,
+		Progress: func(done, total int) {
+			if opts.Progress != nil {
+				opts.Progress("checking dataset", done, total)
+			}
+		},
+	})
+	if err != nil {
+		return nil, table.Schema{}, err
+	}
+	schema, err := ds.TableSchema(rep.Columns, opts.Partition)
+	return rep, schema, err
+}
+
+// importChecked commits the episodes of a checked selection the table
+// does not hold yet.
+func (ds *Dataset) importChecked(ctx context.Context, tbl *table.Table, rep *CheckReport, schema table.Schema, opts ImportOptions) (*ImportResult, error) {
 	opts = opts.withDefaults()
 	progress := func(step string, done, total int) {
 		if opts.Progress != nil {
 			opts.Progress(step, done, total)
 		}
-	}
-	rep, err := ds.Check(ctx, CheckOptions{
-		Episodes: opts.Episodes, TimestampTolerance: opts.TimestampTolerance, Indexer: opts.Indexer,
-		Progress: func(done, total int) { progress("checking dataset", done, total) },
-	})
-	if err != nil {
-		return nil, err
 	}
 	res := &ImportResult{
 		Dataset: ds.Dir, Version: ds.Info.CodebaseVersion, Selected: rep.Episodes,
@@ -201,15 +246,6 @@ func Import(ctx context.Context, ds *Dataset, store storage.Store, tblOpts table
 			res.Widened = append(res.Widened, Widening{Column: c.Name, From: c.DType, To: c.Type})
 		}
 	}
-	schema, err := ds.TableSchema(rep.Columns, opts.Partition)
-	if err != nil {
-		return nil, err
-	}
-	tbl, created, err := openOrCreate(ctx, store, schema, tblOpts)
-	if err != nil {
-		return nil, err
-	}
-	res.Created = created
 	todo, err := ds.notYetImported(ctx, tbl, opts.Episodes)
 	if err != nil {
 		return nil, err
@@ -238,6 +274,9 @@ func Import(ctx context.Context, ds *Dataset, store storage.Store, tblOpts table
 		res.Frames += batchFrames
 		res.BytesStored += snap.Summary.BytesAdded
 		progress("importing", res.Imported, len(todo))
+		if opts.Committed != nil {
+			opts.Committed(snap)
+		}
 		batch, batchFrames = nil, 0
 		return nil
 	}
@@ -269,13 +308,14 @@ func Import(ctx context.Context, ds *Dataset, store storage.Store, tblOpts table
 }
 
 // openOrCreate opens the table in store, creating it with schema when
-// there is none; an existing table must have the same layout.
+// there is none; an existing table must fit the dataset (adoptLayout).
 func openOrCreate(ctx context.Context, store storage.Store, schema table.Schema, opts table.Options) (*table.Table, bool, error) {
 	tbl, err := table.Open(ctx, store, opts)
-	created := false
 	if errors.Is(err, table.ErrNotFound) {
 		tbl, err = table.Create(ctx, store, schema, opts)
-		created = err == nil
+		if err == nil {
+			return tbl, true, nil
+		}
 		if errors.Is(err, table.ErrExists) { // another import created it meanwhile
 			tbl, err = table.Open(ctx, store, opts)
 		}
@@ -283,16 +323,32 @@ func openOrCreate(ctx context.Context, store storage.Store, schema table.Schema,
 	if err != nil {
 		return nil, false, err
 	}
-	if !created {
-		have, err := tbl.LatestSchema(ctx)
+	return tbl, false, adoptLayout(ctx, tbl, schema)
+}
+
+// adoptLayout gives a table that has neither snapshots nor columns (made
+// empty, to learn its columns from its first data) the dataset's schema,
+// and checks that any other table has the dataset's layout.
+func adoptLayout(ctx context.Context, tbl *table.Table, schema table.Schema) error {
+	have, err := tbl.LatestSchema(ctx)
+	if err != nil {
+		return err
+	}
+	diff := sameLayout(have, schema)
+	if diff == "" {
+		return nil
+	}
+	if len(have.Columns) == 0 {
+		ids, err := tbl.SnapshotIDs(ctx)
 		if err != nil {
-			return nil, false, err
+			return err
 		}
-		if diff := sameLayout(have, schema); diff != "" {
-			return nil, false, fmt.Errorf("table %s does not fit the dataset: it has %s; import into a new table", tbl, diff)
+		if len(ids) == 0 {
+			_, err := tbl.Redefine(ctx, schema)
+			return err
 		}
 	}
-	return tbl, created, nil
+	return fmt.Errorf("%w: table %s does not fit the dataset: it has %s; import into a new table", table.ErrInvalidInput, tbl, diff)
 }
 
 // notYetImported returns the selected episodes the table does not hold,
@@ -311,23 +367,38 @@ func (ds *Dataset) notYetImported(ctx context.Context, tbl *table.Table, sel []i
 	if err != nil {
 		return nil, err
 	}
-	have := map[string]int64{}
+	have := map[string]table.EpisodeEntry{}
 	for _, e := range entries {
-		have[e.Episode] = e.Rows
+		have[e.Episode] = e
 	}
 	var todo []int64
 	for _, i := range eps {
-		rows, ok := have[ID(i)]
+		e, ok := have[ID(i)]
 		if !ok {
 			todo = append(todo, i)
 			continue
 		}
-		if rows != ds.Episodes[i].Length {
-			return nil, fmt.Errorf("table %s already has %s with %d rows, the dataset's episode %d has %d: not the same dataset; import into a new table",
-				tbl, ID(i), rows, i, ds.Episodes[i].Length)
+		if diff := ds.differs(&ds.Episodes[i], e); diff != "" {
+			return nil, fmt.Errorf("%w: table %s already has %s, but %s: not the same dataset; import into a new table", table.ErrExists, tbl, ID(i), diff)
 		}
 	}
 	return todo, nil
+}
+
+// differs tells how a stored episode differs from the dataset's, as far
+// as lengths, first frames and video file sizes show, or "".
+func (ds *Dataset) differs(ep *Episode, e table.EpisodeEntry) string {
+	if e.Rows != ep.Length {
+		return fmt.Sprintf("it has %d rows, the dataset's episode %d has %d", e.Rows, ep.Index, ep.Length)
+	}
+	for _, cam := range ds.Cameras {
+		ref, v := e.Videos[cam], ep.Videos[cam]
+		st, err := os.Stat(filepath.Join(ds.Dir, filepath.FromSlash(v.File)))
+		if err != nil || ref.Length != st.Size() || ref.FirstFrame != v.FirstFrame {
+			return fmt.Sprintf("its %s video is not %s from frame %d", cam, v.File, v.FirstFrame)
+		}
+	}
+	return ""
 }
 
 // ParseEpisodes parses an episode selection such as "0-99,120".

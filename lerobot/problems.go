@@ -108,6 +108,12 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
+	return fmt.Sprintf("%s: %v: %s", e.Dataset, ErrInvalidDataset, e.Summary())
+}
+
+// Summary counts the problems by rule and lists those kept, one a line,
+// with paths relative to the dataset.
+func (e *ValidationError) Summary() string {
 	total := 0
 	var rules []string
 	for r, n := range e.Counts {
@@ -116,7 +122,7 @@ func (e *ValidationError) Error() string {
 	}
 	sort.Strings(rules)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %v: %d problem(s) (%s)", e.Dataset, ErrInvalidDataset, total, strings.Join(rules, ", "))
+	fmt.Fprintf(&b, "%d problem(s) (%s)", total, strings.Join(rules, ", "))
 	for _, p := range e.Problems {
 		b.WriteString("\n  ")
 		b.WriteString(p.String())
