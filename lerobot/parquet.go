@@ -2,6 +2,7 @@ package lerobot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
@@ -41,18 +43,109 @@ func (t *parquetTable) field(name string) (arrow.Field, bool) {
 	return arrow.Field{}, false
 }
 
+// Limits on what a dataset's Parquet footer may claim, checked before
+// the reader allocates for it: a damaged or hostile file gives an error,
+// not a huge allocation.
+const (
+	maxParquetRows     = 50_000_000
+	maxColumnChunkSize = 1 << 30
+	// maxExpansion bounds how much a column chunk may grow when
+	// decompressed.
+	maxExpansion = 1000
+	// maxPageSize bounds a page's uncompressed size (pyarrow writes 1 MB
+	// pages).
+	maxPageSize = 32 << 20
+)
+
+// ErrMalformedParquet means a Parquet file is damaged: its footer claims
+// what the file cannot hold, or the reader failed on its pages.
+var ErrMalformedParquet = errors.New("malformed Parquet file")
+
+// openParquet opens a Parquet file after checking its footer's claims:
+// row counts, and column chunks that lie inside the file and expand
+// within bounds.
+func openParquet(path string) (*os.File, *file.Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props.MaxUncompressedPageSize = maxPageSize
+	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: %v", ErrMalformedParquet, err)
+	}
+	if err := checkFooter(pf, st.Size()); err != nil {
+		pf.Close()
+		f.Close()
+		return nil, nil, err
+	}
+	// The Arrow schema pyarrow and arrow-go store beside the Parquet one
+	// (ARROW:schema) is a flatbuffer the reader decodes without bounds
+	// checks: a damaged one makes it allocate without limit. Parquet's
+	// own types are enough here (a fixed-size list reads as a list).
+	for _, kv := range pf.MetaData().KeyValueMetadata() {
+		if kv.Key == "ARROW:schema" {
+			kv.Key = "ignored:ARROW:schema"
+		}
+	}
+	return f, pf, nil
+}
+
+func checkFooter(pf *file.Reader, size int64) error {
+	md := pf.MetaData()
+	if n := pf.NumRows(); n < 0 || n > maxParquetRows {
+		return fmt.Errorf("%w: %d rows (at most %d)", ErrMalformedParquet, n, maxParquetRows)
+	}
+	for rg := 0; rg < md.NumRowGroups(); rg++ {
+		group := md.RowGroup(rg)
+		if group.NumRows() < 0 || group.NumRows() > maxParquetRows {
+			return fmt.Errorf("%w: row group %d has %d rows", ErrMalformedParquet, rg, group.NumRows())
+		}
+		for c := 0; c < md.Schema.NumColumns(); c++ {
+			chunk, err := group.ColumnChunk(c)
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrMalformedParquet, err)
+			}
+			start := chunk.DataPageOffset()
+			if chunk.HasDictionaryPage() && chunk.DictionaryPageOffset() > 0 {
+				start = min(start, chunk.DictionaryPageOffset())
+			}
+			compressed, uncompressed := chunk.TotalCompressedSize(), chunk.TotalUncompressedSize()
+			if start < 0 || compressed < 0 || compressed > maxColumnChunkSize || start+compressed > size ||
+				uncompressed < 0 || uncompressed > maxColumnChunkSize || uncompressed > maxExpansion*max(compressed, 1<<10) ||
+				chunk.NumValues() < 0 || chunk.NumValues() > maxParquetRows*1000 {
+				return fmt.Errorf("%w: row group %d column %d claims %d bytes (%d uncompressed) at offset %d of a %d-byte file",
+					ErrMalformedParquet, rg, c, compressed, uncompressed, start, size)
+			}
+		}
+	}
+	return nil
+}
+
+// recoverParquet turns a panic of the Parquet reader (which some damaged
+// pages cause) into an error.
+func recoverParquet(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: the reader failed: %v", ErrMalformedParquet, r)
+	}
+}
+
 // readParquet reads the named top-level columns of a Parquet file (all of
 // them when names is nil; names the file lacks are left out).
-func readParquet(ctx context.Context, path string, names []string) (*parquetTable, error) {
-	f, err := os.Open(path)
+func readParquet(ctx context.Context, path string, names []string) (out *parquetTable, err error) {
+	defer recoverParquet(&err)
+	f, pf, err := openParquet(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	pf, err := file.NewParquetReader(f)
-	if err != nil {
-		return nil, err
-	}
 	defer pf.Close()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
 	if err != nil {
@@ -69,7 +162,7 @@ func readParquet(ctx context.Context, path string, names []string) (*parquetTabl
 			leaves = appendLeaves(leaves, sf)
 		}
 	}
-	out := &parquetTable{rows: pf.NumRows(), cols: map[string]arrow.Array{}}
+	out = &parquetTable{rows: pf.NumRows(), cols: map[string]arrow.Array{}}
 	if kv := pf.MetaData().KeyValueMetadata(); kv != nil {
 		if v := kv.FindValue("pandas"); v != nil {
 			out.pandas = *v
@@ -87,8 +180,13 @@ func readParquet(ctx context.Context, path string, names []string) (*parquetTabl
 		return nil, err
 	}
 	defer tbl.Release()
+	defer func() {
+		if err != nil {
+			out.release()
+		}
+	}()
 	if tbl.NumRows() != out.rows {
-		return nil, fmt.Errorf("read %d rows, the footer says %d", tbl.NumRows(), out.rows)
+		return nil, fmt.Errorf("%w: read %d rows, the footer says %d", ErrMalformedParquet, tbl.NumRows(), out.rows)
 	}
 	for i := 0; i < int(tbl.NumCols()); i++ {
 		col := tbl.Column(i)
@@ -102,7 +200,6 @@ func readParquet(ctx context.Context, path string, names []string) (*parquetTabl
 			a.Retain()
 		default:
 			if a, err = array.Concatenate(chunks, memory.DefaultAllocator); err != nil {
-				out.release()
 				return nil, err
 			}
 		}
@@ -125,23 +222,20 @@ func appendLeaves(out []int, sf *pqarrow.SchemaField) []int {
 // parquetFooter reads a Parquet file's footer only: its top-level
 // columns, and per column the number of nulls its statistics count (-1
 // where a row group has no usable statistics).
-func parquetFooter(path string) ([]arrow.Field, map[string]int64, error) {
-	f, err := os.Open(path)
+func parquetFooter(path string) (fields []arrow.Field, nulls map[string]int64, err error) {
+	defer recoverParquet(&err)
+	f, pf, err := openParquet(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	pf, err := file.NewParquetReader(f)
-	if err != nil {
-		return nil, nil, err
-	}
 	defer pf.Close()
 	md := pf.MetaData()
 	sc, err := pqarrow.FromParquet(md.Schema, nil, md.KeyValueMetadata())
 	if err != nil {
 		return nil, nil, err
 	}
-	nulls := map[string]int64{}
+	nulls = map[string]int64{}
 	for rg := 0; rg < md.NumRowGroups(); rg++ {
 		group := md.RowGroup(rg)
 		for c := 0; c < md.Schema.NumColumns(); c++ {
@@ -166,7 +260,7 @@ func parquetFooter(path string) ([]arrow.Field, map[string]int64, error) {
 
 // intAt returns element i of an integer array.
 func intAt(a arrow.Array, i int) (int64, bool) {
-	if a.IsNull(i) {
+	if a == nil || a.IsNull(i) { // a nil array: a column the file lacks
 		return 0, false
 	}
 	switch x := a.(type) {
@@ -193,7 +287,7 @@ func intAt(a arrow.Array, i int) (int64, bool) {
 
 // floatAt returns element i of a floating-point (or integer) array.
 func floatAt(a arrow.Array, i int) (float64, bool) {
-	if a.IsNull(i) {
+	if a == nil || a.IsNull(i) { // a nil array: a column the file lacks
 		return 0, false
 	}
 	switch x := a.(type) {
@@ -210,7 +304,7 @@ func floatAt(a arrow.Array, i int) (float64, bool) {
 
 // stringAt returns element i of a string array.
 func stringAt(a arrow.Array, i int) (string, bool) {
-	if a.IsNull(i) {
+	if a == nil || a.IsNull(i) { // a nil array: a column the file lacks
 		return "", false
 	}
 	switch x := a.(type) {
@@ -226,7 +320,7 @@ func stringAt(a arrow.Array, i int) (string, bool) {
 
 // listAt returns the values array and range of element i of a list array.
 func listAt(a arrow.Array, i int) (values arrow.Array, start, end int, ok bool) {
-	if a.IsNull(i) {
+	if a == nil || a.IsNull(i) { // a nil array: a column the file lacks
 		return nil, 0, 0, false
 	}
 	switch x := a.(type) {
