@@ -2,11 +2,8 @@ package lerobot
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,16 +50,19 @@ func importDir(t *testing.T, dir string, store storage.Store, opts ImportOptions
 	return Import(context.Background(), ds, store, table.Options{}, opts)
 }
 
-func fileSHA(t *testing.T, path string) string {
+// headEpisodes returns a table's head snapshot and its episodes.
+func headEpisodes(t *testing.T, tbl *table.Table) (*table.Snapshot, []table.EpisodeEntry) {
 	t.Helper()
-	f, err := os.Open(path)
+	ctx := context.Background()
+	snap, err := tbl.Head(ctx)
+	if err != nil || snap == nil {
+		t.Fatalf("head of %s: %v", tbl, err)
+	}
+	eps, err := tbl.Episodes(ctx, snap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	h := sha256.New()
-	io.Copy(h, f)
-	return hex.EncodeToString(h.Sum(nil))
+	return snap, eps
 }
 
 // checkImported compares a table with the dataset it was imported from:
@@ -71,14 +71,7 @@ func fileSHA(t *testing.T, path string) string {
 func checkImported(t *testing.T, d *lerobottest.Dataset, tbl *table.Table) {
 	t.Helper()
 	ctx := context.Background()
-	snap, err := tbl.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eps, err := tbl.Episodes(ctx, snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, eps := headEpisodes(t, tbl)
 	s := d.Spec
 	if len(eps) != len(s.Lengths) {
 		t.Fatalf("%d episodes in the table, %d in the dataset", len(eps), len(s.Lengths))
@@ -92,7 +85,7 @@ func checkImported(t *testing.T, d *lerobottest.Dataset, tbl *table.Table) {
 		for _, cam := range s.Cameras {
 			ref := e.Videos[cam.Key]
 			src := filepath.Join(d.Dir, d.EpisodeFile[cam.Key][i])
-			if ref.SHA256 != fileSHA(t, src) || ref.FirstFrame != d.EpisodeFirst[cam.Key][i] {
+			if ref.SHA256 != lerobottest.FileSHA256(t, src) || ref.FirstFrame != d.EpisodeFirst[cam.Key][i] {
 				t.Errorf("%s %s: sha %s first frame %d, want the bytes of %s from frame %d", e.Episode, cam.Key, ref.SHA256, ref.FirstFrame, src, d.EpisodeFirst[cam.Key][i])
 			}
 			if payloads[cam.Key] == nil {
@@ -195,14 +188,7 @@ type episodeContent struct {
 func tableContent(t *testing.T, tbl *table.Table) map[string]episodeContent {
 	t.Helper()
 	ctx := context.Background()
-	snap, err := tbl.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eps, err := tbl.Episodes(ctx, snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, eps := headEpisodes(t, tbl)
 	out := map[string]episodeContent{}
 	for _, e := range eps {
 		rows, err := tbl.Rows(ctx, snap, e)

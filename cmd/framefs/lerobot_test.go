@@ -3,11 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -68,18 +65,6 @@ func requireFUSE(t *testing.T) {
 	}
 }
 
-func sha256File(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	io.Copy(h, f)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // TestLeRobotFramesThroughMount imports v3.0 and v2.1 datasets with the
 // command (frame sizes computed) and reads every frame of episode 3, of
 // both cameras (AV1 and H.264), through a real mount as PPM: each equals
@@ -99,14 +84,7 @@ func TestLeRobotFramesThroughMount(t *testing.T) {
 			if res.Imported != 6 || res.Frames != 64 {
 				t.Fatalf("import result %+v", res)
 			}
-			store, err := storage.NewLocal(tblDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tbl, err := table.Open(ctx, store, tableOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
+			tbl := openLocalTable(t, tblDir)
 			snap, _ := tbl.Head(ctx)
 			ep, err := tbl.Episode(ctx, snap, "episode_000003")
 			if err != nil {
@@ -136,7 +114,7 @@ func TestLeRobotFramesThroughMount(t *testing.T) {
 				ref := ep.Videos[cam.Key]
 				src := filepath.Join(d.Dir, d.EpisodeFile[cam.Key][3])
 				first := d.EpisodeFirst[cam.Key][3]
-				if ref.SHA256 != sha256File(t, src) || ref.FirstFrame != first {
+				if ref.SHA256 != lerobottest.FileSHA256(t, src) || ref.FirstFrame != first {
 					t.Fatalf("%s: stored %s from frame %d, source %s from frame %d", cam.Key, ref.SHA256, ref.FirstFrame, src, first)
 				}
 				want, err := lerobottest.Frames(ctx, src, int(first), length, cam.Width, cam.Height)
@@ -183,6 +161,19 @@ func TestLeRobotFramesThroughMount(t *testing.T) {
 	}
 }
 
+func openLocalTable(t *testing.T, dir string) *table.Table {
+	t.Helper()
+	store, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := table.Open(context.Background(), store, tableOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
 // episodeState is what an imported episode must hold.
 type episodeState struct {
 	rows   int64
@@ -192,14 +183,7 @@ type episodeState struct {
 func tableState(t *testing.T, dir string) (map[string]episodeState, map[string]int) {
 	t.Helper()
 	ctx := context.Background()
-	store, err := storage.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := table.Open(ctx, store, tableOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := openLocalTable(t, dir)
 	if probs, err := tbl.Verify(ctx); err != nil || len(probs) > 0 {
 		t.Fatalf("verify %s: %v %v", dir, probs, err)
 	}

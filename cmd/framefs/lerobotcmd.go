@@ -173,11 +173,7 @@ again give the same rows and the same video bytes.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			tbl, err := stores.openTable(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			snap, err := tbl.Resolve(ctx, snapshot, tag)
+			tbl, snap, err := openSnapshot(ctx, stores, args[0], snapshot, tag)
 			if err != nil {
 				return err
 			}
@@ -201,4 +197,15 @@ again give the same rows and the same video bytes.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON summary")
 	cmd.MarkFlagsMutuallyExclusive("snapshot", "tag")
 	return cmd
+}
+
+// openSnapshot opens a table and the snapshot --snapshot or --tag names
+// (the head when both are empty).
+func openSnapshot(ctx context.Context, stores *storeFlags, uri string, snapshot int64, tag string) (*table.Table, *table.Snapshot, error) {
+	tbl, err := stores.openTable(ctx, uri)
+	if err != nil {
+		return nil, nil, err
+	}
+	snap, err := tbl.Resolve(ctx, snapshot, tag)
+	return tbl, snap, err
 }

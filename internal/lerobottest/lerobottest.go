@@ -689,3 +689,16 @@ func Standard(version string) Spec {
 		EpisodesPerDataFile:  4,
 	}
 }
+
+// FileSHA256 is the hex SHA-256 of a file: what a table stores as the
+// hash of a payload imported from it.
+func FileSHA256(t T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	must(t, err)
+	defer f.Close()
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	must(t, err)
+	return hex.EncodeToString(h.Sum(nil))
+}
