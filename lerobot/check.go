@@ -31,6 +31,9 @@ type CheckOptions struct {
 	// Indexer counts a video's frames (nil: MP4 sample tables, as
 	// videoidx.ReadMP4 reads them).
 	Indexer table.Indexer
+	// Partition, when set, names a column that must hold one value per
+	// episode (the table is partitioned by it).
+	Partition string
 	// Progress, when set, is told after each file is checked.
 	Progress func(done, total int)
 }
@@ -114,7 +117,7 @@ func (ds *Dataset) Check(ctx context.Context, opts CheckOptions) (*CheckReport, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		ds.checkDataFile(ctx, df, cols, opts.TimestampTolerance, ps, rep)
+		ds.checkDataFile(ctx, df, cols, opts, ps, rep)
 		step()
 	}
 	for _, vf := range videoFiles {
@@ -130,6 +133,15 @@ func (ds *Dataset) Check(ctx context.Context, opts CheckOptions) (*CheckReport, 
 		rep.Frames += ds.Episodes[i].Length
 	}
 	return rep, ps.err()
+}
+
+// partitionColumn is the column whose values the partition check reads:
+// the task text is checked through task_index.
+func (o CheckOptions) partitionColumn() string {
+	if o.Partition == TaskColumn {
+		return "task_index"
+	}
+	return o.Partition
 }
 
 // dataFileEpisodes is a data file and the selected episodes in it.
@@ -214,7 +226,7 @@ func (ds *Dataset) fileBase(file string) (int64, map[int64]bool) {
 	return base, members
 }
 
-func (ds *Dataset) checkDataFile(ctx context.Context, df dataFileEpisodes, cols []Column, tol float64, ps *problems, rep *CheckReport) {
+func (ds *Dataset) checkDataFile(ctx context.Context, df dataFileEpisodes, cols []Column, opts CheckOptions, ps *problems, rep *CheckReport) {
 	first := df.episodes[0]
 	path := filepath.Join(ds.Dir, filepath.FromSlash(df.file))
 	fields, nulls, err := parquetFooter(path)
@@ -237,6 +249,9 @@ func (ds *Dataset) checkDataFile(ctx context.Context, df dataFileEpisodes, cols 
 		if n != 0 && !slices.Contains(names, name) {
 			names = append(names, name)
 		}
+	}
+	if p := opts.partitionColumn(); p != "" && !slices.Contains(names, p) {
+		names = append(names, p)
 	}
 	t, err := readParquet(ctx, path, names)
 	if err != nil {
@@ -284,7 +299,7 @@ func (ds *Dataset) checkDataFile(ctx context.Context, df dataFileEpisodes, cols 
 			ps.add(RuleRowRange, df.file, i, r.start, "the episode's rows start at row %d of the file; its first global row %d puts them at row %d",
 				r.start, e.FirstIndex, e.FirstIndex-base)
 		default:
-			ds.checkRows(t, e, r.start, df.file, tol, ps, rep)
+			ds.checkRows(t, e, r.start, df.file, opts, ps, rep)
 		}
 	}
 }
@@ -337,7 +352,8 @@ func (rt *ruleTally) report(ps *problems, file string, episode int64) {
 
 // checkRows checks the index and frame_index runs, timestamps and task
 // indexes of one episode's rows, which start at row start of t.
-func (ds *Dataset) checkRows(t *parquetTable, e *Episode, start int64, file string, tol float64, ps *problems, rep *CheckReport) {
+func (ds *Dataset) checkRows(t *parquetTable, e *Episode, start int64, file string, opts CheckOptions, ps *problems, rep *CheckReport) {
+	tol := opts.TimestampTolerance
 	index, frameIndex, ts, taskIndex := t.cols["index"], t.cols["frame_index"], t.cols["timestamp"], t.cols["task_index"]
 	allowed := map[int64]bool{}
 	for idx, text := range ds.Tasks {
@@ -345,8 +361,9 @@ func (ds *Dataset) checkRows(t *parquetTable, e *Episode, start int64, file stri
 			allowed[idx] = true
 		}
 	}
-	tallies := []*ruleTally{{rule: RuleIndexRun}, {rule: RuleFrameIndexRun}, {rule: RuleTimestamp}, {rule: RuleTaskIndex}}
-	indexRun, frameRun, stamp, task := tallies[0], tallies[1], tallies[2], tallies[3]
+	tallies := []*ruleTally{{rule: RuleIndexRun}, {rule: RuleFrameIndexRun}, {rule: RuleTimestamp}, {rule: RuleTaskIndex}, {rule: RulePartition}}
+	indexRun, frameRun, stamp, task, part := tallies[0], tallies[1], tallies[2], tallies[3], tallies[4]
+	partCol := t.cols[opts.partitionColumn()]
 	fps := ds.Info.FPS
 	for k := int64(0); k < e.Length; k++ {
 		row := int(start + k)
@@ -367,6 +384,10 @@ func (ds *Dataset) checkRows(t *parquetTable, e *Episode, start int64, file stri
 				stamp.hit(int64(row), "timestamp %.6f is %.6f s from frame_index %d / fps %g (tolerance %g; raise it with --timestamp-tolerance if the clock is known to drift)",
 					stampV, diff, fi, fps, tol)
 			}
+		}
+		if partCol != nil && k > 0 && partCol.ValueStr(row) != partCol.ValueStr(int(start)) {
+			part.hit(int64(row), "%s is %s, the episode's first row has %s; a table partitioned by %s needs one value per episode",
+				opts.Partition, partCol.ValueStr(row), partCol.ValueStr(int(start)), opts.Partition)
 		}
 		ti, _ := intAt(taskIndex, row)
 		if !allowed[ti] {

@@ -213,7 +213,7 @@ func ImportInto(ctx context.Context, ds *Dataset, tbl *table.Table, opts ImportO
 // prepareImport checks the selection and works out the table schema.
 func (ds *Dataset) prepareImport(ctx context.Context, opts ImportOptions) (*CheckReport, table.Schema, error) {
 	rep, err := ds.Check(ctx, CheckOptions{
-		Episodes: opts.Episodes, TimestampTolerance: opts.TimestampTolerance, Indexer: opts.Indexer,
+		Episodes: opts.Episodes, TimestampTolerance: opts.TimestampTolerance, Indexer: opts.Indexer, Partition: opts.Partition,
 		Progress: func(done, total int) {
 			if opts.Progress != nil {
 				opts.Progress("checking dataset", done, total)

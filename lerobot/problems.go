@@ -48,6 +48,9 @@ const (
 	// disagree with its position in the shared video (the sum of the
 	// lengths of the earlier episodes in the file).
 	RuleVideoOffset Rule = "video_offset"
+	// RulePartition: the column a table is partitioned by changes within
+	// an episode.
+	RulePartition Rule = "partition"
 	// RuleMissingFile: a file the metadata points to does not exist.
 	RuleMissingFile Rule = "missing_file"
 	// RuleUnreadable: a file exists but is truncated or not what its

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/internal/lerobottest"
+	"github.com/framefs/framefs/table"
 )
 
 // ruleCase is a dataset that breaks one rule, and where the problem must
@@ -319,5 +320,35 @@ func TestEpisodeSelection(t *testing.T) {
 		if _, err := ParseEpisodes(bad); err == nil {
 			t.Errorf("ParseEpisodes(%q) accepted", bad)
 		}
+	}
+}
+
+// --partition task partitions the table by task text; an episode with
+// two tasks cannot be in one partition and is refused before any commit.
+func TestPartitionByTask(t *testing.T) {
+	d := build(t, testSpec(V30))
+	store := newStore(t)
+	_, err := importDir(t, d.Dir, store, ImportOptions{Partition: TaskColumn, BatchEpisodes: 1})
+	var verr *ValidationError
+	if !errors.As(err, &verr) || !verr.Has(RulePartition) || !strings.Contains(err.Error(), "data/chunk-000/file-000.parquet: episode 2, row 29: partition: task is 2") {
+		t.Fatalf("import of an episode with two tasks, partitioned by task: %v", err)
+	}
+	if objs, _ := store.List(t.Context(), ""); len(objs) != 0 {
+		t.Errorf("a refused import left %d objects", len(objs))
+	}
+	spec := testSpec(V30)
+	spec.EpisodeTasks[2] = []int{2}
+	d = build(t, spec)
+	if _, err := importDir(t, d.Dir, store, ImportOptions{Partition: TaskColumn}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ := table.Open(t.Context(), store, table.Options{})
+	_, eps := headEpisodes(t, tbl)
+	parts := map[string]string{}
+	for _, e := range eps {
+		parts[e.Episode] = e.Partition[TaskColumn]
+	}
+	if parts["episode_000002"] != "push the button" || parts["episode_000004"] != "place the cube" || len(parts) != 6 {
+		t.Errorf("partitions %v", parts)
 	}
 }
