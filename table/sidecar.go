@@ -321,7 +321,9 @@ func convertValue(t Type, v any) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("want a list for %s, have %s", t, describe(v))
 		}
-		out := make([]any, len(list))
+		// Lists already in Row form (read from Parquet) are kept as they
+		// are; a copy is made only when an element changes.
+		var out []any
 		for i, e := range list {
 			if e == nil {
 				return nil, fmt.Errorf("element %d is null", i)
@@ -330,7 +332,16 @@ func convertValue(t Type, v any) (any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("element %d: %v", i, err)
 			}
-			out[i] = ce
+			if out == nil && ce != e {
+				out = make([]any, len(list))
+				copy(out, list[:i])
+			}
+			if out != nil {
+				out[i] = ce
+			}
+		}
+		if out == nil {
+			return list, nil
 		}
 		return out, nil
 	}
