@@ -179,7 +179,11 @@ type preparing struct {
 func (t *Table) prepareAll(ctx context.Context, schema *Schema, inputs []EpisodeInput, withSizes bool, stored map[string]VideoRef) *preparedVideos {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &preparedVideos{bySource: map[sourceID]*preparing{}, cancel: cancel}
-	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	type job struct {
+		vf VideoFile
+		*preparing
+	}
+	var jobs []job
 	for _, in := range inputs {
 		videos, err := normalizeVideos(schema, in.Videos)
 		if err != nil {
@@ -190,22 +194,31 @@ func (t *Table) prepareAll(ctx context.Context, schema *Schema, inputs []Episode
 			if p.bySource[vf.id()] != nil {
 				continue
 			}
-			job := &preparing{done: make(chan struct{})}
-			p.bySource[vf.id()] = job
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				defer close(job.done)
-				select {
-				case slots <- struct{}{}:
-					defer func() { <-slots }()
-				case <-ctx.Done():
-					job.err = ctx.Err()
-					return
-				}
-				job.pv, job.err = t.prepareVideo(ctx, vf, schema.Image, withSizes, stored)
-			}()
+			j := job{vf, &preparing{done: make(chan struct{})}}
+			p.bySource[vf.id()] = j.preparing
+			jobs = append(jobs, j)
 		}
+	}
+	// Sources are prepared in the order the caller waits for them, so
+	// that it works on the first episodes while later videos are read.
+	queue := make(chan job, len(jobs))
+	for _, j := range jobs {
+		queue <- j
+	}
+	close(queue)
+	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			for j := range queue {
+				if err := ctx.Err(); err != nil {
+					j.err = err
+				} else {
+					j.pv, j.err = t.prepareVideo(ctx, j.vf, schema.Image, withSizes, stored)
+				}
+				close(j.done)
+			}
+		}()
 	}
 	return p
 }
