@@ -18,6 +18,7 @@ import (
 	"github.com/framefs/framefs/fusefs"
 	"github.com/framefs/framefs/internal/lerobottest"
 	"github.com/framefs/framefs/internal/s3test"
+	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/lerobot"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
@@ -56,23 +57,15 @@ func runFramefs(t *testing.T, args ...string) []byte {
 	return out
 }
 
-func requireFUSE(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		if os.Getenv("FRAMEFS_REQUIRE_FUSE") == "1" {
-			t.Fatalf("FUSE is required (FRAMEFS_REQUIRE_FUSE=1) but /dev/fuse is unusable: %v", err)
-		}
-		t.Skipf("no FUSE: %v", err)
-	}
-}
-
 // TestLeRobotFramesThroughMount imports v3.0 and v2.1 datasets with the
 // command (frame sizes computed) and reads every frame of episode 3, of
 // both cameras (AV1 and H.264), through a real mount as PPM: each equals
 // the frame the ffmpeg command decodes from the source file at the
 // episode's position in it.
 func TestLeRobotFramesThroughMount(t *testing.T) {
-	requireFUSE(t)
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testenv.Missing(t, testenv.FUSE, fmt.Sprintf("no FUSE device: %v", err))
+	}
 	ctx := context.Background()
 	for _, version := range []string{lerobot.V30, lerobot.V21} {
 		t.Run(version, func(t *testing.T) {
@@ -96,7 +89,7 @@ func TestLeRobotFramesThroughMount(t *testing.T) {
 			pool := decoder.NewPool(decoder.Options{})
 			frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 8 << 20})
 			srv, err := fusefs.MountTable(mnt, tblDir, tbl, frames, fusefs.Options{
-				ReadOnly: true, Image: decoder.ImageSetting{Format: decoder.FormatPPM}, ImageOverride: true,
+				ReadOnly: true, Image: fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: "ppm"}},
 			})
 			if err != nil {
 				t.Fatal(err)
