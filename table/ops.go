@@ -55,11 +55,12 @@ type AddOptions struct {
 	// nullable columns of a new schema version, instead of failing.
 	AllowNewColumns bool
 	// ReuseStoredVideos references a payload the head snapshot already
-	// stores when a video's bytes (SHA-256) equal it, instead of storing
-	// the video again; the video is then read once, to hash it, and not
-	// indexed or sized. Imports that commit the episodes of one shared
-	// video file over several commits use it so that the file is stored
-	// once.
+	// stores when a local video's bytes (SHA-256) equal it, instead of
+	// storing the video again; the video is then read once, to hash it,
+	// and not indexed or sized. Imports that commit the episodes of one
+	// shared video file over several commits use it so that the file is
+	// stored once. S3 sources are hashed only while they are stored, so
+	// they are stored again.
 	ReuseStoredVideos bool
 	// Progress, when set, is told after each video is checked (hashed,
 	// indexed and sized) and once the commit is written.
