@@ -12,14 +12,7 @@ mkdir -p "$cache"
 work=$(mktemp -d -p "$cache")
 trap 'rm -rf "$work"' EXIT
 
-seconds() {
-	local start end
-	start=$(date +%s%N)
-	"$@" >/dev/null
-	end=$(date +%s%N)
-	awk -v ns=$((end - start)) 'BEGIN {printf "%.3f", ns/1e9}'
-}
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+. "$root/scripts/lib.sh"
 
 ds="$cache/lerobot-v3.0-200ep-640x480"
 if [ ! -f "$ds/meta/info.json" ]; then
@@ -32,7 +25,7 @@ frames=$(jq .total_frames "$ds/meta/info.json")
 find "$ds" -type f -exec cat {} + >/dev/null # both sides start with the dataset in the page cache
 
 cp_times=() import_times=()
-for i in 1 2 3; do
+for _ in $(seq "$RUNS"); do
 	rm -rf "$work/copy" "$work/t"
 	cp_times+=("$(seconds sh -c "cp -r '$ds' '$work/copy' && sync -f '$work/copy/meta/info.json'")")
 	rm -rf "$work/copy"
@@ -43,9 +36,9 @@ import_s=$(median "${import_times[@]}")
 rm -rf "$work/t"
 sizes_s=$(seconds sh -c "'$bin' import lerobot '$ds' '$work/t' && sync -f '$work/t/table.json'")
 
-echo "lerobot_dataset_200ep_size $(awk -v b="$bytes" 'BEGIN {printf "%.1f", b/1e6}') MB"
-echo "lerobot_import_200ep_no_sizes $import_s s"
-echo "cp_r_lerobot_200ep $cp_s s"
-echo "ratio:lerobot_import_vs_cp_r $(awk -v a="$cp_s" -v b="$import_s" 'BEGIN {printf "%.2f", a/b}') x"
-echo "lerobot_import_200ep_with_sizes $sizes_s s"
-echo "lerobot_import_with_sizes_rate $(awk -v f="$frames" -v s="$sizes_s" 'BEGIN {printf "%.0f", 2*f/s}') frames/s"
+emit lerobot_dataset_200ep_size "$(ratio "$bytes" 1000000)" MB
+emit lerobot_import_200ep_no_sizes "$import_s" s
+emit cp_r_lerobot_200ep "$cp_s" s
+emit ratio:lerobot_import_vs_cp_r "$(ratio "$cp_s" "$import_s")" x
+emit lerobot_import_200ep_with_sizes "$sizes_s" s
+emit lerobot_import_with_sizes_rate "$(ratio "$((2 * frames))" "$sizes_s")" frames/s
