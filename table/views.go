@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,7 +35,11 @@ type View struct {
 	GroupBy []string `json:"group_by,omitempty"`
 	// Image overrides how the view's frames are served.
 	Image *ViewImage `json:"image,omitempty"`
-	Time  time.Time  `json:"time"`
+	// Window makes the view a clip view: it shows the windows of frames
+	// whose frames all match, rather than the frames (feature
+	// clip_windows).
+	Window *Window   `json:"window,omitempty"`
+	Time   time.Time `json:"time"`
 }
 
 // ViewImage is a view's own image setting. Zero fields keep the mount's.
@@ -52,13 +57,19 @@ type ViewImage struct {
 	MaxSide int `json:"max_side,omitempty"`
 }
 
-// View format versions. Version 1: filter, pin, group-by, image setting.
+// View format versions. Version 1: filter, pin, group-by, image setting;
+// optional features below.
 const (
 	ViewFormatVersion = 1
 )
 
+// FeatureClipWindows marks a clip view (View.Window): a reader that does
+// not know it must refuse the view rather than show its frames as a plain
+// view's.
+const FeatureClipWindows = "clip_windows"
+
 // knownViewFeatures lists the optional view features this build knows.
-var knownViewFeatures = map[string]bool{}
+var knownViewFeatures = map[string]bool{FeatureClipWindows: true}
 
 // maxImageSide bounds scaled sizes (the decoder's limit).
 const maxImageSide = 16384
@@ -124,6 +135,11 @@ func (t *Table) CreateView(ctx context.Context, v View) (View, error) {
 	if err := v.Image.Validate(); err != nil {
 		return View{}, fmt.Errorf("view %q: %w", v.Name, err)
 	}
+	if v.Window != nil {
+		if err := v.Window.Validate(); err != nil {
+			return View{}, fmt.Errorf("view %q: %w", v.Name, err)
+		}
+	}
 	var schema *Schema
 	var err error
 	if v.Tag != "" {
@@ -157,6 +173,9 @@ func (t *Table) CreateView(ctx context.Context, v View) (View, error) {
 		}
 	}
 	v.FormatVersion, v.Features, v.Time = ViewFormatVersion, []string{}, t.opts.Now().UTC()
+	if v.Window != nil {
+		v.Features = append(v.Features, FeatureClipWindows)
+	}
 	if err := t.store.PutIfAbsent(ctx, viewKey(v.Name), marshal(v)); err != nil {
 		if errors.Is(err, storage.ErrExists) {
 			return View{}, fmt.Errorf("%w: view %q (views are immutable: delete it first)", ErrExists, v.Name)
@@ -205,6 +224,14 @@ func (t *Table) View(ctx context.Context, name string) (View, error) {
 	}
 	if v.Name != name {
 		return v, fmt.Errorf("%w: %s names view %q", ErrCorrupt, viewKey(name), v.Name)
+	}
+	if clips := slices.Contains(v.Features, FeatureClipWindows); clips != (v.Window != nil) {
+		return v, fmt.Errorf("%w: view %q: feature %s and its window go together", ErrCorrupt, name, FeatureClipWindows)
+	}
+	if v.Window != nil {
+		if err := v.Window.Validate(); err != nil {
+			return v, fmt.Errorf("%w: view %q: %v", ErrCorrupt, name, err)
+		}
 	}
 	return v, nil
 }

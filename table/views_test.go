@@ -279,7 +279,7 @@ func TestViews(t *testing.T) {
 	}
 	// A view of a newer format is listed with an error, and not deleted
 	// by mistake for one of this version.
-	newer := `{"format_version": 1, "features": ["clip_windows"], "view": "clips", "where": "TRUE", "time": "2026-01-01T00:00:00Z"}`
+	newer := `{"format_version": 1, "features": ["time_travel_joins"], "view": "clips", "where": "TRUE", "time": "2026-01-01T00:00:00Z"}`
 	if err := local.PutIfAbsent(ctx, viewKey("clips"), []byte(newer)); err != nil {
 		t.Fatal(err)
 	}
