@@ -57,6 +57,8 @@ type catalog struct {
 type snapshotTree struct {
 	schema *table.Schema
 	root   *treeDir
+	// clips lists a clip view's clips (nil for other trees).
+	clips *clipIndex
 }
 
 // maxTrees bounds the snapshot trees a catalog keeps (about 200 bytes per

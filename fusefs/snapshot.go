@@ -35,6 +35,9 @@ type treeDir struct {
 	// rows are the episode's rows the folder shows, ascending (a view's
 	// selection); nil shows every row.
 	rows []int64
+	// clip is set on a clip view's clip folder (and its video column
+	// folders): the folder shows the clip's frames instead of rows.
+	clip *clipWindow
 }
 
 // snapshotDir is snapshots/N/. Its tree comes from the catalog, which
@@ -127,13 +130,25 @@ func (n *snapshotDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno)
 	if errno != 0 {
 		return nil, errno
 	}
-	return (&dirNode{s: n, tree: st, d: st.root, path: n.path}).Readdir(ctx)
+	stream, errno := (&dirNode{s: n, tree: st, d: st.root, path: n.path}).Readdir(ctx)
+	if errno != 0 || st.clips == nil {
+		return stream, errno
+	}
+	var entries []fuse.DirEntry
+	for stream.HasNext() {
+		e, _ := stream.Next()
+		entries = append(entries, e)
+	}
+	return fs.NewListDirStream(append(entries, n.clipListEntries(st)...)), 0
 }
 
 func (n *snapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	st, errno := n.tree(ctx)
 	if errno != 0 {
 		return nil, errno
+	}
+	if in, ok := n.lookupClipList(ctx, st, name, out); ok {
+		return in, 0
 	}
 	return (&dirNode{s: n, tree: st, d: st.root, path: n.path}).lookupIn(ctx, &n.Inode, name, out)
 }
@@ -189,6 +204,9 @@ func (n *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	for _, name := range names {
 		entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFDIR, Ino: ino(n.path + "/" + name)})
 	}
+	if n.d.clip != nil {
+		return fs.NewListDirStream(append(entries, n.clipEntries()...)), 0
+	}
 	if e := n.d.episode; e != nil && n.d.column != "" {
 		ext := n.ext()
 		add := func(i int64) {
@@ -223,7 +241,7 @@ func (n *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 // its rows files and videos), rather than a partition folder or the frames
 // folder of one of several video columns.
 func (n *dirNode) isEpisodeFolder() bool {
-	return n.d.episode != nil && (n.d.column == "" || len(n.tree.schema.VideoColumns) == 1)
+	return n.d.episode != nil && n.d.clip == nil && (n.d.column == "" || len(n.tree.schema.VideoColumns) == 1)
 }
 
 func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -245,6 +263,9 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 	e := n.d.episode
 	if e == nil {
 		return nil, syscall.ENOENT
+	}
+	if n.d.clip != nil {
+		return n.lookupClip(ctx, parent, name, out)
 	}
 	if col, ok := videoColumnOf(e, name); ok && n.isEpisodeFolder() {
 		f := &videoFileNode{s: n.s, e: e, column: col, ref: e.Videos[col]}
@@ -272,6 +293,13 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 			return nil, syscall.ENOENT // a frame the view leaves out
 		}
 	}
+	return n.frameInode(ctx, parent, row, out)
+}
+
+// frameInode makes the node of row's frame of n's video column under
+// parent: the same inode wherever the frame is shown.
+func (n *dirNode) frameInode(ctx context.Context, parent *fs.Inode, row int64, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	e := n.d.episode
 	f := &frameNode{s: n.s, e: e, column: n.d.column, row: row}
 	size, err := f.frameSize(ctx)
 	if err != nil {

@@ -149,6 +149,14 @@ func (c *catalog) viewTree(ctx context.Context, vc *viewContent, snap *table.Sna
 		if err != nil {
 			return nil, err
 		}
+		if w := vc.def.Window; w != nil {
+			cs, err := c.tbl.SelectClips(ctx, snap, f, *w, table.SelectOptions{GroupBy: vc.def.GroupBy})
+			if err != nil {
+				return nil, err
+			}
+			root, clips := buildClipTree(schema, cs, vc.def.GroupBy)
+			return &snapshotTree{schema: schema, root: root, clips: clips}, nil
+		}
 		sel, err := c.tbl.Select(ctx, snap, f, table.SelectOptions{GroupBy: vc.def.GroupBy})
 		if err != nil {
 			return nil, err

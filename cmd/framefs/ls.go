@@ -18,19 +18,23 @@ type lsFlags struct {
 	tag      string
 	json     bool
 	where    lsWhereOptions
+	window   windowFlags
 }
 
 func newLsCommand(stores *storeFlags) *cobra.Command {
 	var f lsFlags
 	cmd := &cobra.Command{
-		Use:   "ls TABLE [EPISODE] [--where EXPR [--count]]",
+		Use:   "ls TABLE [EPISODE] [--where EXPR [--count]] [--window N [--frame-skip S] [--hop H]]",
 		Short: "List a snapshot's episodes, an episode's frame rows, or the frames that match a filter",
 		Long: `ls lists the episodes of a snapshot, or the frame rows of EPISODE. With --where
 it lists the frames whose row matches the filter (SQL WHERE syntax: = != < <=
 > >=, AND OR NOT, IS NULL, IN, BETWEEN, LIKE, TIMESTAMP '...', len(),
-list_contains(), list_extract()), or with --count only counts them.`,
+list_contains(), list_extract()), or with --count only counts them. With
+--window it lists the clip windows whose frames all match instead (episode,
+first frame, frame indices), as a clip view shows them.`,
 		Example: `  framefs ls data/robot --where "ego_speed_kmh >= 60 AND task = 'pick'" --count
-  framefs ls data/robot --where "label IN ('cat', 'dog')" --json`,
+  framefs ls data/robot --where "label IN ('cat', 'dog')" --json
+  framefs ls data/robot --where "task = 'pick'" --window 16 --hop 8 --json`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -42,12 +46,19 @@ list_contains(), list_extract()), or with --count only counts them.`,
 			if err != nil {
 				return err
 			}
-			if f.where.where != "" || f.where.count {
+			win, err := f.window.window()
+			if err != nil {
+				return err
+			}
+			if win != nil || f.where.where != "" || f.where.count {
 				where := f.where
 				if len(args) == 2 {
 					where.episode = args[1]
 				}
 				where.asJSON = f.json
+				if win != nil {
+					return runLsClips(ctx, cmd.OutOrStdout(), tbl, snap, where, *win)
+				}
 				return runLsWhere(ctx, cmd.OutOrStdout(), tbl, snap, where)
 			}
 			if len(args) == 1 {
@@ -61,6 +72,7 @@ list_contains(), list_extract()), or with --count only counts them.`,
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
 	cmd.Flags().StringVar(&f.where.where, "where", "", "list only the frames whose row matches this filter (SQL WHERE syntax)")
 	cmd.Flags().BoolVar(&f.where.count, "count", false, "print the number of matching frames instead")
+	f.window.add(cmd.Flags())
 	return cmd
 }
 

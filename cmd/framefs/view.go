@@ -29,6 +29,8 @@ type viewCreateOptions struct {
 	jpegQuality int
 	scale       string
 	maxSide     int
+	// window makes a clip view.
+	window windowFlags
 }
 
 func (o viewCreateOptions) view(name string) (table.View, error) {
@@ -50,6 +52,14 @@ func (o viewCreateOptions) view(name string) (table.View, error) {
 	if img != (table.ViewImage{}) {
 		v.Image = &img
 	}
+	w, err := o.window.window()
+	if err != nil {
+		return v, err
+	}
+	v.Window = w
+	if v.Window != nil && v.Where == "" {
+		v.Where = "TRUE" // every window of every episode
+	}
 	return v, nil
 }
 
@@ -66,26 +76,33 @@ func parseScale(s string) (int, int, error) {
 
 func newViewCommand(stores *storeFlags) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "view TABLE create NAME --where EXPR | delete NAME | list",
+		Use:   "view TABLE create NAME --where EXPR [--window N] | delete NAME | list",
 		Short: "Create, delete or list views (named filters shown as folders in mounts)",
 		Long: `A view is a named filter over a table's frame rows. Mounts show it as
 TABLE/views/NAME/, shaped like a snapshot folder but holding only the matching
 frames. A view follows the head (it changes with each commit) unless pinned
 with --snapshot or --tag; a pinned view keeps its snapshot through expire and
-gc, as a tag does. Views are immutable: to change one, delete and create it.`,
+gc, as a tag does. Views are immutable: to change one, delete and create it.
+
+With --window N a view is a clip view: it shows clips of N frames (every
+(S+1)-th frame with --frame-skip S), starting every H frames with --hop H
+(default N), as TABLE/views/NAME/[PART=VALUE/]EPISODE/clip-SSSSSS/ folders.
+A clip is kept only if every frame in it matches the filter (--where is
+optional for a clip view).`,
 		Example: `  framefs view create data/robot fast --where "ego_speed_kmh >= 60"
   framefs view create data/robot thumbs --where "TRUE" --max-side 128 --tag v1
   framefs view create data/robot by-label --where "label IS NOT NULL" --group-by label --image-format bmp
+  framefs view create data/robot clips16 --where "ego_speed_kmh >= 10" --window 16 --hop 8
   framefs view list data/robot --json
   framefs view delete data/robot fast`,
 	}
 	var o viewCreateOptions
 	create := &cobra.Command{
-		Use:   "create TABLE NAME --where EXPR",
+		Use:   "create TABLE NAME --where EXPR | --window N [--frame-skip S] [--hop H]",
 		Short: "Create a view",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.where == "" {
+			if o.where == "" && !cmd.Flags().Changed("window") {
 				return fmt.Errorf("give the view's filter with --where (e.g. --where \"speed >= 60\"; --where TRUE for every frame)")
 			}
 			if o.snapshot != 0 && o.tag != "" {
@@ -108,6 +125,13 @@ gc, as a tag does. Views are immutable: to change one, delete and create it.`,
 				pin = fmt.Sprintf("pinned to snapshot %d", v.Snapshot)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "view %s (%s): %s\n", v.Name, pin, v.Where)
+			if v.Window != nil {
+				cs, err := countClips(cmd.Context(), tbl, v)
+				if err != nil {
+					return fmt.Errorf("view %s was created; counting its clips: %w", v.Name, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "clip view, %s: %s\n", describeWindow(v.Window), clipsSummary(cs))
+			}
 			return nil
 		},
 	}
@@ -120,6 +144,7 @@ gc, as a tag does. Views are immutable: to change one, delete and create it.`,
 	f.IntVar(&o.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 of the view's frames")
 	f.StringVar(&o.scale, "scale", "", "resize the view's frames to WxH (0 for one side keeps the aspect ratio)")
 	f.IntVar(&o.maxSide, "max-side", 0, "shrink the view's frames so that their longer side is at most N pixels")
+	o.window.add(f)
 
 	del := &cobra.Command{
 		Use:   "delete TABLE NAME",
@@ -166,7 +191,7 @@ gc, as a tag does. Views are immutable: to change one, delete and create it.`,
 				return enc.Encode(out)
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(w, "VIEW\tSNAPSHOT\tCREATED\tGROUP BY\tIMAGE\tWHERE")
+			fmt.Fprintln(w, "VIEW\tSNAPSHOT\tCREATED\tGROUP BY\tIMAGE\tCLIPS\tWHERE")
 			for _, v := range out {
 				snap := "head"
 				if v.Snapshot != 0 {
@@ -176,8 +201,8 @@ gc, as a tag does. Views are immutable: to change one, delete and create it.`,
 				if v.Error != "" {
 					where = "(" + v.Error + ")"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, snap, v.Time.Format(time.RFC3339),
-					strings.Join(v.GroupBy, ","), describeViewImage(v.Image), where)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, snap, v.Time.Format(time.RFC3339),
+					strings.Join(v.GroupBy, ","), describeViewImage(v.Image), describeWindow(v.Window), where)
 			}
 			return w.Flush()
 		},
