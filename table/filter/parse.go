@@ -128,8 +128,10 @@ func Parse(text string) (*Expr, error) {
 		return nil, invalid("the filter contains a NUL byte")
 	}
 	p := parsers.Get().(*parser.Parser)
+	// The statements are the parser's own (it reuses them at its next
+	// Parse): it goes back to the pool once they are converted.
+	defer parsers.Put(p)
 	stmts, _, err := p.Parse(wrapPrefix+text, "", "")
-	parsers.Put(p)
 	if err != nil {
 		return nil, syntaxError(text, err)
 	}
