@@ -203,6 +203,9 @@ func TestS3Mount(t *testing.T) {
 		if n, m := ffprobeFrames(t, filepath.Join(snap, "task=place", "ep2", "video.mp4")), ffprobeFrames(t, video("hevc.mp4")); n != m {
 			t.Errorf("ffprobe decodes %s frames from the mounted video, %s from the source", n, m)
 		}
+		if _, err := os.OpenFile(filepath.Join(snap, "task=pick", "ep1", "video.mp4"), os.O_WRONLY, 0); !errors.Is(err, syscall.EROFS) {
+			t.Errorf("open the stored video for writing: %v, want EROFS", err)
+		}
 	})
 
 	t.Run("Clients", func(t *testing.T) {
