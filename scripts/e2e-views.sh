@@ -2,7 +2,8 @@
 # End-to-end check of filters and views through the command line and a
 # real mount: ls --where and --count, view create/list/delete with bad
 # input refused, frames of a view equal to `framefs frame`, EROFS inside a
-# view, a view made from a shell and deleted with rm -r.
+# view, a view made from a shell and deleted with rm -r; clip views and
+# ls --window, their frames equal to `framefs frame` and their lists.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(realpath "${1:-$root/bin/framefs}")
@@ -52,6 +53,13 @@ bad 'bytes long' view create "$tbl" v4 --where "$(head -c 102400 /dev/zero | tr 
 bad 'one condition' view create "$tbl" v5 --where "1=1; DROP TABLE x"
 bad "contains '/'" view create "$tbl" a/b --where "speed > 1"
 bad 'reserved' view create "$tbl" .. --where "speed > 1"
+bad 'window length 0' view create "$tbl" c0 --window 0
+bad 'frame skip -1 is negative' view create "$tbl" c1 --window 4 --frame-skip -1
+bad 'hop -2' view create "$tbl" c2 --window 4 --hop -2
+bad 'window length 1000000000 is over the limit' view create "$tbl" c3 --window 1000000000
+bad 'spans 9999010000 frames' view create "$tbl" c4 --window 10000 --frame-skip 1000000
+bad 'give the clip length with --window' view create "$tbl" c5 --where TRUE --hop 3
+bad 'window length 0' ls "$tbl" --window 0
 [ "$("$bin" view list "$tbl" --json)" = "[]" ] || fail "a refused view was created"
 
 # Views: create, list, pin.
@@ -60,6 +68,19 @@ bad 'reserved' view create "$tbl" .. --where "speed > 1"
 "$bin" view create "$tbl" thumbs --where "speed < 5" --max-side 32 --image-format png >/dev/null
 [ "$("$bin" view list "$tbl" --json | jq -c '[.[] | [.view, .snapshot_id // 0]]')" = '[["cats",1],["fast",0],["thumbs",0]]' ] ||
 	fail "view list: $("$bin" view list "$tbl" --json)"
+
+# Clip views: windows of 4 frames, every other frame, starting every 5;
+# speed is NULL on every 10th row, so 8 windows of each 90-row episode
+# hold only matching rows (starts 5, 15, ..., 75).
+clipflags=(--where "speed IS NOT NULL" --window 4 --frame-skip 1 --hop 5)
+[ "$("$bin" ls "$tbl" "${clipflags[@]}" --count)" = 16 ] || fail "ls --window --count: $("$bin" ls "$tbl" "${clipflags[@]}" --count)"
+got=$("$bin" ls "$tbl" "${clipflags[@]}" --json | jq -c '[.clips[0], .clips[15]]')
+[ "$got" = '[{"episode":"ep_a","start":5,"frame_indices":[5,7,9,11]},{"episode":"ep_b","start":75,"frame_indices":[75,77,79,81]}]' ] ||
+	fail "ls --window --json: $got"
+"$bin" view create "$tbl" clips "${clipflags[@]}" | grep -q "clip view, window=4,skip=1,hop=5: 16 clips of 4 frames in 2 episodes" ||
+	fail "view create does not report the clips"
+"$bin" view create "$tbl" noclips --window 200 | grep -q ": 0 clips" || fail "a view with no clips is not reported"
+"$bin" view list "$tbl" | grep -q "^clips .*window=4,skip=1,hop=5" || fail "view list does not show the window"
 
 mkdir -p "$mnt"
 "$bin" mount "$tbl" "$mnt" --daemon --refresh 200ms --staging-dir "$work/staging" >/dev/null
@@ -76,6 +97,26 @@ size=$(stat -c %s "$mnt/views/thumbs/task=place/ep_b/000003.png")
 	"$mnt/views/thumbs/task=place/ep_b/000003.png" || fail "thumbnail dimensions"
 touch "$mnt/views/fast/task=pick/ep_a/x" 2>"$work/err" && fail "created a file in a view"
 grep -q "Read-only file system" "$work/err" || fail "not EROFS: $(cat "$work/err")"
+
+# A clip view through the mount: folders match clips.jsonl, frames equal
+# `framefs frame` at the clip's frame indices.
+c="$mnt/views/clips"
+[ "$(wc -l <"$c/clips.jsonl")" = 16 ] || fail "clips.jsonl: $(cat "$c/clips.jsonl")"
+[ "$(find "$c/" -name 'clip-*' -type d | sed "s|^$c/||" | sort)" = "$(jq -r .path "$c/clips.jsonl" | sort)" ] ||
+	fail "clip folders differ from clips.jsonl"
+[ "$(head -1 "$c/clips.txt")" = "task=pick/ep_a/clip-000005 4 0" ] || fail "clips.txt: $(head -2 "$c/clips.txt")"
+jq -r '.path + " " + .episode + " " + (.frame_indices | map(tostring) | join(" "))' "$c/clips.jsonl" |
+	while read -r path ep frames; do
+		j=0
+		for n in $frames; do
+			"$bin" frame "$tbl" --episode "$ep" --frame "$n" | cmp -s - "$c/$path/0$j.jpg" ||
+				fail "$path/0$j.jpg differs from framefs frame $ep $n"
+			j=$((j + 1))
+		done
+		[ "$(jq -c .frame_indices "$c/$path/clip.json")" = "[${frames// /,}]" ] || fail "$path/clip.json"
+	done
+cmp "$c/task=place/ep_b/video.mp4" "$work/ep_b.mp4" || fail "video.mp4 of a clip view"
+[ "$(ls "$mnt/views/noclips/")" = "$(printf 'clips.jsonl\nclips.txt')" ] || fail "a view with no clips: $(ls "$mnt/views/noclips/")"
 
 # From a shell: NAME.where makes a view, a bad one NAME.error, rm -r deletes.
 echo "speed BETWEEN 10 AND 12" >"$mnt/views/mid.where"
