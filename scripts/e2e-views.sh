@@ -99,7 +99,8 @@ touch "$mnt/views/fast/task=pick/ep_a/x" 2>"$work/err" && fail "created a file i
 grep -q "Read-only file system" "$work/err" || fail "not EROFS: $(cat "$work/err")"
 
 # A clip view through the mount: folders match clips.jsonl, frames equal
-# `framefs frame` at the clip's frame indices.
+# `framefs frame` at the clip's frame indices (the first and last clip of
+# each episode; the others the snapshot's files, which equal it).
 c="$mnt/views/clips"
 [ "$(wc -l <"$c/clips.jsonl")" = 16 ] || fail "clips.jsonl: $(cat "$c/clips.jsonl")"
 [ "$(find "$c/" -name 'clip-*' -type d | sed "s|^$c/||" | sort)" = "$(jq -r .path "$c/clips.jsonl" | sort)" ] ||
@@ -109,8 +110,11 @@ jq -r '.path + " " + .episode + " " + (.frame_indices | map(tostring) | join(" "
 	while read -r path ep frames; do
 		j=0
 		for n in $frames; do
-			"$bin" frame "$tbl" --episode "$ep" --frame "$n" | cmp -s - "$c/$path/0$j.jpg" ||
-				fail "$path/0$j.jpg differs from framefs frame $ep $n"
+			case $path in
+			*/clip-000005 | */clip-000075) "$bin" frame "$tbl" --episode "$ep" --frame "$n" >"$work/want.jpg" ;;
+			*) cp "$mnt/snapshots/1/$(dirname "$path")/$(printf %06d "$n").jpg" "$work/want.jpg" ;;
+			esac
+			cmp -s "$work/want.jpg" "$c/$path/0$j.jpg" || fail "$path/0$j.jpg differs from frame $n of $ep"
 			j=$((j + 1))
 		done
 		[ "$(jq -c .frame_indices "$c/$path/clip.json")" = "[${frames// /,}]" ] || fail "$path/clip.json"
