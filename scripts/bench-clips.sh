@@ -21,16 +21,8 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-
-seconds() {
-	local start end
-	start=$(date +%s%N)
-	"$@" >/dev/null
-	end=$(date +%s%N)
-	awk -v ns=$((end - start)) 'BEGIN {printf "%.3f", ns/1e9}'
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
-median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.3f\n", (v[NR/2]+v[NR/2+1])/2}'; }
+# shellcheck source=lib.sh
+. "$root/scripts/lib.sh"
 stat_value() { awk -v n="$1" '$1==n {print $2}' "$mnt/.stats"; }
 remount() {
 	fusermount3 -u "$mnt" 2>/dev/null || true
@@ -60,32 +52,31 @@ ln -s "$bigsrc" "$work/big.mp4"
 "$bin" create "$work/wh/big" --column 'note:string?' >/dev/null
 "$bin" ingest "$work/wh/big" "$work/big.mp4" --no-sizes >/dev/null
 
-runs=${RUNS:-3}
 
 # Every clip in clip order (224 clips, 3,584 files, 1,800 distinct frames),
 # fresh mount each run, vs ffmpeg decoding the 1,800 frames to JPEG.
 clipdir="$mnt/clips/views/c16/ep1800"
 mount_ss=() ffmpeg_ss=() decoded_ratios=()
-for _ in $(seq "$runs"); do
+for _ in $(seq "$RUNS"); do
 	remount
 	ls "$clipdir" >/dev/null
 	before=$(stat_value framefs_decoder_frames_decoded_total)
 	mount_ss+=("$(seconds sh -c "cat '$clipdir'/clip-*/*.jpg")")
 	sleep 1 # read-ahead finishing; decoder sessions counted once idle
 	after=$(stat_value framefs_decoder_frames_decoded_total)
-	decoded_ratios+=("$(awk -v d=$((after - before)) 'BEGIN {printf "%.3f", d/1800}')")
+	decoded_ratios+=("$(ratio $((after - before)) 1800)")
 	ffmpeg_ss+=("$(seconds ffmpeg -v error -threads 1 -i "$clipsrc" -f image2pipe -c:v mjpeg -q:v 2 -)")
 done
 files=$(ls "$clipdir"/clip-*/*.jpg | wc -l)
 clips=$(ls -d "$clipdir"/clip-* | wc -l)
-mount_s=$(printf '%s\n' "${mount_ss[@]}" | median)
-ffmpeg_s=$(printf '%s\n' "${ffmpeg_ss[@]}" | median)
-echo "clips_w16_h8_1800_frames_count $clips clips"
-echo "clips_w16_h8_1800_frames_files_read $files files"
-echo "clips_w16_h8_1800_frames_mount_read $mount_s s"
-echo "ffmpeg_1thread_jpeg_1800_frames $ffmpeg_s s"
-echo "ratio:clips_mount_read_vs_ffmpeg_jpeg $(ratio "$ffmpeg_s" "$mount_s") x"
-echo "clips_frames_decoded_per_distinct_frame $(printf '%s\n' "${decoded_ratios[@]}" | median) x"
+mount_s=$(median "${mount_ss[@]}")
+ffmpeg_s=$(median "${ffmpeg_ss[@]}")
+emit clips_w16_h8_1800_frames_count "$clips" clips
+emit clips_w16_h8_1800_frames_files_read "$files" files
+emit clips_w16_h8_1800_frames_mount_read "$mount_s" s
+emit ffmpeg_1thread_jpeg_1800_frames "$ffmpeg_s" s
+emit ratio:clips_mount_read_vs_ffmpeg_jpeg "$(ratio "$ffmpeg_s" "$mount_s")" x
+emit clips_frames_decoded_per_distinct_frame "$(median "${decoded_ratios[@]}")" x
 
 # cp of the stored video vs cp of the source file, fresh mount each run:
 # cold (both files dropped from the page cache first, each on its own with
@@ -113,7 +104,7 @@ cp_once() { # cp_once SRC: seconds to copy SRC, checked against the source
 	echo "$s"
 }
 cold_mounts=() cold_locals=() warm_mounts=() warm_locals=()
-for _ in $(seq 5); do
+for _ in $(seq "$RUNS"); do
 	remount
 	evict
 	cold_mounts+=("$(cp_once "$bigdir/video.mp4")")
@@ -123,15 +114,15 @@ for _ in $(seq 5); do
 	warm_mounts+=("$(cp_once "$bigdir/video.mp4")")
 	warm_locals+=("$(cp_once "$bigsrc")")
 done
-echo "video_file_size $(stat -c %s "$bigsrc" | awk '{printf "%.1f", $1/1e6}') MB"
+emit video_file_size "$(round "$(stat -c %s "$bigsrc")e-6")" MB
 report_cp() { # report_cp KIND MOUNT_TIMES LOCAL_TIMES (array names)
 	local -n m=$2 l=$3
 	local cp_mount cp_local
-	cp_mount=$(printf '%s\n' "${m[@]}" | median)
-	cp_local=$(printf '%s\n' "${l[@]}" | median)
-	echo "cp_video_mp4_from_mount_$1 $cp_mount s"
-	echo "cp_video_source_file_$1 $cp_local s"
-	echo "ratio:cp_video_mp4_mount_vs_source_$1 $(ratio "$cp_local" "$cp_mount") x"
+	cp_mount=$(median "${m[@]}")
+	cp_local=$(median "${l[@]}")
+	emit "cp_video_mp4_from_mount_$1" "$cp_mount" s
+	emit "cp_video_source_file_$1" "$cp_local" s
+	emit "ratio:cp_video_mp4_mount_vs_source_$1" "$(ratio "$cp_local" "$cp_mount")" x
 }
 report_cp cold cold_mounts cold_locals
 report_cp warm warm_mounts warm_locals

@@ -86,11 +86,7 @@ type clipJSON struct {
 // runLsClips lists (or counts) the clip windows of a snapshot whose frames
 // all match a filter: episode, first frame, frames.
 func runLsClips(ctx context.Context, out io.Writer, tbl *table.Table, snap *table.Snapshot, o lsWhereOptions, w table.Window) error {
-	where := o.where
-	if where == "" {
-		where = "TRUE"
-	}
-	f, err := tbl.CompileFilter(ctx, snap, where)
+	f, err := o.filter(ctx, tbl, snap)
 	if err != nil {
 		return err
 	}
@@ -121,12 +117,7 @@ func runLsClips(ctx context.Context, out io.Writer, tbl *table.Table, snap *tabl
 				frames := w.Frames(s)
 				if o.asJSON {
 					data, _ := json.Marshal(clipJSON{Episode: ce.Entry.Episode, Start: s, FrameIndices: frames})
-					if !first {
-						bw.WriteByte(',')
-					}
-					bw.WriteString("\n  ")
-					bw.Write(data)
-					first = false
+					writeJSONItem(bw, data, &first)
 					continue
 				}
 				text := make([]string, len(frames))

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/filter"
 )
 
 // lsWhereOptions are the flags of `framefs ls --where`.
@@ -25,6 +26,15 @@ type lsWhereOptions struct {
 	asJSON bool
 }
 
+// filter compiles the --where filter (every row without one).
+func (o lsWhereOptions) filter(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (*filter.Filter, error) {
+	where := o.where
+	if where == "" {
+		where = "TRUE"
+	}
+	return tbl.CompileFilter(ctx, snap, where)
+}
+
 // runLsWhere lists (or counts) the frames of a snapshot that match a
 // filter: episode, frame and the row's columns.
 func runLsWhere(ctx context.Context, out io.Writer, tbl *table.Table, snap *table.Snapshot, o lsWhereOptions) error {
@@ -32,11 +42,7 @@ func runLsWhere(ctx context.Context, out io.Writer, tbl *table.Table, snap *tabl
 	// keeps little: collect garbage less often (memory stays bounded by
 	// the manifests' size).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	where := o.where
-	if where == "" {
-		where = "TRUE"
-	}
-	f, err := tbl.CompileFilter(ctx, snap, where)
+	f, err := o.filter(ctx, tbl, snap)
 	if err != nil {
 		return err
 	}
@@ -97,12 +103,7 @@ func runLsWhere(ctx context.Context, out io.Writer, tbl *table.Table, snap *tabl
 					if err != nil {
 						return err
 					}
-					if !first {
-						w.WriteByte(',')
-					}
-					w.WriteString("\n  ")
-					w.Write(data)
-					first = false
+					writeJSONItem(w, data, &first)
 					continue
 				}
 				cells := []string{e.Entry.Episode, fmt.Sprint(i)}
@@ -118,6 +119,17 @@ func runLsWhere(ctx context.Context, out io.Writer, tbl *table.Table, snap *tabl
 		return nil
 	}
 	return tw.Flush()
+}
+
+// writeJSONItem writes an item of a JSON array streamed one item a line;
+// first is set before the first item.
+func writeJSONItem(w *bufio.Writer, data []byte, first *bool) {
+	if !*first {
+		w.WriteByte(',')
+	}
+	w.WriteString("\n  ")
+	w.Write(data)
+	*first = false
 }
 
 // cell formats a value for the text listing: strings as they are, NULL
