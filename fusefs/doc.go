@@ -21,10 +21,15 @@
 //	    views/NAME -> .NAME@N-V       a view: snapshot N's matching frames
 //	    views/NAME.where              its filter (writing one creates a view)
 //	    views/NAME.error              why a written filter made no view
+//	    views/NAME/.../EPISODE/clip-SSSSSS/00.jpg ... clip.json
+//	                                  a clip view: windows of frames,
+//	                                  with clips.jsonl and clips.txt at
+//	                                  the view's root
 //
 // A view's folder is a snapshot folder whose tree holds only the matching
-// rows (views.go): the same node types and caches, so a frame under a view
-// is the frame under snapshots/.
+// rows (views.go), or the matching windows of a clip view (clips.go): the
+// same node types and caches, so a frame under a view is the frame under
+// snapshots/.
 //
 // Snapshot contents never change, so their files open with
 // FOPEN_KEEP_CACHE (and FOPEN_NOFLUSH) and their inode numbers are derived
