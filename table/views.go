@@ -18,8 +18,8 @@ import (
 // creating it again.
 type View struct {
 	// FormatVersion and Features version the view object itself: a reader
-	// refuses a view with a version or feature it does not know (a later
-	// framefs may add, say, clip windows to views) rather than show it
+	// refuses a view with a version or feature it does not know (a clip
+	// view, to a framefs from before clip windows) rather than show it
 	// wrongly.
 	FormatVersion int      `json:"format_version"`
 	Features      []string `json:"features"`
