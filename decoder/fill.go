@@ -35,7 +35,7 @@ import (
 // bounded window around the request.
 func group(v Video, ordinal int) (from, to int) {
 	ix := v.Index
-	lo, hi := v.span()
+	lo, hi := v.Span()
 	ds := ix.DecodeStart(ordinal)
 	from, to = ordinal, ordinal+1
 	for from > lo && ordinal-from < maxGroup && ix.DecodeStart(from-1) == ds {

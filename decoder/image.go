@@ -3,131 +3,39 @@ package decoder
 import (
 	"encoding/binary"
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/framefs/framefs/media"
 )
 
-// ImageFormat is the file format a frame is served as.
-type ImageFormat uint8
+// The image values live in package media, which builds without cgo; the
+// names stay here so that callers of the decoder need one import.
+type (
+	// ImageFormat is media.ImageFormat.
+	ImageFormat = media.ImageFormat
+	// ImageSetting is media.ImageSetting.
+	ImageSetting = media.ImageSetting
+)
 
-// The image formats. The zero value is JPEG, the format a frame is served as
-// when nothing else is asked for: it is what image-folder loaders expect
-// and the smallest of the four.
+// The image formats, as in package media.
 const (
-	// FormatJPEG is baseline JFIF, 4:2:0, BT.601 full range, encoded by
-	// libjpeg-turbo at the IJG quality of the setting.
-	FormatJPEG ImageFormat = iota
-	// FormatPNG is 8-bit RGB PNG, lossless.
-	FormatPNG
-	// FormatBMP is a 24-bit bottom-up Windows bitmap; its size follows
-	// from the picture size alone.
-	FormatBMP
-	// FormatPPM is binary PPM (P6), 8-bit RGB; its size follows from the
-	// picture size alone.
-	FormatPPM
+	FormatJPEG = media.FormatJPEG
+	FormatPNG  = media.FormatPNG
+	FormatBMP  = media.FormatBMP
+	FormatPPM  = media.FormatPPM
 )
 
-// Extension returns the file name extension without the dot.
-func (f ImageFormat) Extension() string {
-	switch f {
-	case FormatJPEG:
-		return "jpg"
-	case FormatPNG:
-		return "png"
-	case FormatBMP:
-		return "bmp"
-	case FormatPPM:
-		return "ppm"
-	}
-	return "format" + strconv.Itoa(int(f))
-}
+// DefaultJPEGQuality and MaxImageDimension are media's.
+const (
+	DefaultJPEGQuality = media.DefaultJPEGQuality
+	MaxImageDimension  = media.MaxImageDimension
+)
 
-func (f ImageFormat) String() string {
-	switch f {
-	case FormatJPEG:
-		return "jpeg"
-	case FormatPNG, FormatBMP, FormatPPM:
-		return f.Extension()
-	}
-	return f.Extension()
-}
+// ParseImageFormat is media.ParseImageFormat.
+func ParseImageFormat(s string) (ImageFormat, error) { return media.ParseImageFormat(s) }
 
-// ParseImageFormat accepts a format name or extension: jpeg, jpg, png, bmp,
-// ppm (any case).
-func ParseImageFormat(s string) (ImageFormat, error) {
-	switch strings.ToLower(strings.TrimPrefix(s, ".")) {
-	case "jpeg", "jpg":
-		return FormatJPEG, nil
-	case "png":
-		return FormatPNG, nil
-	case "bmp":
-		return FormatBMP, nil
-	case "ppm":
-		return FormatPPM, nil
-	}
-	return 0, fmt.Errorf("decoder: unknown image format %q (want jpeg, png, bmp or ppm)", s)
-}
-
-// DefaultJPEGQuality is the JPEG quality used when ImageSetting.JPEGQuality
-// is 0: compression artefacts are hard to see at normal viewing size.
-const DefaultJPEGQuality = 95
-
-// MaxImageDimension bounds the width and height an ImageSetting may ask
-// for, so that a mistyped size cannot make the encoder allocate gigabytes.
-const MaxImageDimension = 16384
-
-// ImageSetting says how a frame is turned into an image file. The zero value
-// is a JPEG of DefaultJPEGQuality at the video's display size. It is
-// comparable and, after Normalize, usable as part of a map key.
-type ImageSetting struct {
-	// Format is the file format.
-	Format ImageFormat
-	// JPEGQuality, 1 to 100, is the IJG quality of JPEG images, the scale
-	// of libjpeg, PIL (Image.save quality=) and OpenCV (IMWRITE_JPEG_QUALITY).
-	// 0 means DefaultJPEGQuality. Ignored by the other formats.
-	JPEGQuality int
-	// Width and Height scale the image (bicubic, like the ffmpeg command
-	// line). Both 0 keep the display size; one 0 keeps the display aspect
-	// ratio, rounding the other to the nearest pixel.
-	Width, Height int
-}
-
-// SettingFor returns the normalised setting for an image format name (jpg,
-// png, bmp, ppm) and JPEG quality, as tables name their default setting;
-// ingest stores frame sizes for it and mounts serve it.
+// SettingFor is media.SettingFor.
 func SettingFor(format string, jpegQuality int) (ImageSetting, error) {
-	f, err := ParseImageFormat(format)
-	if err != nil {
-		return ImageSetting{}, err
-	}
-	return ImageSetting{Format: f, JPEGQuality: jpegQuality}.Normalize(), nil
-}
-
-// Normalize applies the defaults and clears fields the format ignores, so
-// that two settings that produce the same bytes compare equal.
-func (s ImageSetting) Normalize() ImageSetting {
-	if s.Format != FormatJPEG {
-		s.JPEGQuality = 0
-	} else if s.JPEGQuality == 0 {
-		s.JPEGQuality = DefaultJPEGQuality
-	}
-	return s
-}
-
-// Validate reports a setting that no image can be made with.
-func (s ImageSetting) Validate() error {
-	switch s.Format {
-	case FormatJPEG, FormatPNG, FormatBMP, FormatPPM:
-	default:
-		return fmt.Errorf("decoder: unknown image format %d", s.Format)
-	}
-	if s.JPEGQuality < 0 || s.JPEGQuality > 100 {
-		return fmt.Errorf("decoder: JPEG quality %d is out of range (1 to 100, or 0 for the default %d)", s.JPEGQuality, DefaultJPEGQuality)
-	}
-	if s.Width < 0 || s.Height < 0 || s.Width > MaxImageDimension || s.Height > MaxImageDimension {
-		return fmt.Errorf("decoder: image size %dx%d is out of range (0 to %d; 0 keeps the video's size)", s.Width, s.Height, MaxImageDimension)
-	}
-	return nil
+	return media.SettingFor(format, jpegQuality)
 }
 
 // imageRevision changes whenever framefs changes how it makes the bytes of
@@ -136,50 +44,24 @@ func (s ImageSetting) Validate() error {
 const imageRevision = 2
 
 // Identity names everything that determines the bytes of an image made
-// with this setting: the normalized setting, framefs's own image revision
-// and the versions of the libraries involved. Frame sizes stored next to a
-// table are valid exactly as long as the identity they were computed under
-// equals the current one.
-func (s ImageSetting) Identity() string {
+// with setting s: the normalized setting (ImageSetting.Canonical),
+// framefs's own image revision and the versions of the libraries involved.
+// Frame sizes stored next to a table are valid exactly as long as the
+// identity they were computed under equals the current one.
+func Identity(s ImageSetting) string {
 	s = s.Normalize()
-	var b strings.Builder
-	b.WriteString(s.Format.String())
+	id := fmt.Sprintf("%s;framefs-image=%d;%s", s.Canonical(), imageRevision, LibraryVersions())
 	if s.Format == FormatJPEG {
-		fmt.Fprintf(&b, ";q=%d", s.JPEGQuality)
+		id += "," + jpegIdentity()
 	}
-	if s.Width != 0 || s.Height != 0 {
-		fmt.Fprintf(&b, ";size=%dx%d", s.Width, s.Height)
-	} else {
-		b.WriteString(";size=native")
-	}
-	fmt.Fprintf(&b, ";framefs-image=%d;%s", imageRevision, LibraryVersions())
-	if s.Format == FormatJPEG {
-		b.WriteString("," + jpegIdentity())
-	}
-	return b.String()
+	return id
 }
 
-// OutputSize returns the width and height of images made with this setting
-// from a video whose display size (after rotation) is displayWidth x
-// displayHeight.
-func (s ImageSetting) OutputSize(displayWidth, displayHeight int) (w, h int) {
-	w, h = s.Width, s.Height
-	switch {
-	case w == 0 && h == 0:
-		return displayWidth, displayHeight
-	case h == 0 && displayWidth > 0:
-		h = int((int64(w)*int64(displayHeight) + int64(displayWidth)/2) / int64(displayWidth))
-	case w == 0 && displayHeight > 0:
-		w = int((int64(h)*int64(displayWidth) + int64(displayHeight)/2) / int64(displayHeight))
-	}
-	return max(w, 1), max(h, 1)
-}
-
-// PredictSize returns the exact byte size of every image made with this
-// setting from a video of the given display size, for the formats whose
-// size depends on the picture size alone (BMP and PPM). ok is false for
-// JPEG and PNG, whose sizes are known only after encoding.
-func (s ImageSetting) PredictSize(displayWidth, displayHeight int) (size int64, ok bool) {
+// PredictSize returns the exact byte size of every image made with setting
+// s from a video of the given display size, for the formats whose size
+// depends on the picture size alone (BMP and PPM). ok is false for JPEG
+// and PNG, whose sizes are known only after encoding.
+func PredictSize(s ImageSetting, displayWidth, displayHeight int) (size int64, ok bool) {
 	w, h := s.OutputSize(displayWidth, displayHeight)
 	switch s.Format {
 	case FormatBMP:

@@ -57,16 +57,16 @@ func TestImageSettingSizes(t *testing.T) {
 		if w != tc.outW || h != tc.outH {
 			t.Errorf("%+v.OutputSize(%d, %d) = %d, %d; want %d, %d", tc.setting, tc.dispW, tc.dispH, w, h, tc.outW, tc.outH)
 		}
-		size, ok := tc.setting.PredictSize(tc.dispW, tc.dispH)
+		size, ok := PredictSize(tc.setting, tc.dispW, tc.dispH)
 		if size != tc.predict || ok != tc.predictable {
 			t.Errorf("%+v.PredictSize = %d, %v; want %d, %v", tc.setting, size, ok, tc.predict, tc.predictable)
 		}
-		id := tc.setting.Identity()
+		id := Identity(tc.setting)
 		if !strings.HasPrefix(id, tc.identityPrefix) || !strings.Contains(id, "lavc59.") || !strings.Contains(id, "sws") || !strings.Contains(id, "lavfi") {
 			t.Errorf("%+v.Identity() = %q, want prefix %q and library versions", tc.setting, id, tc.identityPrefix)
 		}
 	}
-	if (ImageSetting{}).Identity() != (ImageSetting{JPEGQuality: DefaultJPEGQuality}).Identity() {
+	if Identity(ImageSetting{}) != Identity(ImageSetting{JPEGQuality: DefaultJPEGQuality}) {
 		t.Error("the default quality and its explicit value have different identities")
 	}
 	for _, bad := range []ImageSetting{{Format: 9}, {JPEGQuality: 101}, {JPEGQuality: -1}, {Width: -1}, {Height: MaxImageDimension + 1}} {
@@ -74,7 +74,7 @@ func TestImageSettingSizes(t *testing.T) {
 			t.Errorf("%+v validates", bad)
 		}
 	}
-	if id := (ImageSetting{}).Identity(); !strings.Contains(id, "libjpeg-turbo:") || strings.Contains(id, "unavailable") {
+	if id := Identity(ImageSetting{}); !strings.Contains(id, "libjpeg-turbo:") || strings.Contains(id, "unavailable") {
 		t.Errorf("JPEG identity %q does not fingerprint libjpeg-turbo", id)
 	}
 }
@@ -115,7 +115,7 @@ func TestImageFormats(t *testing.T) {
 					if err != nil {
 						t.Fatalf("frame %d %+v: %v", i, set, err)
 					}
-					if size, ok := set.PredictSize(s.info.Width, s.info.Height); ok && int64(len(b)) != size {
+					if size, ok := PredictSize(set, s.info.Width, s.info.Height); ok && int64(len(b)) != size {
 						t.Fatalf("frame %d %+v: %d bytes, predicted %d", i, set, len(b), size)
 					}
 					return b

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asticode/go-astiav"
 
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/videoidx"
 )
 
@@ -21,60 +22,22 @@ var (
 	// in the frame, or the decoder never produced the frame. The video may
 	// still have other good frames.
 	ErrFrameDecode = errors.New("decoder: frame cannot be decoded")
-	// ErrFrameRange means the ordinal is not a frame of the video.
-	ErrFrameRange = errors.New("decoder: no such frame")
+	// ErrFrameRange means the ordinal is not a frame of the video; it is
+	// media.ErrFrameRange, which callers without the decoder test for.
+	ErrFrameRange = media.ErrFrameRange
 	// ErrIndexMismatch means the packets FFmpeg demuxes are not the ones
 	// the frame index lists: the index was built for other bytes or another
 	// stream. Rebuild the index from the video.
 	ErrIndexMismatch = errors.New("decoder: the frame index does not match the video")
 )
 
-// Video is one stored video as the decoder reads it.
-type Video struct {
-	// Key identifies the video's bytes; sessions and cached images are
-	// shared between requests with equal keys, so two different videos
-	// must never share a key.
-	Key VideoKey
-	// R reads the video; only its first Size bytes are used. Sessions keep
-	// no reference to R after the call that passed it returns, so R may be
-	// closed then.
-	R io.ReaderAt
-	// Size is the video's length in bytes.
-	Size int64
-	// Index is the frame index of the stream to decode, from
-	// videoidx.ReadMP4 or ScanIndex (IndexVideo picks). It must not be
-	// modified while the decoder uses it.
-	Index *videoidx.Index
-	// Digest names the video's content wherever it is stored (a checksum
-	// of its bytes, such as "sha256:..."): images kept in a FrameSource's
-	// ImageStore are keyed by it, so they stay valid across copies,
-	// snapshots and restarts. Empty: none are kept.
-	Digest string
-	// From and To bound the frames [From, To) that requests of this
-	// caller may ask for (an episode's rows in a longer video): fills and
-	// read-ahead stay within them. To == 0 means every frame.
-	From, To int
-}
-
-// span returns the frames [from, to) requests may ask for.
-func (v Video) span() (from, to int) {
-	n := v.Index.Frames()
-	if v.To <= 0 || v.To > n {
-		return max(0, min(v.From, n)), n
-	}
-	return max(0, min(v.From, v.To)), v.To
-}
-
-// VideoKey names the physical bytes of a video: an object of the caller's
-// storage and a byte range in it. The decoder only compares keys.
-type VideoKey struct {
-	Object         string
-	Offset, Length int64
-}
-
-func (k VideoKey) String() string {
-	return fmt.Sprintf("%s[%d:+%d]", k.Object, k.Offset, k.Length)
-}
+// Video and VideoKey live in package media, which builds without cgo.
+type (
+	// Video is media.Video: one stored video as the decoder reads it.
+	Video = media.Video
+	// VideoKey is media.VideoKey: the physical bytes of a video.
+	VideoKey = media.VideoKey
+)
 
 // VideoInfo describes a video stream as the decoder serves it.
 type VideoInfo struct {

@@ -166,7 +166,7 @@ type FrameSource struct {
 	umu      sync.Mutex
 	unserved map[frameKey]struct{}
 
-	identities sync.Map // ImageSetting -> its Identity(), for store keys
+	identities sync.Map // ImageSetting -> Identity(setting); see FrameSource.Identity
 	storeHits  atomic.Int64
 }
 
@@ -230,7 +230,7 @@ func (fs *FrameSource) Frame(ctx context.Context, v Video, ordinal int, setting 
 	fs.served(key)
 	fs.fills.servedBytes(len(b))
 	if from, to := fs.ra.Observe(readerKey{v.Key, v.Index.Stream, setting}, ordinal); from < to {
-		_, end := v.span()
+		_, end := v.Span()
 		fs.readahead(v, setting, from, min(to, end))
 	}
 	return b, nil
@@ -372,11 +372,17 @@ func (fs *FrameSource) storeKey(v Video, key frameKey) string {
 	if fs.opts.Store == nil || v.Digest == "" {
 		return ""
 	}
-	id, ok := fs.identities.Load(key.setting)
-	if !ok {
-		id, _ = fs.identities.LoadOrStore(key.setting, key.setting.Identity())
+	return fmt.Sprintf("frame/%s/%d/%d/%s", v.Digest, key.stream, key.ordinal, fs.Identity(key.setting))
+}
+
+// Identity is Identity(setting), remembered per setting: what the bytes
+// of the images this source makes with setting depend on.
+func (fs *FrameSource) Identity(setting ImageSetting) string {
+	if id, ok := fs.identities.Load(setting); ok {
+		return id.(string)
 	}
-	return fmt.Sprintf("frame/%s/%d/%d/%s", v.Digest, key.stream, key.ordinal, id.(string))
+	id, _ := fs.identities.LoadOrStore(setting, Identity(setting))
+	return id.(string)
 }
 
 func (fs *FrameSource) fromStore(v Video, key frameKey) ([]byte, bool) {
@@ -679,7 +685,7 @@ func (fs *FrameSource) Info(ctx context.Context, v Video) (VideoInfo, error) {
 // FrameSizes returns the byte size of every frame of v encoded with
 // setting, indexed by ordinal: what a table stores at ingest so that a
 // mount can list file sizes without decoding. BMP and PPM sizes follow
-// from the picture size (ImageSetting.PredictSize); JPEG and PNG frames are
+// from the picture size (PredictSize); JPEG and PNG frames are
 // decoded and encoded, the whole video in presentation order, split into
 // runs of whole GOPs that SizeWorkers sessions decode in parallel. The
 // images are not cached. Any frame that cannot be decoded fails the call.
@@ -701,7 +707,7 @@ func (fs *FrameSource) FrameSizes(ctx context.Context, v Video, setting ImageSet
 		if err != nil {
 			return nil, err
 		}
-		size, _ := setting.PredictSize(info.Width, info.Height)
+		size, _ := PredictSize(setting, info.Width, info.Height)
 		for i := range sizes {
 			sizes[i] = size
 		}

@@ -12,14 +12,19 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/table"
 )
 
-// FrameServer makes frame images; decoder.FrameSource implements it.
+// FrameServer makes frame images; decoder.FrameSource implements it. It is
+// the mount's only way to FFmpeg: the tree itself builds without cgo.
 type FrameServer interface {
-	Frame(ctx context.Context, v decoder.Video, ordinal int, setting decoder.ImageSetting) ([]byte, error)
-	FrameSizes(ctx context.Context, v decoder.Video, setting decoder.ImageSetting) ([]int64, error)
+	Frame(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) ([]byte, error)
+	FrameSizes(ctx context.Context, v media.Video, setting media.ImageSetting) ([]int64, error)
+	// Identity names everything the bytes of images made with setting
+	// depend on; frame sizes stored in a table under an equal identity
+	// are the sizes this server's images have.
+	Identity(setting media.ImageSetting) string
 }
 
 // catalog answers the questions the filesystem asks about one table's
@@ -34,8 +39,8 @@ type catalog struct {
 	life     context.Context
 	tbl      *table.Table
 	frames   FrameServer
-	setting  decoder.ImageSetting
-	identity string // setting.Identity(), asked on every frame lookup
+	setting  media.ImageSetting
+	identity string // frames.Identity(setting), asked on every frame lookup
 	stats    *stats
 
 	videos *lru.Cache[string, *table.Video] // open payloads, by payload
@@ -45,8 +50,8 @@ type catalog struct {
 	trees  *lru.Cache[int64, *snapshotTree] // by snapshot id
 	// views holds the trees of views, by view version and snapshot.
 	views *lru.Cache[string, *snapshotTree]
-	// identities caches ImageSetting.Identity of the settings views use.
-	identities sync.Map // decoder.ImageSetting -> string
+	// identities caches frames.Identity of the settings views use.
+	identities sync.Map // media.ImageSetting -> string
 	// flight runs one computation per cache key at a time; concurrent
 	// misses wait for it and share its result.
 	flight singleflight.Group
@@ -66,7 +71,7 @@ type snapshotTree struct {
 // up again does not read its manifests again.
 const maxTrees = 16
 
-func newCatalog(life context.Context, tbl *table.Table, frames FrameServer, setting decoder.ImageSetting, st *stats) *catalog {
+func newCatalog(life context.Context, tbl *table.Table, frames FrameServer, setting media.ImageSetting, st *stats) *catalog {
 	// Payloads stay open: the decoder's read-ahead reads them after the
 	// request that opened them returned. Evicted ones are closed; a
 	// read-ahead still reading one fails quietly and the frame is decoded
@@ -77,7 +82,7 @@ func newCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 	files, _ := lru.New[string, []byte](64)
 	trees, _ := lru.New[int64, *snapshotTree](maxTrees)
 	views, _ := lru.New[string, *snapshotTree](maxTrees)
-	return &catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: setting.Identity(), stats: st,
+	return &catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: frames.Identity(setting), stats: st,
 		videos: videos, sizes: sizes, rows: rows, files: files, trees: trees, views: views}
 }
 
@@ -141,17 +146,17 @@ const maxOpenVideos = 128
 
 // openVideo returns a stored video ready for the decoder. It stays open
 // (and cached) after the call.
-func (c *catalog) openVideo(ctx context.Context, ref table.VideoRef) (decoder.Video, error) {
+func (c *catalog) openVideo(ctx context.Context, ref table.VideoRef) (media.Video, error) {
 	ctx = uninterrupted(ctx)
 	key := payloadKey(ref)
 	v, err := cached(c, c.videos, key, "open "+key, func() (*table.Video, error) {
 		return c.tbl.OpenVideo(c.life, ref)
 	})
 	if err != nil {
-		return decoder.Video{}, err
+		return media.Video{}, err
 	}
-	dv := decoder.Video{
-		Key:   decoder.VideoKey{Object: ref.Pack, Offset: ref.Offset, Length: ref.Length},
+	dv := media.Video{
+		Key:   media.VideoKey{Object: ref.Pack, Offset: ref.Offset, Length: ref.Length},
 		R:     v.Payload,
 		Size:  ref.Length,
 		Index: v.Index,
@@ -176,7 +181,7 @@ func (c *catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, 
 
 // frameSizesFor is frameSizes for another image setting (a view's), whose
 // identity is given.
-func (c *catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting decoder.ImageSetting, identity string) ([]int64, error) {
+func (c *catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting media.ImageSetting, identity string) ([]int64, error) {
 	ctx = uninterrupted(ctx)
 	key := payloadKey(ref) + "|" + identity
 	return cached(c, c.sizes, key, "sizes "+key, func() ([]int64, error) {
@@ -193,15 +198,15 @@ func (c *catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting
 	})
 }
 
-// identityOf returns setting.Identity(), remembered per setting.
-func (c *catalog) identityOf(setting decoder.ImageSetting) string {
+// identityOf returns frames.Identity(setting), remembered per setting.
+func (c *catalog) identityOf(setting media.ImageSetting) string {
 	if setting == c.setting {
 		return c.identity
 	}
 	if id, ok := c.identities.Load(setting); ok {
 		return id.(string)
 	}
-	id := setting.Identity()
+	id := c.frames.Identity(setting)
 	c.identities.Store(setting, id)
 	return id
 }
@@ -213,7 +218,7 @@ func (c *catalog) frame(ctx context.Context, ref table.VideoRef, rows int64, ord
 }
 
 // frameFor is frame with another image setting (a view's).
-func (c *catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting decoder.ImageSetting) ([]byte, error) {
+func (c *catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting media.ImageSetting) ([]byte, error) {
 	ctx = uninterrupted(ctx)
 	dv, err := c.openVideo(ctx, ref)
 	if err != nil {

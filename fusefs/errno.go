@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"syscall"
 
-	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -18,7 +18,7 @@ func errno(op string, err error) syscall.Errno {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, table.ErrNotFound), errors.Is(err, storage.ErrNotFound), errors.Is(err, decoder.ErrFrameRange):
+	case errors.Is(err, table.ErrNotFound), errors.Is(err, storage.ErrNotFound), errors.Is(err, media.ErrFrameRange):
 		return syscall.ENOENT
 	case errors.Is(err, table.ErrExists):
 		return syscall.EEXIST

@@ -27,7 +27,7 @@ func (s ingestSizer) setting(img table.ImageOptions) decoder.ImageSetting {
 	return setting
 }
 
-func (s ingestSizer) Identity(img table.ImageOptions) string { return s.setting(img).Identity() }
+func (s ingestSizer) Identity(img table.ImageOptions) string { return decoder.Identity(s.setting(img)) }
 
 func (s ingestSizer) FrameSizes(ctx context.Context, r io.ReaderAt, size int64, ix *videoidx.Index, img table.ImageOptions) ([]int64, error) {
 	v := decoder.Video{Key: decoder.VideoKey{Object: fmt.Sprintf("ingest:%p", r), Length: size}, R: r, Size: size, Index: ix}

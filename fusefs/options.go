@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/table"
 )
 
@@ -50,16 +50,16 @@ type ImageChoice struct {
 	// Format (jpg, png, bmp, ppm) and JPEGQuality replace the table's
 	// where set.
 	table.ImageOptions
-	// Width and Height scale every frame (see decoder.ImageSetting); 0 and
+	// Width and Height scale every frame (see media.ImageSetting); 0 and
 	// 0 serve the video's display size.
 	Width, Height int
 }
 
 // settingFor is the image setting the frames of a table whose schema
 // gives img are served with.
-func (c ImageChoice) settingFor(img table.ImageOptions) (decoder.ImageSetting, error) {
+func (c ImageChoice) settingFor(img table.ImageOptions) (media.ImageSetting, error) {
 	img = c.ImageOptions.Over(img)
-	s, err := decoder.SettingFor(img.Format, img.JPEGQuality)
+	s, err := media.SettingFor(img.Format, img.JPEGQuality)
 	if err != nil {
 		return s, err
 	}

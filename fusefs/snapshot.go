@@ -16,7 +16,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/table"
 )
 
@@ -73,7 +73,7 @@ func (n *snapshotDir) tree(ctx context.Context) (*snapshotTree, syscall.Errno) {
 
 // setting returns the image setting frames of a video are served with,
 // and its identity: the table's, or the view's own.
-func (n *snapshotDir) setting(ref table.VideoRef) (decoder.ImageSetting, string) {
+func (n *snapshotDir) setting(ref table.VideoRef) (media.ImageSetting, string) {
 	if n.view == nil || n.view.image == nil {
 		return n.t.cat.setting, n.t.cat.identity
 	}

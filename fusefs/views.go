@@ -17,7 +17,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/filter"
 )
@@ -97,11 +97,11 @@ type viewImage struct {
 	table.ViewImage
 }
 
-func (v *viewImage) format(base decoder.ImageSetting) decoder.ImageFormat {
+func (v *viewImage) format(base media.ImageSetting) media.ImageFormat {
 	if v.Format == "" {
 		return base.Format
 	}
-	f, err := decoder.ParseImageFormat(v.Format)
+	f, err := media.ParseImageFormat(v.Format)
 	if err != nil {
 		return base.Format // checked when the view was created
 	}
@@ -109,7 +109,7 @@ func (v *viewImage) format(base decoder.ImageSetting) decoder.ImageFormat {
 }
 
 // forVideo returns the setting for frames of a video coded at w x h.
-func (v *viewImage) forVideo(base decoder.ImageSetting, w, h int) decoder.ImageSetting {
+func (v *viewImage) forVideo(base media.ImageSetting, w, h int) media.ImageSetting {
 	s := base
 	if f := v.format(base); f != base.Format {
 		s.Format, s.JPEGQuality = f, 0

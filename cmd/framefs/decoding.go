@@ -27,7 +27,7 @@ func (s frameSizer) Identity(img table.ImageOptions) string {
 	if err != nil {
 		return "invalid:" + img.Format
 	}
-	return setting.Identity()
+	return decoder.Identity(setting)
 }
 
 func (s frameSizer) FrameSizes(ctx context.Context, r io.ReaderAt, size int64, ix *videoidx.Index, img table.ImageOptions) ([]int64, error) {

@@ -1,0 +1,163 @@
+package media
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ImageFormat is the file format a frame is served as.
+type ImageFormat uint8
+
+// The image formats. The zero value is JPEG, the format a frame is served as
+// when nothing else is asked for: it is what image-folder loaders expect
+// and the smallest of the four.
+const (
+	// FormatJPEG is baseline JFIF, 4:2:0, BT.601 full range, encoded by
+	// libjpeg-turbo at the IJG quality of the setting.
+	FormatJPEG ImageFormat = iota
+	// FormatPNG is 8-bit RGB PNG, lossless.
+	FormatPNG
+	// FormatBMP is a 24-bit bottom-up Windows bitmap; its size follows
+	// from the picture size alone.
+	FormatBMP
+	// FormatPPM is binary PPM (P6), 8-bit RGB; its size follows from the
+	// picture size alone.
+	FormatPPM
+)
+
+// Extension returns the file name extension without the dot.
+func (f ImageFormat) Extension() string {
+	switch f {
+	case FormatJPEG:
+		return "jpg"
+	case FormatPNG:
+		return "png"
+	case FormatBMP:
+		return "bmp"
+	case FormatPPM:
+		return "ppm"
+	}
+	return "format" + strconv.Itoa(int(f))
+}
+
+func (f ImageFormat) String() string {
+	if f == FormatJPEG {
+		return "jpeg"
+	}
+	return f.Extension()
+}
+
+// ParseImageFormat accepts a format name or extension: jpeg, jpg, png, bmp,
+// ppm (any case).
+func ParseImageFormat(s string) (ImageFormat, error) {
+	switch strings.ToLower(strings.TrimPrefix(s, ".")) {
+	case "jpeg", "jpg":
+		return FormatJPEG, nil
+	case "png":
+		return FormatPNG, nil
+	case "bmp":
+		return FormatBMP, nil
+	case "ppm":
+		return FormatPPM, nil
+	}
+	return 0, fmt.Errorf("media: unknown image format %q (want jpeg, png, bmp or ppm)", s)
+}
+
+// DefaultJPEGQuality is the JPEG quality used when ImageSetting.JPEGQuality
+// is 0: compression artefacts are hard to see at normal viewing size.
+const DefaultJPEGQuality = 95
+
+// MaxImageDimension bounds the width and height an ImageSetting may ask
+// for, so that a mistyped size cannot make the encoder allocate gigabytes.
+const MaxImageDimension = 16384
+
+// ImageSetting says how a frame is turned into an image file. The zero value
+// is a JPEG of DefaultJPEGQuality at the video's display size. It is
+// comparable and, after Normalize, usable as part of a map key.
+type ImageSetting struct {
+	// Format is the file format.
+	Format ImageFormat
+	// JPEGQuality, 1 to 100, is the IJG quality of JPEG images, the scale
+	// of libjpeg, PIL (Image.save quality=) and OpenCV (IMWRITE_JPEG_QUALITY).
+	// 0 means DefaultJPEGQuality. Ignored by the other formats.
+	JPEGQuality int
+	// Width and Height scale the image (bicubic, like the ffmpeg command
+	// line). Both 0 keep the display size; one 0 keeps the display aspect
+	// ratio, rounding the other to the nearest pixel.
+	Width, Height int
+}
+
+// SettingFor returns the normalised setting for an image format name (jpg,
+// png, bmp, ppm) and JPEG quality, as tables name their default setting;
+// ingest stores frame sizes for it and mounts serve it.
+func SettingFor(format string, jpegQuality int) (ImageSetting, error) {
+	f, err := ParseImageFormat(format)
+	if err != nil {
+		return ImageSetting{}, err
+	}
+	return ImageSetting{Format: f, JPEGQuality: jpegQuality}.Normalize(), nil
+}
+
+// Normalize applies the defaults and clears fields the format ignores, so
+// that two settings that produce the same bytes compare equal.
+func (s ImageSetting) Normalize() ImageSetting {
+	if s.Format != FormatJPEG {
+		s.JPEGQuality = 0
+	} else if s.JPEGQuality == 0 {
+		s.JPEGQuality = DefaultJPEGQuality
+	}
+	return s
+}
+
+// Validate reports a setting that no image can be made with.
+func (s ImageSetting) Validate() error {
+	switch s.Format {
+	case FormatJPEG, FormatPNG, FormatBMP, FormatPPM:
+	default:
+		return fmt.Errorf("media: unknown image format %d", s.Format)
+	}
+	if s.JPEGQuality < 0 || s.JPEGQuality > 100 {
+		return fmt.Errorf("media: JPEG quality %d is out of range (1 to 100, or 0 for the default %d)", s.JPEGQuality, DefaultJPEGQuality)
+	}
+	if s.Width < 0 || s.Height < 0 || s.Width > MaxImageDimension || s.Height > MaxImageDimension {
+		return fmt.Errorf("media: image size %dx%d is out of range (0 to %d; 0 keeps the video's size)", s.Width, s.Height, MaxImageDimension)
+	}
+	return nil
+}
+
+// Canonical returns the normalized setting as text, such as
+// "jpeg;q=95;size=native" or "png;size=640x0": settings that make the same
+// images have the same text. It is the setting's part of the image
+// identity (decoder.Identity) under which tables store frame sizes, so its
+// form never changes.
+func (s ImageSetting) Canonical() string {
+	s = s.Normalize()
+	var b strings.Builder
+	b.WriteString(s.Format.String())
+	if s.Format == FormatJPEG {
+		fmt.Fprintf(&b, ";q=%d", s.JPEGQuality)
+	}
+	if s.Width != 0 || s.Height != 0 {
+		fmt.Fprintf(&b, ";size=%dx%d", s.Width, s.Height)
+	} else {
+		b.WriteString(";size=native")
+	}
+	return b.String()
+}
+
+// OutputSize returns the width and height of images made with this setting
+// from a video whose display size (after rotation) is displayWidth x
+// displayHeight.
+func (s ImageSetting) OutputSize(displayWidth, displayHeight int) (w, h int) {
+	w, h = s.Width, s.Height
+	switch {
+	case w == 0 && h == 0:
+		return displayWidth, displayHeight
+	case h == 0 && displayWidth > 0:
+		h = int((int64(w)*int64(displayHeight) + int64(displayWidth)/2) / int64(displayWidth))
+	case w == 0 && displayHeight > 0:
+		w = int((int64(h)*int64(displayWidth) + int64(displayHeight)/2) / int64(displayHeight))
+	}
+	return max(w, 1), max(h, 1)
+}

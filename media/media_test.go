@@ -1,0 +1,127 @@
+package media
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/framefs/framefs/videoidx"
+)
+
+func TestParseImageFormat(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want ImageFormat
+		ext  string
+	}{
+		{"jpeg", FormatJPEG, "jpg"}, {"JPG", FormatJPEG, "jpg"}, {".jpg", FormatJPEG, "jpg"},
+		{"png", FormatPNG, "png"}, {"Bmp", FormatBMP, "bmp"}, {".ppm", FormatPPM, "ppm"},
+	} {
+		f, err := ParseImageFormat(tc.in)
+		if err != nil || f != tc.want || f.Extension() != tc.ext {
+			t.Errorf("ParseImageFormat(%q) = %v (%s), %v; want %v (%s)", tc.in, f, f.Extension(), err, tc.want, tc.ext)
+		}
+	}
+	for _, bad := range []string{"", "gif", "jpgx", "..jpg", "jpeg\x00"} {
+		if f, err := ParseImageFormat(bad); err == nil {
+			t.Errorf("ParseImageFormat(%q) = %v, want an error", bad, f)
+		}
+	}
+	if got := ImageFormat(9).Extension(); got != "format9" {
+		t.Errorf("unknown format's extension = %q", got)
+	}
+}
+
+// TestCanonical pins the text that names a setting in the image identity
+// of stored frame sizes: changing it would make every table's stored sizes
+// look stale.
+func TestCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		s    ImageSetting
+		want string
+	}{
+		{ImageSetting{}, "jpeg;q=95;size=native"},
+		{ImageSetting{JPEGQuality: DefaultJPEGQuality}, "jpeg;q=95;size=native"},
+		{ImageSetting{JPEGQuality: 100, Width: 64}, "jpeg;q=100;size=64x0"},
+		{ImageSetting{Format: FormatPNG, JPEGQuality: 50}, "png;size=native"},
+		{ImageSetting{Format: FormatBMP, Height: 100}, "bmp;size=0x100"},
+		{ImageSetting{Format: FormatPPM, Width: 33, Height: 7}, "ppm;size=33x7"},
+	} {
+		if got := tc.s.Canonical(); got != tc.want {
+			t.Errorf("%+v.Canonical() = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestSettingFor(t *testing.T) {
+	s, err := SettingFor("jpg", 0)
+	if err != nil || s != (ImageSetting{Format: FormatJPEG, JPEGQuality: DefaultJPEGQuality}) {
+		t.Errorf("SettingFor(jpg, 0) = %+v, %v", s, err)
+	}
+	s, err = SettingFor("png", 80)
+	if err != nil || s != (ImageSetting{Format: FormatPNG}) {
+		t.Errorf("SettingFor(png, 80) = %+v, %v; a PNG has no quality", s, err)
+	}
+	if _, err := SettingFor("tiff", 0); err == nil {
+		t.Error("SettingFor(tiff) succeeded")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, ok := range []ImageSetting{{}, {Format: FormatPPM, Width: MaxImageDimension}, {JPEGQuality: 100}} {
+		if err := ok.Validate(); err != nil {
+			t.Errorf("%+v: %v", ok, err)
+		}
+	}
+	for _, bad := range []ImageSetting{{Format: 9}, {JPEGQuality: 101}, {JPEGQuality: -1}, {Width: -1}, {Height: MaxImageDimension + 1}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v validates", bad)
+		}
+	}
+}
+
+func TestOutputSize(t *testing.T) {
+	for _, tc := range []struct {
+		s          ImageSetting
+		dw, dh     int
+		outW, outH int
+	}{
+		{ImageSetting{}, 640, 480, 640, 480},
+		{ImageSetting{Width: 160}, 320, 180, 160, 90},
+		{ImageSetting{Height: 100}, 480, 270, 178, 100},
+		{ImageSetting{Width: 33, Height: 7}, 480, 270, 33, 7},
+		{ImageSetting{Width: 1}, 1000, 10, 1, 1}, // never 0 pixels
+	} {
+		if w, h := tc.s.OutputSize(tc.dw, tc.dh); w != tc.outW || h != tc.outH {
+			t.Errorf("%+v.OutputSize(%d, %d) = %d, %d; want %d, %d", tc.s, tc.dw, tc.dh, w, h, tc.outW, tc.outH)
+		}
+	}
+}
+
+func TestSpan(t *testing.T) {
+	var samples []videoidx.Sample
+	for i := range 10 {
+		samples = append(samples, videoidx.Sample{DTS: int64(i), PTS: int64(i), Key: i == 0})
+	}
+	ix, err := videoidx.Build(&videoidx.Index{Timescale: 30, Samples: samples})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ from, to, wantFrom, wantTo int }{
+		{0, 0, 0, 10}, {2, 5, 2, 5}, {3, 99, 3, 10}, {12, 0, 10, 10}, {7, 4, 4, 4}, {-1, 3, 0, 3},
+	} {
+		from, to := Video{Index: ix, From: tc.from, To: tc.to}.Span()
+		if from != tc.wantFrom || to != tc.wantTo {
+			t.Errorf("Span of [%d, %d) = [%d, %d), want [%d, %d)", tc.from, tc.to, from, to, tc.wantFrom, tc.wantTo)
+		}
+	}
+}
+
+func TestErrFrameRange(t *testing.T) {
+	wrapped := errors.Join(errors.New("frame 9 of x"), ErrFrameRange)
+	if !errors.Is(wrapped, ErrFrameRange) {
+		t.Error("a wrapped ErrFrameRange is not recognised")
+	}
+	if k := (VideoKey{Object: "packs/a", Offset: 5, Length: 7}).String(); k != "packs/a[5:+7]" {
+		t.Errorf("VideoKey.String() = %q", k)
+	}
+}
