@@ -1,0 +1,15 @@
+// Package layering states the project's package layering as a test
+// (layering_test.go), checked on the real import graph that `go list
+// -deps` reports for every package of the module:
+//
+//   - the domain packages (table/..., ingest/..., videoidx/..., cache/...,
+//     media/... and any lerobot package) depend on neither FFmpeg
+//     (go-astiav) nor go-fuse;
+//   - fusefs, built without its tests, depends on neither go-astiav nor
+//     the decoder: it reaches FFmpeg only through its FrameServer
+//     interface, so its node tree builds and tests without cgo;
+//   - only decoder uses cgo, and only fusefs imports go-fuse.
+//
+// It holds no code: a package that breaks a rule fails `go test ./...`
+// with the chain of imports that leads to the forbidden package.
+package layering
