@@ -29,9 +29,7 @@ type Server struct {
 // mount kept open.
 func (s *Server) Wait() {
 	s.Server.Wait()
-	s.m.stats.nodes.stop()
-	s.m.stopStaging()
-	s.m.closeCatalogs()
+	s.m.release()
 }
 
 // Unmount detaches the mount, retrying for a moment while the kernel still
@@ -54,26 +52,61 @@ func MountWarehouse(dir, source string, wh Warehouse, frames FrameServer, opts O
 // MountTable mounts one table at dir: its latest, snapshots and tags at
 // the root.
 func MountTable(dir, source string, tbl *table.Table, frames FrameServer, opts Options) (*Server, error) {
-	m := newMountFS(frames, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	root, err := NewTableRoot(ctx, tbl, frames, opts)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := mount(dir, source, root.node, root.m)
+	if err == nil {
+		root.node.live.Store(true)
+	}
+	return srv, err
+}
+
+// TableRoot is the node tree MountTable serves, built but not mounted.
+// Tests serve it in process (fs.NewNodeFS) and call go-fuse's operations
+// on it directly, without a kernel mount.
+type TableRoot struct {
+	node *tableNode
+	m    *mountFS
+}
+
+// NewTableRoot builds the tree of a one-table mount of tbl, reading its
+// latest schema for the image setting; with opts.StagingDir set, its write
+// directories start staging. Close releases it.
+func NewTableRoot(ctx context.Context, tbl *table.Table, frames FrameServer, opts Options) (*TableRoot, error) {
+	m := newMountFS(frames, opts)
 	tn, err := newTableNode(ctx, m, tbl, "")
 	if err != nil {
 		return nil, err
 	}
 	tn.withStats = true
-	srv, err := mount(dir, source, tn, m)
-	if err == nil {
-		tn.live.Store(true)
-	}
-	return srv, err
+	return &TableRoot{node: tn, m: m}, nil
 }
+
+// Node is the root directory's node, for fs.NewNodeFS.
+func (r *TableRoot) Node() fs.InodeEmbedder { return r.node }
+
+// Close stops the tree's write directories and releases the videos it
+// holds open; the tree must no longer be served. (A mounted tree is
+// released by Server.Wait.)
+func (r *TableRoot) Close() { r.m.release() }
 
 func newMountFS(frames FrameServer, opts Options) *mountFS {
 	uid, gid := currentOwner()
 	bg, stop := context.WithCancel(context.Background())
 	return &mountFS{opts: opts.withDefaults(), frames: frames, stats: &stats{}, started: time.Now(), uid: uid, gid: gid,
 		extraStats: opts.ExtraStats, bg: bg, stop: stop}
+}
+
+// release stops what a mount runs in the background and closes what its
+// catalogs hold open, once nothing serves the tree any more.
+func (m *mountFS) release() {
+	m.stats.nodes.stop()
+	m.stopStaging()
+	m.closeCatalogs()
 }
 
 func mount(dir, source string, root fs.InodeEmbedder, m *mountFS) (*Server, error) {

@@ -8,7 +8,9 @@
 //   - fusefs, built without its tests, depends on neither go-astiav nor
 //     the decoder: it reaches FFmpeg only through its FrameServer
 //     interface, so its node tree builds and tests without cgo;
-//   - only decoder uses cgo, and only fusefs imports go-fuse.
+//   - only decoder uses cgo, and only fusefs imports go-fuse;
+//   - the in-process tests of the FUSE tree (fusefs/inprocess), test
+//     files included, build without the decoder.
 //
 // It holds no code: a package that breaks a rule fails `go test ./...`
 // with the chain of imports that leads to the forbidden package.

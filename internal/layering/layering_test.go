@@ -29,10 +29,10 @@ type pkg struct {
 // depend on (test files excluded), keyed by import path.
 type graph map[string]pkg
 
-// loadGraph runs `go list -deps` over the whole module with the test's
-// environment (GOFLAGS, CGO_ENABLED, GOOS, ...), so the graph is the one
-// the build being tested uses.
-func loadGraph(t *testing.T) graph {
+// loadGraph runs `go list -deps` with args (./... when none) in the
+// module's root, with the test's environment (GOFLAGS, CGO_ENABLED, GOOS,
+// ...), so the graph is the one the build being tested uses.
+func loadGraph(t *testing.T, args ...string) graph {
 	t.Helper()
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
@@ -42,13 +42,16 @@ func loadGraph(t *testing.T) graph {
 	if err != nil {
 		t.Fatalf("go env GOMOD: %v", err)
 	}
-	cmd := exec.Command(goCmd, "list", "-deps", "-f", "{{.ImportPath}}\t{{.Module}}\t{{len .CgoFiles}}\t{{join .Imports \" \"}}", "./...")
+	if len(args) == 0 {
+		args = []string{"./..."}
+	}
+	cmd := exec.Command(goCmd, append([]string{"list", "-deps", "-f", "{{.ImportPath}}\t{{.Module}}\t{{len .CgoFiles}}\t{{join .Imports \",\"}}"}, args...)...)
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list -deps ./...: %v\n%s", err, stderr.Bytes())
+		t.Fatalf("go list -deps %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
 	}
 	g := graph{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -62,10 +65,16 @@ func loadGraph(t *testing.T) graph {
 		if err != nil {
 			t.Fatalf("go list printed %q", sc.Text())
 		}
-		g[f[0]] = pkg{imports: strings.Fields(f[3]), cgoFiles: n, inModule: f[1] == module}
+		// Test variants are named "PATH [PATH.test]": the imports are
+		// joined by commas, which no import path holds.
+		var imports []string
+		if f[3] != "" {
+			imports = strings.Split(f[3], ",")
+		}
+		g[f[0]] = pkg{imports: imports, cgoFiles: n, inModule: f[1] == module}
 	}
 	if len(g) == 0 {
-		t.Fatal("go list -deps ./... listed no packages")
+		t.Fatalf("go list -deps %s listed no packages", strings.Join(args, " "))
 	}
 	return g
 }
@@ -187,6 +196,20 @@ func violations(g graph) []string {
 func TestLayering(t *testing.T) {
 	for _, msg := range violations(loadGraph(t)) {
 		t.Error(msg)
+	}
+}
+
+// TestTreeTestsWithoutFFmpeg: the in-process tests of the FUSE tree
+// (fusefs/inprocess), test files included, build without the decoder, so
+// they run where FFmpeg is not installed.
+func TestTreeTestsWithoutFFmpeg(t *testing.T) {
+	g := loadGraph(t, "-test", "./fusefs/inprocess")
+	root := module + "/fusefs/inprocess.test"
+	if _, ok := g[root]; !ok {
+		t.Fatalf("go list -test -deps ./fusefs/inprocess did not list %s (no tests left there?)", root)
+	}
+	if c := g.chain(root, astiav, module+"/decoder"); c != nil {
+		t.Errorf("the in-process tests of the FUSE tree depend on %s through\n\t%s", c[len(c)-1], strings.Join(c, "\n\t-> "))
 	}
 }
 
