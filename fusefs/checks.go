@@ -2,11 +2,16 @@ package fusefs
 
 import "github.com/hanwen/go-fuse/v2/fs"
 
-// The go-fuse operations each node implements, checked at compile time.
+// The go-fuse operations each node and file handle implements, checked at
+// compile time: a method whose signature drifted from go-fuse's would
+// otherwise go unused, leaving the embedded fs.Inode's default in place.
+// TestInterfaceChecks fails for a method of an operation's name that has
+// no check here.
 var (
 	_ = (fs.NodeLookuper)((*rootNode)(nil))
 	_ = (fs.NodeReaddirer)((*rootNode)(nil))
 	_ = (fs.NodeGetattrer)((*rootNode)(nil))
+	_ = (fs.NodeMkdirer)((*rootNode)(nil))
 	_ = (fs.NodeLookuper)((*tableNode)(nil))
 	_ = (fs.NodeReaddirer)((*tableNode)(nil))
 	_ = (fs.NodeGetattrer)((*tableNode)(nil))
@@ -18,6 +23,8 @@ var (
 	_ = (fs.NodeLookuper)((*tagsNode)(nil))
 	_ = (fs.NodeReaddirer)((*tagsNode)(nil))
 	_ = (fs.NodeGetattrer)((*tagsNode)(nil))
+	_ = (fs.NodeSymlinker)((*tagsNode)(nil))
+	_ = (fs.NodeUnlinker)((*tagsNode)(nil))
 	_ = (fs.NodeReadlinker)((*symlinkNode)(nil))
 	_ = (fs.NodeGetattrer)((*symlinkNode)(nil))
 	_ = (fs.NodeLookuper)((*snapshotDir)(nil))
@@ -63,6 +70,7 @@ var (
 	_ = (fs.NodeSetattrer)((*readOnly)(nil))
 	_ = (fs.NodeSetxattrer)((*readOnly)(nil))
 	_ = (fs.NodeRemovexattrer)((*readOnly)(nil))
+	_ = (fs.NodeGetxattrer)((*noXattrs)(nil))
 	_ = (fs.FileReader)((*bytesHandle)(nil))
 	_ = (fs.FileReader)((*frameHandle)(nil))
 	_ = (fs.NodeGetattrer)((*videoFileNode)(nil))
@@ -77,6 +85,8 @@ var (
 	_ = (fs.NodeRenamer)((*stagingNode)(nil))
 	_ = (fs.NodeUnlinker)((*stagingNode)(nil))
 	_ = (fs.NodeLinker)((*stagingNode)(nil))
+	_ = (fs.NodeSymlinker)((*stagingNode)(nil))
+	_ = (fs.NodeMknoder)((*stagingNode)(nil))
 	_ = (fs.NodeMkdirer)((*stagingNode)(nil))
 	_ = (fs.NodeWrapChilder)((*stagingNode)(nil))
 	_ = (fs.NodeGetattrer)((*stagingTextNode)(nil))
@@ -85,4 +95,7 @@ var (
 	_ = (fs.FileAllocater)((*writeHandle)(nil))
 	_ = (fs.FileFlusher)((*writeHandle)(nil))
 	_ = (fs.FileReleaser)((*writeHandle)(nil))
+	_ = (fs.NodeGetattrer)((*commitNode)(nil))
+	_ = (fs.NodeSetattrer)((*commitNode)(nil))
+	_ = (fs.FileWriter)((*discardHandle)(nil))
 )
