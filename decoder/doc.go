@@ -42,5 +42,8 @@
 //     callback; that is the command's decision;
 //   - depend on go-fuse or the table format. Domain packages
 //     above it see only Go types (videoidx.Index, images, errors); no
-//     go-astiav type appears in the exported API.
+//     go-astiav type appears in the exported API. The plain values it
+//     shares with its callers (ImageSetting, Video, ErrFrameRange, ...)
+//     are package media's, under aliases here, so callers that only name
+//     them build without cgo.
 package decoder

@@ -2,7 +2,10 @@
 // adapter: the table package says what exists (snapshots, tags, episodes,
 // rows), the decoder package makes frame images, and this package maps
 // them to directories, files, attributes and errno values. It is the only
-// package that imports go-fuse.
+// package that imports go-fuse. It reaches the decoder only through the
+// FrameServer interface, in the values of package media, so it builds
+// without cgo and its tree can be tested in process (NewTableRoot;
+// fusefs/inprocess).
 //
 // Layout of a mount of a warehouse (one table mounted alone puts the
 // table's entries at the root):
