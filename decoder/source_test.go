@@ -50,8 +50,12 @@ func TestFrameSourceReadahead(t *testing.T) {
 	if cs.Misses > 2*8 || cs.Hits+cs.Shared < 2*frames-2*8 {
 		t.Errorf("cache %+v: want nearly every frame from read-ahead", cs)
 	}
-	if ps.Seeks != 1 || ps.Opened > 2 || ps.Decoded > 2*int(frames)+4 {
-		t.Errorf("pool %+v: want one seek (back to frame 0 for the second setting) and each frame decoded once", ps)
+	// One seek, back to frame 0 for the second setting, and each frame
+	// decoded once; a request that overtakes its read-ahead batch on a
+	// starved machine decodes its GOP (30 frames) directly, once more at
+	// most per setting.
+	if ps.Seeks > 3 || ps.Opened > 2 || ps.Decoded > 2*int(frames)+2*30+4 {
+		t.Errorf("pool %+v: want about one seek and each frame decoded about once", ps)
 	}
 }
 
