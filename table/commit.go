@@ -218,12 +218,11 @@ func (t *Table) buildSnapshot(ctx context.Context, ch change, head *Snapshot) (*
 	if len(newEntries) > 0 {
 		key := newObjectKey(prefixManifest, ".json")
 		m := &Manifest{FormatVersion: FormatVersion, Episodes: newEntries}
-		if err := t.store.PutIfAbsent(ctx, key, marshalCompact(m)); err != nil {
+		data := marshalCompact(m)
+		if err := t.store.PutIfAbsent(ctx, key, data); err != nil {
 			return nil, fmt.Errorf("write manifest: %w", err)
 		}
-		t.mu.Lock()
-		t.manifests[key] = m
-		t.mu.Unlock()
+		t.manifests.add(key, m, int64(len(data)))
 		snap.Manifests = append(snap.Manifests, key)
 	}
 	changed := map[string]bool{}

@@ -78,10 +78,11 @@ type Table struct {
 	opts  Options
 	meta  tableMeta
 
+	manifests *manifestCache // bounded; has its own lock
+
 	mu        sync.Mutex // guards the caches below
 	schemas   map[int]*Schema
 	snapshots map[int64]*Snapshot
-	manifests map[string]*Manifest
 	// chunkIndexes and parquetSchemas serve filters (see chunks.go); a
 	// nil index records that a data file has none.
 	chunkIndexes   map[string]*chunkIndex
@@ -134,7 +135,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error
 		meta:      meta,
 		schemas:   map[int]*Schema{},
 		snapshots: map[int64]*Snapshot{},
-		manifests: map[string]*Manifest{},
+		manifests: newManifestCache(maxManifestBytes),
 
 		chunkIndexes:   map[string]*chunkIndex{},
 		parquetSchemas: map[int]*schema.Schema{},
@@ -256,13 +257,10 @@ func (t *Table) Snapshot(ctx context.Context, id int64) (*Snapshot, error) {
 
 // Manifest returns a manifest by key.
 func (t *Table) Manifest(ctx context.Context, key string) (*Manifest, error) {
-	t.mu.Lock()
-	m := t.manifests[key]
-	t.mu.Unlock()
-	if m != nil {
+	if m := t.manifests.get(key); m != nil {
 		return m, nil
 	}
-	m = new(Manifest)
+	m := new(Manifest)
 	data, err := t.store.ReadAll(ctx, key)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
@@ -279,9 +277,7 @@ func (t *Table) Manifest(ctx context.Context, key string) (*Manifest, error) {
 	if err := checkFormat("manifest "+key, m.FormatVersion, nil); err != nil {
 		return nil, err
 	}
-	t.mu.Lock()
-	t.manifests[key] = m
-	t.mu.Unlock()
+	t.manifests.add(key, m, int64(len(data)))
 	return m, nil
 }
 
