@@ -22,7 +22,6 @@
 package diskcache
 
 import (
-	"container/list"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -41,6 +40,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/framefs/framefs/cache/fileindex"
 )
 
 // Options configure a Cache. Zero values mean the defaults.
@@ -99,11 +100,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type Cache struct {
 	opts Options
 
-	// mu guards lru, index, bytes, scanning and written.
+	// mu guards files, scanning and written.
 	mu      sync.Mutex
-	lru     *list.List               // of *entry, most recently used at the front
-	index   map[string]*list.Element // file name -> element of lru
-	bytes   int64
+	files   *fileindex.Index
 	written int64 // bytes written since the last scan
 	// scanning is set while a scan of the directory runs; eviction waits
 	// for it, since the bytes are not known until then.
@@ -115,12 +114,6 @@ type Cache struct {
 	closed bool
 
 	hits, misses, writes, evictions, corrupt, errs atomic.Int64
-}
-
-type entry struct {
-	name  string
-	size  int64  // file size, header included
-	epoch uint64 // Cache.epoch when it was indexed
 }
 
 // Open opens (or creates) a cache directory. The entries already in it are
@@ -141,7 +134,7 @@ func Open(opts Options) (*Cache, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return nil, fmt.Errorf("diskcache: %w", err)
 	}
-	c := &Cache{opts: opts, lru: list.New(), index: map[string]*list.Element{}}
+	c := &Cache{opts: opts, files: fileindex.New(opts.MaxBytes)}
 	c.startScan()
 	return c, nil
 }
@@ -167,7 +160,7 @@ func (c *Cache) Close() error {
 // Stats returns the counters.
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
-	bytes, entries := c.bytes, int64(c.lru.Len())
+	bytes, entries := c.files.Bytes(), int64(c.files.Len())
 	c.mu.Unlock()
 	return Stats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Writes: c.writes.Load(), Evictions: c.evictions.Load(),
@@ -195,12 +188,9 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 	}
 	c.hits.Add(1)
 	c.mu.Lock()
-	if el, known := c.index[name]; known {
-		c.lru.MoveToFront(el)
-	} else {
+	if !c.files.Touch(name) {
 		// Written by another process.
-		c.index[name] = c.lru.PushFront(&entry{name, size, c.epoch})
-		c.bytes += size
+		c.files.Put(name, size, c.epoch)
 	}
 	c.mu.Unlock()
 	return v, true
@@ -267,7 +257,7 @@ func (c *Cache) read(name, key string) (value []byte, size int64, ok bool) {
 func (c *Cache) Contains(key string) bool {
 	name := fileName(key)
 	c.mu.Lock()
-	_, known := c.index[name]
+	known := c.files.Has(name)
 	c.mu.Unlock()
 	if known {
 		return true
@@ -285,7 +275,7 @@ func (c *Cache) Put(key string, value []byte) {
 	}
 	name := fileName(key)
 	c.mu.Lock()
-	_, known := c.index[name]
+	known := c.files.Has(name)
 	c.mu.Unlock()
 	if known {
 		return
@@ -298,12 +288,7 @@ func (c *Cache) Put(key string, value []byte) {
 	}
 	c.writes.Add(1)
 	c.mu.Lock()
-	if el, ok := c.index[name]; ok {
-		c.bytes -= el.Value.(*entry).size
-		c.lru.Remove(el)
-	}
-	c.index[name] = c.lru.PushFront(&entry{name, size, c.epoch})
-	c.bytes += size
+	c.files.Put(name, size, c.epoch)
 	c.written += size
 	rescan := !c.scanning && c.written > c.opts.MaxBytes/8
 	victims := c.evictLocked()
@@ -355,11 +340,7 @@ func (c *Cache) write(name, key string, value []byte) (int64, error) {
 
 func (c *Cache) forget(name string) {
 	c.mu.Lock()
-	if el, ok := c.index[name]; ok {
-		c.bytes -= el.Value.(*entry).size
-		c.lru.Remove(el)
-		delete(c.index, name)
-	}
+	c.files.Forget(name)
 	c.mu.Unlock()
 }
 
@@ -370,16 +351,7 @@ func (c *Cache) evictLocked() []string {
 	if c.scanning {
 		return nil
 	}
-	var victims []string
-	for c.bytes > c.opts.MaxBytes && c.lru.Len() > 0 {
-		el := c.lru.Back()
-		e := el.Value.(*entry)
-		c.lru.Remove(el)
-		delete(c.index, e.name)
-		c.bytes -= e.size
-		victims = append(victims, e.name)
-	}
-	return victims
+	return c.files.Evict()
 }
 
 func (c *Cache) remove(names []string) {
@@ -447,18 +419,9 @@ func (c *Cache) scan(epoch uint64) {
 	c.mu.Lock()
 	for _, f := range files {
 		onDisk[f.name] = true
-		if _, ok := c.index[f.name]; !ok {
-			c.index[f.name] = c.lru.PushBack(&entry{f.name, f.size, epoch})
-			c.bytes += f.size
-		}
+		c.files.PutOldest(f.name, f.size, epoch)
 	}
-	for name, el := range c.index {
-		if !onDisk[name] && el.Value.(*entry).epoch < epoch {
-			c.bytes -= el.Value.(*entry).size
-			c.lru.Remove(el)
-			delete(c.index, name)
-		}
-	}
+	c.files.ForgetMissing(onDisk, epoch)
 	c.scanning = false
 	victims := c.evictLocked()
 	c.mu.Unlock()

@@ -13,7 +13,6 @@
 package blockcache
 
 import (
-	"container/list"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -34,6 +33,8 @@ import (
 	"sync/atomic"
 
 	"github.com/framefs/framefs/table/storage/internal/readruns"
+
+	"github.com/framefs/framefs/cache/fileindex"
 )
 
 // Options configure a Cache. The zero value of every field means its default.
@@ -110,19 +111,12 @@ type Cache struct {
 	prefetchSlots chan struct{}
 	prefetching   sync.WaitGroup
 
-	// mu guards lru, index, bytes and prefetching.
+	// mu guards files and prefetchSet.
 	mu          sync.Mutex
-	lru         *list.List               // of *entry, most recently used at the front
-	index       map[string]*list.Element // block name -> element of lru
-	bytes       int64
-	prefetchSet map[string]bool // blocks a background prefetch is fetching
+	files       *fileindex.Index // block files, sizes with their trailer
+	prefetchSet map[string]bool  // blocks a background prefetch is fetching
 
 	hits, misses, fetches, fetched, prefetches, evictions, corrupt atomic.Int64
-}
-
-type entry struct {
-	name string
-	size int64 // file size, trailer included
 }
 
 var (
@@ -165,8 +159,7 @@ func Open(opts Options) (*Cache, error) {
 	c := &Cache{
 		opts:          opts,
 		prefetchSlots: make(chan struct{}, 4),
-		lru:           list.New(),
-		index:         map[string]*list.Element{},
+		files:         fileindex.New(opts.MaxBytes),
 		prefetchSet:   map[string]bool{},
 		flights:       map[string]*flight{},
 	}
@@ -200,8 +193,7 @@ func Open(opts Options) (*Cache, error) {
 	sort.Slice(files, func(i, j int) bool { return files[i].mtime < files[j].mtime })
 	c.mu.Lock()
 	for _, f := range files {
-		c.index[f.name] = c.lru.PushFront(&entry{f.name, f.size})
-		c.bytes += f.size
+		c.files.Put(f.name, f.size, 0)
 	}
 	victims := c.evictLocked()
 	c.mu.Unlock()
@@ -221,7 +213,7 @@ func (c *Cache) BlockSize() int64 { return c.opts.BlockSize }
 // Stats returns the counters.
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
-	bytes, blocks := c.bytes, int64(c.lru.Len())
+	bytes, blocks := c.files.Bytes(), int64(c.files.Len())
 	c.mu.Unlock()
 	return Stats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Fetches: c.fetches.Load(), BytesFetched: c.fetched.Load(),
@@ -330,10 +322,7 @@ func (c *Cache) run(ctx context.Context, f *flight, name string, off, want int64
 // file is removed and reported as missing.
 func (c *Cache) lookup(name string, want int64) ([]byte, bool) {
 	c.mu.Lock()
-	el, ok := c.index[name]
-	if ok {
-		c.lru.MoveToFront(el)
-	}
+	ok := c.files.Touch(name)
 	c.mu.Unlock()
 	if !ok {
 		return nil, false
@@ -357,11 +346,7 @@ func (c *Cache) lookup(name string, want int64) ([]byte, bool) {
 
 func (c *Cache) forget(name string) {
 	c.mu.Lock()
-	if el, ok := c.index[name]; ok {
-		c.bytes -= el.Value.(*entry).size
-		c.lru.Remove(el)
-		delete(c.index, name)
-	}
+	c.files.Forget(name)
 	c.mu.Unlock()
 }
 
@@ -375,12 +360,7 @@ func (c *Cache) store(name string, data []byte) {
 	}
 	size := int64(len(data)) + trailerSize
 	c.mu.Lock()
-	if el, ok := c.index[name]; ok {
-		c.bytes -= el.Value.(*entry).size
-		c.lru.Remove(el)
-	}
-	c.index[name] = c.lru.PushFront(&entry{name, size})
-	c.bytes += size
+	c.files.Put(name, size, 0)
 	victims := c.evictLocked()
 	c.mu.Unlock()
 	c.remove(victims)
@@ -418,16 +398,7 @@ func (c *Cache) writeFile(p string, data []byte) error {
 // evictLocked drops least recently used entries until the cache fits and
 // returns their names; the caller removes the files without holding mu.
 func (c *Cache) evictLocked() []string {
-	var victims []string
-	for c.bytes > c.opts.MaxBytes && c.lru.Len() > 0 {
-		el := c.lru.Back()
-		e := el.Value.(*entry)
-		c.lru.Remove(el)
-		delete(c.index, e.name)
-		c.bytes -= e.size
-		victims = append(victims, e.name)
-	}
-	return victims
+	return c.files.Evict()
 }
 
 func (c *Cache) remove(names []string) {
@@ -532,7 +503,7 @@ func (r *Reader) readAhead(off, end, last int64) {
 	for idx := last + 1; idx <= last+int64(r.c.opts.Prefetch) && idx < nblocks; idx++ {
 		name := blockName(r.id, idx)
 		r.c.mu.Lock()
-		_, cached := r.c.index[name]
+		cached := r.c.files.Has(name)
 		busy := r.c.prefetchSet[name]
 		if !cached && !busy {
 			r.c.prefetchSet[name] = true
