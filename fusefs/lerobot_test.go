@@ -1,15 +1,12 @@
 package fusefs
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/framefs/framefs/internal/lerobottest"
-	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/storage"
 )
 
 // TestIngestLeRobotDataset copies LeRobot dataset folders into ingest/
@@ -38,14 +35,7 @@ func TestIngestLeRobotDataset(t *testing.T) {
 	run(t, "cp", "-r", filepath.Join(src, "drifting"), filepath.Join(in, "drifting"))
 	run(t, "cp", "-r", good.Dir, filepath.Join(f.mnt, "robot", "ingest", "pusht"))
 
-	store, err := storage.NewLocal(filepath.Join(f.wh, "robots"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := table.Open(context.Background(), store, tableOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := dirWarehouseTable(t, filepath.Join(f.wh, "robots"))
 	got := waitEpisodes(t, tbl, "episode_000000", "episode_000001", "episode_000002", "episode_000003", "episode_000004", "episode_000005")
 	if len(got) != 6 || got["episode_000003"].Rows != 11 {
 		t.Fatalf("episodes %v", got)

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-
 	"io"
 	"math/rand/v2"
 	"os"
