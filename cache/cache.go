@@ -31,6 +31,11 @@ var ErrAbandoned = errors.New("cache: in-flight load abandoned")
 // between callers and must never be modified. It is safe for concurrent
 // use.
 //
+// Values demoted with Demote form a second, colder segment: they stay
+// while there is room and are evicted before any other value (least
+// recently used first among themselves). A caller demotes a value that has
+// done its main job but may be asked for again.
+//
 // Memory: the cache holds at most MaxBytes of values plus EntryOverhead per
 // entry, and at any moment additionally the values of loads in flight
 // (which their callers hold anyway). A value larger than MaxBytes is
@@ -39,9 +44,11 @@ type Cache[K comparable] struct {
 	maxBytes int64
 
 	mu sync.Mutex
-	// lru holds the cached values. Guarded by mu.
-	lru *simplelru.LRU[K, []byte]
-	// bytes is the charged size of the values in lru. Guarded by mu.
+	// lru holds the cached values, cold the demoted ones; a key is in
+	// one of them at most. Guarded by mu.
+	lru, cold *simplelru.LRU[K, []byte]
+	// bytes is the charged size of the values in lru and cold. Guarded
+	// by mu.
 	bytes int64
 	// flights holds the loads in progress. Guarded by mu.
 	flights map[K]*flight
@@ -64,7 +71,9 @@ type flight struct {
 type Stats struct {
 	Entries   int   // values held now
 	Bytes     int64 // their charged size (values + EntryOverhead each)
+	Demoted   int   // of the Entries, those in the cold segment
 	Hits      int64 // Get and Load calls answered from the cache
+	ColdHits  int64 // of the Hits, those answered by a demoted value
 	Misses    int64 // Load calls that ran their loader
 	Shared    int64 // Load calls that waited for another caller's load
 	Evictions int64 // values dropped to stay within MaxBytes
@@ -75,6 +84,12 @@ type Stats struct {
 // de-duplicates concurrent loads.
 func New[K comparable](maxBytes int64) *Cache[K] {
 	c := &Cache[K]{maxBytes: max(maxBytes, 0), flights: map[K]*flight{}}
+	c.lru, c.cold = c.newSegment(), c.newSegment()
+	return c
+}
+
+// newSegment returns an LRU list whose removals uncharge their values.
+func (c *Cache[K]) newSegment() *simplelru.LRU[K, []byte] {
 	// Entries are bounded by bytes, not count; simplelru only needs a
 	// positive size.
 	lru, err := simplelru.NewLRU[K, []byte](math.MaxInt, func(_ K, v []byte) {
@@ -83,8 +98,7 @@ func New[K comparable](maxBytes int64) *Cache[K] {
 	if err != nil {
 		panic(fmt.Sprintf("cache: %v", err)) // only for a non-positive size
 	}
-	c.lru = lru
-	return c
+	return lru
 }
 
 func charge(v []byte) int64 { return int64(len(v)) + EntryOverhead }
@@ -102,12 +116,25 @@ func (c *Cache[K]) MaxBytes() int64 { return c.maxBytes }
 func (c *Cache[K]) Get(k K) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.lru.Get(k)
-	if ok {
-		c.stats.Hits++
-	}
-	return v, ok
+	return c.get(k)
 }
+
+// get is Get with c.mu held. A demoted value stays demoted.
+func (c *Cache[K]) get(k K) ([]byte, bool) {
+	if v, ok := c.lru.Get(k); ok {
+		c.stats.Hits++
+		return v, true
+	}
+	if v, ok := c.cold.Get(k); ok {
+		c.stats.Hits++
+		c.stats.ColdHits++
+		return v, true
+	}
+	return nil, false
+}
+
+// holds reports whether k is cached, with c.mu held.
+func (c *Cache[K]) holds(k K) bool { return c.lru.Contains(k) || c.cold.Contains(k) }
 
 // Contains reports whether k is cached or being loaded, without touching
 // its recency.
@@ -115,7 +142,7 @@ func (c *Cache[K]) Contains(k K) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, inFlight := c.flights[k]
-	return inFlight || c.lru.Contains(k)
+	return inFlight || c.holds(k)
 }
 
 // Add caches v under k, evicting the least recently used values as needed.
@@ -127,15 +154,17 @@ func (c *Cache[K]) Add(k K, v []byte) {
 
 // add is Add with c.mu held.
 func (c *Cache[K]) add(k K, v []byte) {
+	c.remove(k) // the callbacks uncharge an old value
 	if charge(v) > c.maxBytes {
-		c.lru.Remove(k)
 		return
 	}
-	c.lru.Remove(k) // the callback uncharges an old value
 	c.lru.Add(k, v)
 	c.bytes += charge(v)
 	for c.bytes > c.maxBytes {
-		k, v, ok := c.lru.RemoveOldest()
+		k, v, ok := c.cold.RemoveOldest()
+		if !ok {
+			k, v, ok = c.lru.RemoveOldest()
+		}
 		if !ok {
 			break
 		}
@@ -150,7 +179,24 @@ func (c *Cache[K]) add(k K, v []byte) {
 func (c *Cache[K]) Remove(k K) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.remove(k)
+}
+
+func (c *Cache[K]) remove(k K) {
 	c.lru.Remove(k)
+	c.cold.Remove(k)
+}
+
+// Demote moves k's value, if cached, to the cold segment: it will be
+// evicted before every value not demoted.
+func (c *Cache[K]) Demote(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.lru.Peek(k); ok {
+		c.lru.Remove(k) // uncharges v
+		c.cold.Add(k, v)
+		c.bytes += charge(v)
+	}
 }
 
 // Stats returns a snapshot of the counters.
@@ -158,7 +204,8 @@ func (c *Cache[K]) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.stats
-	st.Entries = c.lru.Len()
+	st.Demoted = c.cold.Len()
+	st.Entries = c.lru.Len() + st.Demoted
 	st.Bytes = c.bytes
 	return st
 }
@@ -173,8 +220,7 @@ func (c *Cache[K]) Stats() Stats {
 func (c *Cache[K]) Load(ctx context.Context, k K, load func(context.Context) ([]byte, error)) ([]byte, error) {
 	for {
 		c.mu.Lock()
-		if v, ok := c.lru.Get(k); ok {
-			c.stats.Hits++
+		if v, ok := c.get(k); ok {
 			c.mu.Unlock()
 			return v, nil
 		}
@@ -251,7 +297,7 @@ type Promise[K comparable] struct {
 func (c *Cache[K]) Promise(k K) (p *Promise[K], ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, inFlight := c.flights[k]; inFlight || c.lru.Contains(k) {
+	if _, inFlight := c.flights[k]; inFlight || c.holds(k) {
 		return nil, false
 	}
 	f := &flight{done: make(chan struct{})}

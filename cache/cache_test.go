@@ -274,3 +274,49 @@ func TestOnEvict(t *testing.T) {
 		t.Errorf("evicted %v, want [0]", evicted)
 	}
 }
+
+func TestDemoteEvictsFirst(t *testing.T) {
+	c := New[int](3 * (100 + EntryOverhead))
+	var evicted []int
+	c.OnEvict(func(k int, _ []byte) { evicted = append(evicted, k) })
+	for i := range 3 {
+		c.Add(i, val(100, byte(i)))
+	}
+	// 2 is the most recently used, but demoted it goes first; 1 before 2
+	// among the demoted, being demoted earlier.
+	c.Demote(1)
+	c.Demote(2)
+	c.Demote(7) // not cached: nothing happens
+	if st := c.Stats(); st.Entries != 3 || st.Demoted != 2 || st.Bytes != 3*(100+EntryOverhead) {
+		t.Fatalf("stats %+v after demoting two", st)
+	}
+	// A demoted value is still served, and stays demoted.
+	if v, ok := c.Get(2); !ok || v[0] != 2 {
+		t.Fatalf("demoted value: %v %v", ok, v)
+	}
+	if !c.Contains(1) {
+		t.Error("Contains misses a demoted value")
+	}
+	if _, ok := c.Promise(1); ok {
+		t.Error("a demoted value was promised again")
+	}
+	c.Add(3, val(100, 3))
+	c.Add(4, val(100, 4))
+	if fmt.Sprint(evicted) != "[1 2]" {
+		t.Errorf("evicted %v, want the demoted [1 2] first", evicted)
+	}
+	c.Add(5, val(100, 5))
+	if fmt.Sprint(evicted) != "[1 2 0]" {
+		t.Errorf("evicted %v, then the least recently used value 0", evicted)
+	}
+	st := c.Stats()
+	if st.ColdHits != 1 || st.Demoted != 0 || st.Bytes != 3*(100+EntryOverhead) {
+		t.Errorf("stats %+v", st)
+	}
+	// Adding a demoted key again brings it back to the main segment.
+	c.Demote(5)
+	c.Add(5, val(50, 5))
+	if st := c.Stats(); st.Demoted != 0 || st.Bytes != 2*(100+EntryOverhead)+50+EntryOverhead {
+		t.Errorf("stats %+v after re-adding a demoted key", st)
+	}
+}

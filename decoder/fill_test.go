@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/framefs/framefs/cache"
 )
 
 // shuffledRead reads n frames of fx (all if n < 0) from src as PPM in a
@@ -93,55 +95,72 @@ func TestFillsStopWhenWasted(t *testing.T) {
 	}
 }
 
-// TestDropServed: with DropServed, the cache keeps the frames of a fill
-// until they are served, and no longer.
-func TestDropServed(t *testing.T) {
+// TestDemoteServed: with DemoteServed, the frames of a fill stay cached
+// after they are served, but are the first to go when a later fill needs
+// the room.
+func TestDemoteServed(t *testing.T) {
 	t.Parallel()
-	v := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
+	path := ffmpegTo(t, filepath.Join(t.TempDir(), "gop10.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:r=30:s=160x120",
+		"-c:v", "libx264", "-g", "10", "-keyint_min", "10", "-sc_threshold", "0", "-pix_fmt", "yuv420p")
+	v := openVideo(t, path, 0)
 	pool := NewPool(Options{})
 	defer pool.Close()
-	src := NewFrameSource(pool, FrameSourceOptions{Readahead: -1, DropServed: true})
-	defer src.Close()
 	ctx := context.Background()
-	from, to := group(v, 40)
-	// Frame 40, then the last one of its GOP, which waits for the fill to
-	// end.
-	for _, i := range []int{40, to - 1} {
-		if _, err := src.Frame(ctx, v, i, ImageSetting{}); err != nil {
+	var gops [][2]int // the first five GOPs
+	for o := 0; len(gops) < 5; {
+		from, to := group(v, o)
+		gops = append(gops, [2]int{from, to})
+		o = to
+	}
+	// Room for four and a half GOPs of images (fills may take a quarter,
+	// so one GOP at a time).
+	var imageBytes int64
+	for i := gops[0][0]; i < gops[0][1]; i++ {
+		img, err := pool.Frame(ctx, v, i, ImageSetting{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		imageBytes += int64(len(img) + cache.EntryOverhead)
 	}
-	// The fill's last encodings may still be running.
-	for deadline := time.Now().Add(10 * time.Second); src.CacheStats().Entries < to-from-2 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if cs := src.CacheStats(); cs.Entries != to-from-2 {
-		t.Fatalf("after serving two frames of a %d-frame GOP, %d images cached; want the %d others", to-from, cs.Entries, to-from-2)
-	}
-	decoded := pool.Stats().Decoded
-	for i := from; i < to-1; i++ {
-		if i == 40 {
-			continue
+	src := NewFrameSource(pool, FrameSourceOptions{Readahead: -1, DemoteServed: true, CacheBytes: imageBytes * 9 / 2})
+	defer src.Close()
+	serveGOP := func(g [2]int) (decoded int) {
+		t.Helper()
+		start := pool.Stats().Decoded
+		// The middle frame fills the GOP; the rest waits for the fill.
+		for _, i := range append([]int{(g[0] + g[1]) / 2}, seq(g[0], g[1])...) {
+			if _, err := src.Frame(ctx, v, i, ImageSetting{}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, err := src.Frame(ctx, v, i, ImageSetting{}); err != nil {
-			t.Fatal(err)
-		}
+		return pool.Stats().Decoded - start
 	}
-	if cs := src.CacheStats(); cs.Entries != 0 {
-		t.Errorf("%d images cached after serving the whole GOP; want none", cs.Entries)
+	for _, g := range gops[:4] {
+		serveGOP(g)
 	}
-	if d := pool.Stats().Decoded - decoded; d != 0 {
-		t.Errorf("%d pictures decoded to serve the rest of a filled GOP; want none", d)
+	cs := src.CacheStats()
+	if n := gops[4][0]; cs.Entries != n || cs.Demoted != n || cs.Evictions != 0 {
+		t.Fatalf("after serving %d frames: cache %+v; want every one kept, demoted", n, cs)
 	}
-	// Frame 40 was dropped when it was served: asked again, it is decoded
-	// again.
-	if _, err := src.Frame(ctx, v, 40, ImageSetting{}); err != nil {
-		t.Fatal(err)
+	// Asked again, a served frame comes from the cache.
+	if d := serveGOP(gops[1]); d != 0 {
+		t.Errorf("%d pictures decoded for served frames asked again; want none", d)
 	}
-	src.Close()
-	if pool.Stats().Decoded == decoded {
-		t.Error("a served frame asked again was not decoded again: it stayed cached")
+	// The fifth GOP's fill needs room: served frames go, not its own.
+	if d := serveGOP(gops[4]); d > gops[4][1]-gops[4][0]+3 {
+		t.Errorf("%d pictures decoded to serve a %d-frame GOP; want it decoded once", d, gops[4][1]-gops[4][0])
 	}
+	if cs := src.CacheStats(); cs.Evictions == 0 || cs.Entries != cs.Demoted {
+		t.Errorf("cache %+v: want served frames evicted for the fifth GOP's fill", cs)
+	}
+}
+
+func seq(from, to int) []int {
+	s := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		s = append(s, i)
+	}
+	return s
 }
 
 // fixtureNamed returns the golden fixture of that name.

@@ -39,11 +39,13 @@ type FrameSourceOptions struct {
 	// MaxFills bounds the GOP fills running at once, each with a decoder
 	// session; more wait for a free one. 0 means GOMAXPROCS.
 	MaxFills int
-	// DropServed says that the caller keeps the images it is served (a
-	// mount hands them to the kernel's page cache), so an image leaves the
-	// memory cache once a Frame call has returned it: the cache then holds
-	// only images still to be asked for, such as a fill's.
-	DropServed bool
+	// DemoteServed says that the caller keeps the images it is served (a
+	// mount hands them to the kernel's page cache), so an image a Frame
+	// call has returned is evicted before any image still to be asked for,
+	// such as a fill's: served images only use room nothing else needs.
+	// They are there when the caller loses its copy (a kernel reclaiming
+	// cold pages proactively drops a frame read a minute ago).
+	DemoteServed bool
 	// Store, if set, is a second tier of encoded images, on local disk:
 	// every image made is written to it, and a request that misses the
 	// memory cache looks there before decoding. Only videos with a Digest
@@ -255,7 +257,8 @@ func (fs *FrameSource) load(ctx context.Context, v Video, key frameKey) ([]byte,
 }
 
 // served notes that key's image was handed to a caller: a filled frame
-// proved useful, and with DropServed the cache lets it go.
+// proved useful, and with DemoteServed the cache keeps it only in room
+// that images still to be asked for do not need.
 func (fs *FrameSource) served(key frameKey) {
 	fs.umu.Lock()
 	_, filled := fs.unserved[key]
@@ -264,8 +267,8 @@ func (fs *FrameSource) served(key frameKey) {
 	if filled {
 		fs.fills.served()
 	}
-	if fs.opts.DropServed {
-		fs.cache.Remove(key)
+	if fs.opts.DemoteServed {
+		fs.cache.Demote(key)
 	}
 }
 
@@ -393,9 +396,7 @@ func (fs *FrameSource) fromStore(v Video, key frameKey) ([]byte, bool) {
 	b, ok := fs.opts.Store.Get(sk)
 	if ok {
 		fs.storeHits.Add(1)
-		if !fs.opts.DropServed {
-			fs.cache.Add(key, b)
-		}
+		fs.cache.Add(key, b)
 	}
 	return b, ok
 }

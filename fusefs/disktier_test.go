@@ -64,7 +64,7 @@ func TestDiskTier(t *testing.T) {
 		f := &fixture{wh: wh, mnt: filepath.Join(t.TempDir(), "mnt")}
 		os.MkdirAll(f.mnt, 0o755)
 		pool := decoder.NewPool(decoder.Options{})
-		f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{DropServed: true, Store: disk})
+		f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{DemoteServed: true, Store: disk})
 		f.mount(t, dirWarehouse(t, wh), pool, Options{ReadOnly: true})
 		return f, pool, disk
 	}

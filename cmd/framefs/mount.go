@@ -276,9 +276,10 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	}
 	pool := decoder.NewPool(decoder.Options{MaxOpenSessions: f.sessions, PictureCacheBytes: pictures})
 	defer pool.Close()
-	// The kernel's page cache keeps every frame it was served, so the
-	// memory cache holds only frames still to be asked for (DropServed).
-	frameOpts := decoder.FrameSourceOptions{CacheBytes: f.cacheBytes, DropServed: true}
+	// The kernel's page cache keeps the frames it was served, so the
+	// memory cache keeps them only in room that frames still to be asked
+	// for do not need (DemoteServed).
+	frameOpts := decoder.FrameSourceOptions{CacheBytes: f.cacheBytes, DemoteServed: true}
 	var disk *diskcache.Cache
 	if f.cacheDir != "" {
 		if f.cacheDirMax <= 0 {
@@ -309,6 +310,10 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_hits_total counter\nframefs_image_cache_hits_total %d\n", cs.Hits)
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_misses_total counter\nframefs_image_cache_misses_total %d\n", cs.Misses)
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_bytes gauge\nframefs_image_cache_bytes %d\n", cs.Bytes)
+			// Served frames asked for again: the kernel's page cache had
+			// lost them (see docs/CACHES.md).
+			fmt.Fprintf(b, "# TYPE framefs_image_cache_served_again_total counter\nframefs_image_cache_served_again_total %d\n", cs.ColdHits)
+			fmt.Fprintf(b, "# TYPE framefs_image_cache_served_entries gauge\nframefs_image_cache_served_entries %d\n", cs.Demoted)
 			fmt.Fprintf(b, "# TYPE framefs_decoder_sessions_open gauge\nframefs_decoder_sessions_open %d\n", ps.Open)
 			fmt.Fprintf(b, "# TYPE framefs_decoder_frames_decoded_total counter\nframefs_decoder_frames_decoded_total %d\n", ps.Decoded)
 			fmt.Fprintf(b, "# TYPE framefs_decoder_seeks_total counter\nframefs_decoder_seeks_total %d\n", ps.Seeks)
