@@ -802,4 +802,5 @@ func (s *session) close() {
 		s.d.Close()
 		s.d = nil
 	}
+	releaseFreedMemory()
 }

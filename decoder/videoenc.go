@@ -488,6 +488,7 @@ func (e *videoEncoder) free() {
 	// go-astiav keeps the IO callbacks, and so e, reachable after Free
 	// (see readerSource.detach); drop the file.
 	e.file = nil
+	releaseFreedMemory()
 }
 
 // moveIndexToFront rewrites the MP4 at path, written moov-last, with its

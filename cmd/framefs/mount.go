@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -22,6 +23,26 @@ import (
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
+
+// writeGoMemoryStats adds the Go runtime's memory: what the Go heap holds
+// and everything the runtime has mapped, so that the rest of the resident
+// set (FFmpeg's C heap, code) can be told apart.
+func writeGoMemoryStats(b *strings.Builder) {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	metrics.Read(samples)
+	value := func(i int) uint64 {
+		if samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return samples[i].Value.Uint64()
+	}
+	fmt.Fprintf(b, "# TYPE framefs_go_heap_object_bytes gauge\nframefs_go_heap_object_bytes %d\n", value(0))
+	fmt.Fprintf(b, "# TYPE framefs_go_mapped_bytes gauge\nframefs_go_mapped_bytes %d\n", value(1)-value(2))
+}
 
 // writeS3Stats adds the S3 store's request and block-cache counters to
 // the mount's .stats.
@@ -319,6 +340,8 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 			fmt.Fprintf(b, "# TYPE framefs_decoder_seeks_total counter\nframefs_decoder_seeks_total %d\n", ps.Seeks)
 			fmt.Fprintf(b, "# TYPE framefs_picture_cache_bytes gauge\nframefs_picture_cache_bytes %d\n", ps.PictureBytes)
 			fmt.Fprintf(b, "# TYPE framefs_picture_cache_hits_total counter\nframefs_picture_cache_hits_total %d\n", ps.PictureHits)
+			fmt.Fprintf(b, "# TYPE framefs_c_heap_trims_total counter\nframefs_c_heap_trims_total %d\n", decoder.MemoryTrims())
+			writeGoMemoryStats(b)
 			writeFillStats(b, frames.FillStats())
 			if disk != nil {
 				writeDiskCacheStats(b, disk.Stats(), frames.StoreHits())

@@ -1,0 +1,53 @@
+package decoder
+
+// #include <malloc.h>
+import "C"
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// FFmpeg, libx264 and libjpeg-turbo allocate with the C library's malloc.
+// glibc gives each thread that allocates its own arena (up to 8 per core),
+// and cgo calls run on whichever of the Go runtime's threads is free, so a
+// long-running daemon spreads FFmpeg's short-lived buffers (decoder
+// sessions, filter graphs, video encoders and their threads) over many
+// arenas, and the memory they free stays mapped inside them: after a few
+// minutes of ingesting and decoding, the resident set is hundreds of
+// megabytes above what is in use. glibc's malloc_trim returns the free
+// memory of every arena to the system, also free pages in the middle of
+// an arena; it costs a walk of the free lists, a few milliseconds, so it
+// runs after work that freed much (a video encoded, a session closed),
+// once per burst of such work.
+
+// trimDelay lets a burst of frees end before the trim.
+const trimDelay = time.Second
+
+var trimmer struct {
+	mu    sync.Mutex
+	timer *time.Timer // pending trim, nil when none
+	done  atomic.Int64
+}
+
+// releaseFreedMemory schedules a malloc_trim trimDelay from now, unless
+// one is already pending.
+func releaseFreedMemory() {
+	trimmer.mu.Lock()
+	defer trimmer.mu.Unlock()
+	if trimmer.timer == nil {
+		trimmer.timer = time.AfterFunc(trimDelay, trimNow)
+	}
+}
+
+func trimNow() {
+	trimmer.mu.Lock()
+	trimmer.timer = nil
+	trimmer.mu.Unlock()
+	C.malloc_trim(0)
+	trimmer.done.Add(1)
+}
+
+// MemoryTrims returns how many times the C heap was trimmed.
+func MemoryTrims() int64 { return trimmer.done.Load() }
