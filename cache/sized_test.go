@@ -1,0 +1,58 @@
+package cache
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestSizedBounded: Sized keeps the most recently used values within its
+// byte bound, charges a replaced value once, and keeps no value larger
+// than the bound.
+func TestSizedBounded(t *testing.T) {
+	var removed []int
+	c := NewSized[int, string](3*(100+EntryOverhead)+10, 0, func(k int, _ string) { removed = append(removed, k) })
+	for i := range 3 {
+		if !c.Add(i, "v", 100) {
+			t.Fatalf("value %d not kept", i)
+		}
+	}
+	c.Get(0) // 0 becomes the most recently used
+	c.Add(3, "v", 100)
+	if _, ok := c.Get(1); ok || !slices.Equal(removed, []int{1}) {
+		t.Errorf("the least recently used value (1) survived; removed %v", removed)
+	}
+	if c.Len() != 3 || c.Bytes() != 3*(100+EntryOverhead) {
+		t.Errorf("%d values, %d bytes; want 3 of %d", c.Len(), c.Bytes(), 100+EntryOverhead)
+	}
+	c.Add(3, "w", 10) // replaced: charged once, at its new size
+	if v, _ := c.Get(3); v != "w" || c.Bytes() != 2*(100+EntryOverhead)+10+EntryOverhead {
+		t.Errorf("after replacing: %q, %d bytes", v, c.Bytes())
+	}
+	if c.Add(4, "big", c.MaxBytes()) {
+		t.Error("a value larger than the bound was kept")
+	}
+	if _, ok := c.Get(4); ok || c.Len() != 3 {
+		t.Errorf("after an oversized add: %d values", c.Len())
+	}
+	c.Add(0, "big", c.MaxBytes()) // an oversized replacement drops the old value
+	if _, ok := c.Get(0); ok {
+		t.Error("an oversized replacement left the old value")
+	}
+	c.Purge()
+	if c.Len() != 0 || c.Bytes() != 0 {
+		t.Errorf("after Purge: %d values, %d bytes", c.Len(), c.Bytes())
+	}
+}
+
+// TestSizedEntryBound: the count bound holds too, and evicts the least
+// recently used value.
+func TestSizedEntryBound(t *testing.T) {
+	c := NewSized[int, int](1<<20, 2, nil)
+	c.Add(1, 1, 1)
+	c.Add(2, 2, 1)
+	c.Get(1)
+	c.Add(3, 3, 1)
+	if _, ok := c.Get(2); ok || c.Len() != 2 || c.Bytes() != 2*(1+EntryOverhead) {
+		t.Errorf("count bound: 2 kept %v, %d values, %d bytes", ok, c.Len(), c.Bytes())
+	}
+}
