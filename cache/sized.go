@@ -64,20 +64,25 @@ func (c *Sized[K, V]) Get(k K) (V, bool) {
 // evicting the least recently used ones beyond the bounds. It reports
 // whether v was kept: a value larger than the whole bound is not (and an
 // older value under k is dropped).
-func (c *Sized[K, V]) Add(k K, v V, size int64) bool {
+func (c *Sized[K, V]) Add(k K, v V, size int64) bool { return c.add(k, v, size, false) }
+
+// AddOwned is Add for a value the cache must own once added, such as an
+// open file that onRemove closes: it is kept even when it alone exceeds
+// the bound (the others are evicted), until a later value evicts it.
+func (c *Sized[K, V]) AddOwned(k K, v V, size int64) { c.add(k, v, size, true) }
+
+func (c *Sized[K, V]) add(k K, v V, size int64, owned bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	charge := max(size, 0) + EntryOverhead
 	c.lru.Remove(k) // the callback uncharges an old value
-	if charge > c.maxBytes {
+	if charge > c.maxBytes && !owned {
 		return false
 	}
 	c.lru.Add(k, sizedEntry[V]{v: v, charge: charge})
 	c.bytes += charge
-	for c.bytes > c.maxBytes {
-		if _, _, ok := c.lru.RemoveOldest(); !ok {
-			break
-		}
+	for c.bytes > c.maxBytes && c.lru.Len() > 1 {
+		c.lru.RemoveOldest()
 	}
 	return true
 }

@@ -38,6 +38,14 @@ func TestSizedBounded(t *testing.T) {
 	if _, ok := c.Get(0); ok {
 		t.Error("an oversized replacement left the old value")
 	}
+	c.AddOwned(5, "owned", c.MaxBytes()) // kept alone
+	if v, ok := c.Get(5); !ok || v != "owned" || c.Len() != 1 {
+		t.Errorf("an owned value larger than the bound: kept %v, %d values; want it alone", ok, c.Len())
+	}
+	c.Add(6, "v", 10) // and evicted by the next value
+	if _, ok := c.Get(5); ok || c.Len() != 1 || !slices.Contains(removed, 5) {
+		t.Errorf("an oversized owned value stayed past the next add (%d values, removed %v)", c.Len(), removed)
+	}
 	c.Purge()
 	if c.Len() != 0 || c.Bytes() != 0 {
 		t.Errorf("after Purge: %d values, %d bytes", c.Len(), c.Bytes())

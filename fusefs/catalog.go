@@ -7,13 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"sync"
+	"unsafe"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/framefs/framefs/cache"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/videoidx"
 )
 
 // FrameServer makes frame images; decoder.FrameSource implements it. It is
@@ -43,13 +46,23 @@ type catalog struct {
 	identity string // frames.Identity(setting), asked on every frame lookup
 	stats    *stats
 
-	videos *lru.Cache[string, *table.Video] // open payloads, by payload
-	sizes  *lru.Cache[string, []int64]      // by payload + identity
-	rows   *lru.Cache[string, []table.Row]  // by data file + row group + schema
-	files  *lru.Cache[string, []byte]       // frames.jsonl / frames.parquet
-	trees  *lru.Cache[int64, *snapshotTree] // by snapshot id
+	// The caches of per-episode metadata are bounded in bytes (see
+	// docs/CACHES.md, "Metadata caches"); a value larger than its whole
+	// budget is handed to its caller and not kept.
+	videos *sizedLRU[string, *table.Video] // open payloads, by payload
+	sizes  *sizedLRU[string, []int64]      // by payload + identity
+	rows   *sizedLRU[string, *episodeRows] // by data file + row group + schema
+	// files holds rendered rows files other than an episode's whole
+	// frames.jsonl (which is its rows' own encoding): frames.parquet and
+	// the files of views, by file key.
+	files *sizedLRU[string, []byte]
+	// fileSizes remembers the size of every rows file and clip.json
+	// rendered, by file key, so that stat needs no content after the
+	// content was evicted.
+	fileSizes *sizedLRU[string, int64]
+	trees     *sizedLRU[int64, *snapshotTree] // by snapshot id
 	// views holds the trees of views, by view version and snapshot.
-	views *lru.Cache[string, *snapshotTree]
+	views *sizedLRU[string, *snapshotTree]
 	// identities caches frames.Identity of the settings views use.
 	identities sync.Map // media.ImageSetting -> string
 	// flight runs one computation per cache key at a time; concurrent
@@ -76,14 +89,91 @@ func newCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 	// request that opened them returned. Evicted ones are closed; a
 	// read-ahead still reading one fails quietly and the frame is decoded
 	// on demand instead.
-	videos, _ := lru.NewWithEvict[string, *table.Video](maxOpenVideos, func(_ string, v *table.Video) { v.Close() })
-	sizes, _ := lru.New[string, []int64](4096)
-	rows, _ := lru.New[string, []table.Row](64)
-	files, _ := lru.New[string, []byte](64)
-	trees, _ := lru.New[int64, *snapshotTree](maxTrees)
-	views, _ := lru.New[string, *snapshotTree](maxTrees)
+	b := catalogBudgets
+	videos := newSizedLRU(b.videos, maxOpenVideos, videoBytes, func(_ string, v *table.Video) { v.Close() })
+	videos.owned = true
 	return &catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: frames.Identity(setting), stats: st,
-		videos: videos, sizes: sizes, rows: rows, files: files, trees: trees, views: views}
+		videos:    videos,
+		sizes:     newSizedLRU[string, []int64](b.frameSizes, 0, func(s []int64) int64 { return 8 * int64(len(s)) }, nil),
+		rows:      newSizedLRU[string, *episodeRows](b.rows, 0, (*episodeRows).bytes, nil),
+		files:     newSizedLRU[string, []byte](b.rowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
+		fileSizes: newSizedLRU[string, int64](b.fileSizes, 0, func(int64) int64 { return 8 }, nil),
+		// Snapshot trees are bounded by count (see maxTrees).
+		trees: newSizedLRU[int64, *snapshotTree](math.MaxInt64, maxTrees, func(*snapshotTree) int64 { return 0 }, nil),
+		views: newSizedLRU[string, *snapshotTree](math.MaxInt64, maxTrees, func(*snapshotTree) int64 { return 0 }, nil)}
+}
+
+// metadataBudgets are the byte budgets of a catalog's per-episode
+// metadata caches (docs/CACHES.md lists them). Together they bound what
+// the daemon keeps of the episodes it visited, whatever their number and
+// length.
+type metadataBudgets struct {
+	// videos bounds the frame indexes of open payloads (about 40 bytes
+	// a frame), besides their number (maxOpenVideos).
+	videos int64
+	// frameSizes bounds the frame size tables (8 bytes a frame).
+	frameSizes int64
+	// rows bounds the episodes' rows (their frames.jsonl, about 200
+	// bytes a frame, plus 8 bytes a frame of line ends).
+	rows int64
+	// rowsFiles bounds frames.parquet files and views' rows files.
+	rowsFiles int64
+	// fileSizes bounds the remembered sizes of rows files and clip.json
+	// (about 250 bytes each with their keys).
+	fileSizes int64
+}
+
+// catalogBudgets are the budgets of new catalogs; tests lower them.
+var catalogBudgets = metadataBudgets{
+	videos:     32 << 20,
+	frameSizes: 32 << 20,
+	rows:       32 << 20,
+	rowsFiles:  16 << 20,
+	fileSizes:  1 << 20,
+}
+
+// videoBytes estimates the memory of an open payload: its frame index
+// (samples in decode order plus the presentation order and keyframe
+// lists) and the open object.
+func videoBytes(v *table.Video) int64 {
+	const perFrame = int64(unsafe.Sizeof(videoidx.Sample{})) + 8
+	const perObject = 4 << 10
+	if v.Index == nil {
+		return perObject
+	}
+	return perObject + perFrame*int64(len(v.Index.Samples))
+}
+
+// sizedLRU is a byte-bounded cache whose values know their size.
+type sizedLRU[K comparable, V any] struct {
+	*cache.Sized[K, V]
+	size func(V) int64
+	// owned says the cache owns its values once computed (they are
+	// closed when removed), so that even one larger than the budget is
+	// kept, alone, rather than never closed.
+	owned bool
+}
+
+func newSizedLRU[K comparable, V any](maxBytes int64, maxEntries int, size func(V) int64, onRemove func(K, V)) *sizedLRU[K, V] {
+	return &sizedLRU[K, V]{Sized: cache.NewSized(maxBytes, maxEntries, onRemove), size: size}
+}
+
+// keep adds v under k, charging it its size.
+func (c *sizedLRU[K, V]) keep(k K, v V) {
+	size := c.size(v) + int64(keyBytes(k))
+	if c.owned {
+		c.AddOwned(k, v, size)
+		return
+	}
+	c.Add(k, v, size)
+}
+
+// keyBytes is the memory of a cache key beyond its header.
+func keyBytes[K comparable](k K) int {
+	if s, ok := any(k).(string); ok {
+		return len(s)
+	}
+	return 0
 }
 
 // uninterrupted detaches the work of a request from the request's
@@ -103,7 +193,7 @@ func payloadKey(ref table.VideoRef) string {
 
 // cached returns the value under key in lru, computing it with compute
 // and adding it on a miss. Concurrent misses on one key compute it once.
-func cached[K comparable, V any](c *catalog, lru *lru.Cache[K, V], key K, flightKey string, compute func() (V, error)) (V, error) {
+func cached[K comparable, V any](c *catalog, lru *sizedLRU[K, V], key K, flightKey string, compute func() (V, error)) (V, error) {
 	if v, ok := lru.Get(key); ok {
 		return v, nil
 	}
@@ -115,7 +205,7 @@ func cached[K comparable, V any](c *catalog, lru *lru.Cache[K, V], key K, flight
 		if err != nil {
 			return nil, err
 		}
-		lru.Add(key, v)
+		lru.keep(key, v)
 		return v, nil
 	})
 	if err != nil {
@@ -229,15 +319,46 @@ func (c *catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, 
 	return c.frames.Frame(ctx, dv, ordinal, setting)
 }
 
+// episodeKey names an episode version read with a snapshot's schema in
+// cache keys.
+func episodeKey(snap *table.Snapshot, e table.EpisodeEntry) string {
+	return fmt.Sprintf("%s#%d@%d", e.DataFile, e.RowGroup, snap.SchemaID)
+}
+
 // episodeRows returns an episode's rows (with row ids and ordinals).
-func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) ([]table.Row, error) {
+func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) (*episodeRows, error) {
 	ctx = uninterrupted(ctx)
+	key := episodeKey(snap, e)
+	return cached(c, c.rows, key, "rows "+key, func() (*episodeRows, error) {
+		return c.readRows(ctx, snap, e)
+	})
+}
+
+// readRows reads an episode's rows, without keeping them.
+func (c *catalog) readRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) (*episodeRows, error) {
 	// Rows are read with the snapshot's schema: a column added later
 	// shows as null.
-	key := fmt.Sprintf("%s#%d@%d", e.DataFile, e.RowGroup, snap.SchemaID)
-	return cached(c, c.rows, key, "rows "+key, func() ([]table.Row, error) {
-		return c.tbl.Rows(ctx, snap, e)
-	})
+	rows, err := c.tbl.Rows(ctx, snap, e)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newEpisodeRows(rows)
+	if err != nil {
+		return nil, fmt.Errorf("episode %q: %w", e.Episode, err)
+	}
+	c.fileSizes.keep(rowsFileKey(snap, e, rowsJSONL, nil), int64(len(r.jsonl)))
+	return r, nil
+}
+
+// rowsFileKey names an episode's frames.jsonl or frames.parquet in cache
+// keys: of the rows at ordinals (a view's selection), or of every row when
+// ordinals is nil.
+func rowsFileKey(snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) string {
+	key := episodeKey(snap, e) + "/" + name
+	if ordinals != nil {
+		key += "/" + ordinalsKey(ordinals)
+	}
+	return key
 }
 
 // rowsFile returns the content of an episode's frames.jsonl or
@@ -245,41 +366,119 @@ func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table
 // every row when ordinals is nil.
 func (c *catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) ([]byte, error) {
 	ctx = uninterrupted(ctx)
-	key := fmt.Sprintf("%s#%d@%d/%s", e.DataFile, e.RowGroup, snap.SchemaID, name)
-	if ordinals != nil {
-		key += "/" + ordinalsKey(ordinals)
+	rows := func() (*episodeRows, error) { return c.episodeRows(ctx, snap, e) }
+	if name == rowsJSONL && ordinals == nil {
+		// The rows' own encoding, kept once, with the rows.
+		return c.renderRowsFile(ctx, snap, e, name, nil, rows)
 	}
+	key := rowsFileKey(snap, e, name, ordinals)
 	return cached(c, c.files, key, "file "+key, func() ([]byte, error) {
-		switch name {
-		case rowsJSONL:
-			rows, err := c.episodeRows(ctx, snap, e)
-			if err != nil {
+		return c.renderRowsFile(ctx, snap, e, name, ordinals, rows)
+	})
+}
+
+// renderRowsFile makes rowsFile's file, taking the episode's rows from
+// rows, and remembers its size.
+func (c *catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64,
+	rows func() (*episodeRows, error)) ([]byte, error) {
+	var data []byte
+	switch name {
+	case rowsJSONL:
+		r, err := rows()
+		if err != nil {
+			return nil, err
+		}
+		data = r.jsonl
+		if ordinals != nil {
+			if data, err = r.jsonlOf(e.Episode, ordinals); err != nil {
 				return nil, err
 			}
-			var b bytes.Buffer
-			enc := json.NewEncoder(&b)
-			write := func(r table.Row) error { return enc.Encode(r) }
-			if ordinals == nil {
-				for _, r := range rows {
-					if err := write(r); err != nil {
-						return nil, err
-					}
-				}
-			}
-			for _, i := range ordinals {
-				if i < 0 || i >= int64(len(rows)) {
-					return nil, fmt.Errorf("%w: episode %q has no row %d", table.ErrCorrupt, e.Episode, i)
-				}
-				if err := write(rows[i]); err != nil {
-					return nil, err
-				}
-			}
-			return b.Bytes(), nil
-		case rowsParquet:
-			return c.tbl.EpisodeParquetRows(ctx, snap, e, ordinals)
 		}
+	case rowsParquet:
+		var err error
+		if data, err = c.tbl.EpisodeParquetRows(ctx, snap, e, ordinals); err != nil {
+			return nil, err
+		}
+	default:
 		return nil, fmt.Errorf("%w: %s", table.ErrNotFound, name)
+	}
+	c.fileSizes.keep(rowsFileKey(snap, e, name, ordinals), int64(len(data)))
+	return data, nil
+}
+
+// rowsFileSize returns the size of rowsFile's file, remembered apart from
+// its content: a stat after the content was evicted renders nothing. A
+// stat of a file not rendered yet renders it for its size and keeps only
+// the size (from the episode's rows if they are kept, else reading them
+// without keeping them): listing episodes with ls -l does not fill the
+// caches with rows nobody reads.
+func (c *catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) (int64, error) {
+	ctx = uninterrupted(ctx)
+	key := rowsFileKey(snap, e, name, ordinals)
+	if size, ok := c.fileSizes.Get(key); ok {
+		return size, nil
+	}
+	size, err, _ := c.flight.Do("size "+key, func() (any, error) {
+		if size, ok := c.fileSizes.Get(key); ok {
+			return size, nil
+		}
+		data, err := c.renderRowsFile(ctx, snap, e, name, ordinals, func() (*episodeRows, error) {
+			if r, ok := c.rows.Get(episodeKey(snap, e)); ok {
+				return r, nil
+			}
+			return c.readRows(ctx, snap, e)
+		})
+		return int64(len(data)), err
 	})
+	if err != nil {
+		return 0, err
+	}
+	return size.(int64), nil
+}
+
+// clipJSONKey names a clip's clip.json in cache keys.
+func clipJSONKey(snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) string {
+	return fmt.Sprintf("%s/%s/%d/%s", episodeKey(snap, e), clipJSON, clip.start, ordinalsKey(clip.frames))
+}
+
+// clipJSON renders a clip's clip.json from its episode's (cached) rows.
+// It is not kept (a clip view has a clip.json per window, each cheap to
+// render); its size is.
+func (c *catalog) clipJSON(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) ([]byte, error) {
+	rows, err := c.episodeRows(ctx, snap, e)
+	if err != nil {
+		return nil, err
+	}
+	doc := struct {
+		Episode      string            `json:"episode"`
+		Start        int64             `json:"start"`
+		FrameIndices []int64           `json:"frame_indices"`
+		Rows         []json.RawMessage `json:"rows"`
+	}{Episode: e.Episode, Start: clip.start, FrameIndices: clip.frames}
+	for _, f := range clip.frames {
+		if err := rows.check(e.Episode, f); err != nil {
+			return nil, err
+		}
+		doc.Rows = append(doc.Rows, rows.unescapedRow(f))
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	c.fileSizes.keep(clipJSONKey(snap, e, clip), int64(b.Len()))
+	return b.Bytes(), nil
+}
+
+// clipJSONSize is the size of clipJSON's file, remembered.
+func (c *catalog) clipJSONSize(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) (int64, error) {
+	if size, ok := c.fileSizes.Get(clipJSONKey(snap, e, clip)); ok {
+		return size, nil
+	}
+	data, err := c.clipJSON(ctx, snap, e, clip)
+	return int64(len(data)), err
 }
 
 // ordinalsKey names a set of rows in cache keys.

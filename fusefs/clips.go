@@ -229,11 +229,11 @@ func (n *dirNode) lookupClip(ctx context.Context, parent *fs.Inode, name string,
 	e := n.d.episode
 	if name == clipJSON && n.isClipFolder() {
 		f := &clipJSONNode{s: n.s, e: e, clip: n.d.clip}
-		data, errno := f.content(ctx)
-		if errno != 0 {
-			return nil, errno
+		size, err := n.s.t.cat.clipJSONSize(ctx, n.s.snap, *e, n.d.clip)
+		if err != nil {
+			return nil, errno(clipJSON, err)
 		}
-		fileAttr(n.s, e, &out.Attr, int64(len(data)))
+		fileAttr(n.s, e, &out.Attr, size)
 		return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: n.clipJSONIno()}), 0
 	}
 	if n.d.column == "" {
@@ -263,40 +263,12 @@ type clipJSONNode struct {
 
 func (n *clipJSONNode) OnForget() { n.s.t.m.stats.nodes.released() }
 
-// content renders clip.json from the episode's (cached) rows.
-func (n *clipJSONNode) content(ctx context.Context) ([]byte, syscall.Errno) {
-	rows, err := n.s.t.cat.episodeRows(ctx, n.s.snap, *n.e)
-	if err != nil {
-		return nil, errno(clipJSON, err)
-	}
-	doc := struct {
-		Episode      string      `json:"episode"`
-		Start        int64       `json:"start"`
-		FrameIndices []int64     `json:"frame_indices"`
-		Rows         []table.Row `json:"rows"`
-	}{Episode: n.e.Episode, Start: n.clip.start, FrameIndices: n.clip.frames}
-	for _, f := range n.clip.frames {
-		if f < 0 || f >= int64(len(rows)) {
-			return nil, errno(clipJSON, fmt.Errorf("%w: episode %q has no row %d", table.ErrCorrupt, n.e.Episode, f))
-		}
-		doc.Rows = append(doc.Rows, rows[f])
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(doc); err != nil {
-		return nil, errno(clipJSON, err)
-	}
-	return b.Bytes(), 0
-}
-
 func (n *clipJSONNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	data, errno := n.content(ctx)
-	if errno != 0 {
-		return errno
+	size, err := n.s.t.cat.clipJSONSize(ctx, n.s.snap, *n.e, n.clip)
+	if err != nil {
+		return errno(clipJSON, err)
 	}
-	fileAttr(n.s, n.e, &out.Attr, int64(len(data)))
+	fileAttr(n.s, n.e, &out.Attr, size)
 	out.SetTimeout(immutableTimeout)
 	return 0
 }
@@ -305,9 +277,9 @@ func (n *clipJSONNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, u
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	data, errno := n.content(ctx)
-	if errno != 0 {
-		return nil, 0, errno
+	data, err := n.s.t.cat.clipJSON(ctx, n.s.snap, *n.e, n.clip)
+	if err != nil {
+		return nil, 0, errno(clipJSON, err)
 	}
 	return &bytesHandle{data: data}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
 }

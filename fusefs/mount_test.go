@@ -106,10 +106,16 @@ func robotTableIn(t *testing.T, store storage.Store) *table.Table {
 }
 
 func newFixture(t *testing.T, opts Options) *fixture {
+	return newFixtureOf(t, opts, robotTable)
+}
+
+// newFixtureOf is newFixture with the table newTable creates in the
+// warehouse.
+func newFixtureOf(t *testing.T, opts Options, newTable func(t *testing.T, wh string) *table.Table) *fixture {
 	requireFUSE(t)
 	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	os.MkdirAll(f.mnt, 0o755)
-	f.tbl = robotTable(t, f.wh)
+	f.tbl = newTable(t, f.wh)
 	pool := decoder.NewPool(decoder.Options{})
 	f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 16 << 20})
 	f.mount(t, dirWarehouse(t, f.wh), pool, opts)

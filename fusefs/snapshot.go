@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -231,7 +230,7 @@ func (n *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: n.rowsIno(name)})
 			// ls -l stats the rows files last, after every frame: render
 			// them meanwhile on another core (their size is their content).
-			go n.s.t.cat.rowsFile(n.s.t.m.bg, n.s.snap, *n.d.episode, name, n.d.rows)
+			go n.s.t.cat.rowsFileSize(n.s.t.m.bg, n.s.snap, *n.d.episode, name, n.d.rows)
 		}
 	}
 	return fs.NewListDirStream(entries), 0
@@ -273,12 +272,12 @@ func (n *dirNode) lookupIn(ctx context.Context, parent *fs.Inode, name string, o
 		return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: videoIno(f.ref)}), 0
 	}
 	if (name == rowsJSONL || name == rowsParquet) && n.isEpisodeFolder() {
-		data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *e, name, n.d.rows)
+		size, err := n.s.t.cat.rowsFileSize(ctx, n.s.snap, *e, name, n.d.rows)
 		if err != nil {
 			return nil, errno(name, err)
 		}
-		f := &rowsFileNode{s: n.s, e: e, name: name, rows: n.d.rows, size: int64(len(data))}
-		fileAttr(n.s, e, &out.Attr, f.size)
+		f := &rowsFileNode{s: n.s, e: e, name: name, rows: n.d.rows}
+		fileAttr(n.s, e, &out.Attr, size)
 		return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: n.rowsIno(name)}), 0
 	}
 	if n.d.column == "" {
@@ -509,23 +508,7 @@ func (n *frameNode) xattrs(ctx context.Context) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.row >= int64(len(rows)) {
-		return nil, fmt.Errorf("%w: row %d of %d", table.ErrCorrupt, n.row, len(rows))
-	}
-	out := map[string][]byte{}
-	for k, v := range rows[n.row] {
-		var b []byte
-		switch x := v.(type) {
-		case nil:
-			continue
-		case string:
-			b = []byte(x)
-		default:
-			b, _ = json.Marshal(x)
-		}
-		out["user."+k] = b
-	}
-	return out, nil
+	return rows.xattrs(n.e.Episode, n.row)
 }
 
 func (n *frameNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
@@ -574,18 +557,16 @@ type rowsFileNode struct {
 	e    *table.EpisodeEntry
 	name string
 	rows []int64 // a view's rows; nil: all
-	size int64
 }
 
 func (n *rowsFileNode) OnForget() { n.s.t.m.stats.nodes.released() }
 
 func (n *rowsFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	data, err := n.s.t.cat.rowsFile(ctx, n.s.snap, *n.e, n.name, n.rows)
+	size, err := n.s.t.cat.rowsFileSize(ctx, n.s.snap, *n.e, n.name, n.rows)
 	if err != nil {
 		return errno(n.name, err)
 	}
-	n.size = int64(len(data))
-	fileAttr(n.s, n.e, &out.Attr, n.size)
+	fileAttr(n.s, n.e, &out.Attr, size)
 	return 0
 }
 
