@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -375,19 +376,58 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	done := make(chan struct{})
 	go func() { srv.Wait(); close(done) }()
 	select {
-	case <-done:
-		return nil // unmounted from outside (umount, fusermount3 -u)
+	case <-done: // unmounted from outside (umount, fusermount3 -u)
 	case <-ctx.Done():
+		// SIGINT/SIGTERM: unmount, lazily if files are still open.
+		if err := srv.Unmount(); err != nil {
+			slog.Warn("unmount busy, detaching lazily", "mountpoint", mnt, "err", err)
+			if exec.Command("fusermount3", "-u", "-z", mnt).Run() != nil {
+				syscall.Unmount(mnt, syscall.MNT_DETACH)
+			}
+		}
+		<-done
 	}
-	// SIGINT/SIGTERM: unmount, lazily if files are still open.
-	if err := srv.Unmount(); err != nil {
-		slog.Warn("unmount busy, detaching lazily", "mountpoint", mnt, "err", err)
-		if exec.Command("fusermount3", "-u", "-z", mnt).Run() != nil {
-			syscall.Unmount(mnt, syscall.MNT_DETACH)
+	// FRAMEFS_HEAPPROFILE=FILE writes what the mount's memory holds when it
+	// is unmounted, its caches and node tree still reachable (for
+	// developers; see README, Development).
+	if path := os.Getenv("FRAMEFS_HEAPPROFILE"); path != "" {
+		if err := writeHeapProfile(path); err != nil {
+			slog.Warn("heap profile", "file", path, "err", err)
 		}
 	}
-	<-done
+	runtime.KeepAlive(srv)
 	return nil
+}
+
+// writeHeapProfile writes a heap profile of the live objects to path.
+func writeHeapProfile(path string) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC() // the profile shows the objects live at the last collection
+	if err := pprof.WriteHeapProfile(out); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	// Beside it, where the Go runtime's memory is (heap objects, free
+	// heap, stacks, runtime metadata), to compare with the process's
+	// RssAnon: the rest is memory of C libraries (FFmpeg).
+	var b strings.Builder
+	var samples []metrics.Sample
+	for _, d := range metrics.All() {
+		if strings.HasPrefix(d.Name, "/memory/classes/") {
+			samples = append(samples, metrics.Sample{Name: d.Name})
+		}
+	}
+	metrics.Read(samples)
+	for _, s := range samples {
+		fmt.Fprintf(&b, "%s %d\n", s.Name, s.Value.Uint64())
+	}
+	return os.WriteFile(path+".memory.txt", []byte(b.String()), 0o644)
 }
 
 // goHeapHeadroom is the Go memory a mount needs besides its image cache:
