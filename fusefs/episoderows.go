@@ -35,7 +35,10 @@ func newEpisodeRows(rows []table.Row) (*episodeRows, error) {
 	enc := json.NewEncoder(&b)
 	for i, row := range rows {
 		if err := enc.Encode(row); err != nil {
-			return nil, fmt.Errorf("encode row %d: %w", i, err)
+			// An Encoder writes nothing of a value it fails on.
+			if err := enc.Encode(encodable(row)); err != nil {
+				return nil, fmt.Errorf("encode row %d: %w", i, err)
+			}
 		}
 		r.ends[i] = b.Len()
 		for k, v := range row {
@@ -49,6 +52,31 @@ func newEpisodeRows(rows []table.Row) (*episodeRows, error) {
 	}
 	r.jsonl = bytes.Clone(b.Bytes()) // without the buffer's spare capacity
 	return r, nil
+}
+
+// encodable returns row with the values JSON has no way to write (NaN
+// and infinite floats, times outside years 0-9999), in lists too, as
+// null: frames.jsonl, clip.json and the xattrs all show them so.
+func encodable(row table.Row) table.Row {
+	out := make(table.Row, len(row))
+	for k, v := range row {
+		out[k] = encodableValue(v)
+	}
+	return out
+}
+
+func encodableValue(v any) any {
+	if list, ok := v.([]any); ok {
+		out := make([]any, len(list))
+		for i, e := range list {
+			out[i] = encodableValue(e)
+		}
+		return out
+	}
+	if _, err := json.Marshal(v); err != nil {
+		return nil
+	}
+	return v
 }
 
 func (r *episodeRows) keepRaw(i int64, column, s string) {

@@ -3,6 +3,7 @@ package fusefs
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand"
 	"testing"
 	"time"
@@ -137,5 +138,30 @@ func TestEpisodeRowsCompact(t *testing.T) {
 	}
 	if want := int64(len(jsonl.Bytes())); r.bytes() < want || r.bytes() > want+8*r.len()+1024 {
 		t.Errorf("bytes() = %d for %d bytes of JSON and %d rows", r.bytes(), want, r.len())
+	}
+}
+
+// TestEpisodeRowsUnencodable: values JSON cannot write (NaN, infinities,
+// a time past year 9999) show as null in the row's JSON and have no
+// xattr, and the episode's other values are served as usual.
+func TestEpisodeRowsUnencodable(t *testing.T) {
+	rows := []table.Row{
+		{"f": math.NaN(), "l": []any{1.5, math.Inf(1)}, "ts": time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), "s": "ok"},
+		{"f": 2.5, "l": []any{1.5}, "ts": time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), "s": "fine"},
+	}
+	r, err := newEpisodeRows(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(r.line(0)), `{"f":null,"l":[1.5,null],"s":"ok","ts":null}`+"\n"; got != want {
+		t.Errorf("row 0: %s, want %s", got, want)
+	}
+	x, err := r.xattrs("ep", 0)
+	if err != nil || len(x) != 2 || string(x["user.l"]) != "[1.5,null]" || string(x["user.s"]) != "ok" {
+		t.Errorf("row 0 xattrs: %q %v", x, err)
+	}
+	x, err = r.xattrs("ep", 1)
+	if err != nil || string(x["user.f"]) != "2.5" || string(x["user.ts"]) != `"2024-01-01T00:00:00Z"` {
+		t.Errorf("row 1 xattrs: %q %v", x, err)
 	}
 }
