@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/framefs/framefs/internal/testenv"
 )
@@ -121,5 +122,51 @@ func TestEpisodeFilesSharedAcrossSnapshots(t *testing.T) {
 	}
 	if after := statsValue(t, f, "framefs_bytes_served_total"); after != before {
 		t.Errorf("%d bytes served again for a frame the page cache held", after-before)
+	}
+}
+
+// TestFormerHeadForgotten: some time after latest moved on, the kernel
+// drops the former head's folder, and the daemon its nodes, while the
+// frames readers of latest reached through the new head keep their inode
+// and page cache.
+func TestFormerHeadForgotten(t *testing.T) {
+	f := newFixture(t, Options{ReadOnly: true, formerHeadLinger: 300 * time.Millisecond})
+	ctx := context.Background()
+	ep1 := f.path("robot", "latest", "task=pick", "ep1")
+	read := func(name string) []byte {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(ep1, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	data := read("000005.jpg")
+	if _, err := os.ReadFile(f.path("robot", "latest", "task=place", "ep2", "000003.jpg")); err != nil {
+		t.Fatal(err)
+	}
+	before := statsValue(t, f, "framefs_nodes_forgotten_total")
+	if _, err := f.tbl.UpdateRows(ctx, "ep2", sidecar(t, "ep2", "place", 30)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { target, _ := os.Readlink(f.path("robot", "latest")); return target == "snapshots/2" }, "latest to move")
+	// The reader goes on through latest: ep1's frame is the same file.
+	served := statsValue(t, f, "framefs_bytes_served_total")
+	if !bytes.Equal(read("000005.jpg"), data) {
+		t.Fatal("frame changed")
+	}
+	// Snapshot 1's folders (two partitions, two episodes) and ep2's
+	// frame, reached through it only, are forgotten.
+	waitFor(t, func() bool { return statsValue(t, f, "framefs_nodes_forgotten_total")-before >= 5 },
+		"the kernel to forget the former head's nodes")
+	if !bytes.Equal(read("000005.jpg"), data) {
+		t.Fatal("frame changed")
+	}
+	if after := statsValue(t, f, "framefs_bytes_served_total"); after != served {
+		t.Errorf("%d bytes served again for a frame the new head shares with the former one", after-served)
+	}
+	// The former head is still there for whoever asks.
+	if _, err := os.Stat(f.path("robot", "snapshots", "1", "task=pick", "ep1", "000005.jpg")); err != nil {
+		t.Fatal(err)
 	}
 }

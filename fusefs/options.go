@@ -43,6 +43,11 @@ type Options struct {
 	// ExtraStats adds lines (Prometheus text) to .stats: counters of the
 	// decoder and its caches.
 	ExtraStats func(b *strings.Builder)
+
+	// formerHeadLinger is how long after latest moved on the kernel is
+	// asked to drop the former head's folder (see tableNode.forgetFolder);
+	// tests shorten it.
+	formerHeadLinger time.Duration
 }
 
 // ImageChoice is what the user chose over each table's image setting.
@@ -73,6 +78,11 @@ func (c ImageChoice) settingFor(img table.ImageOptions) (media.ImageSetting, err
 func (o Options) withDefaults() Options {
 	if o.Refresh == 0 {
 		o.Refresh = 2 * time.Second
+	}
+	if o.formerHeadLinger == 0 {
+		// Long enough for readers of latest to have looked up, through
+		// the new head, the files it shares with the former one.
+		o.formerHeadLinger = max(10*time.Second, 4*o.Refresh)
 	}
 	return o
 }

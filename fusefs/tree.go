@@ -230,8 +230,64 @@ func (n *tableNode) refresh(ctx context.Context, force bool) ([]int64, []table.T
 	if err != nil {
 		return nil, nil, err
 	}
+	if prev := head(n.ids); prev != 0 && prev != head(ids) && n.live.Load() {
+		time.AfterFunc(n.m.opts.formerHeadLinger, func() { n.forgetFolder(prev) })
+	}
 	n.ids, n.tags, n.refreshed = ids, tags, time.Now()
 	return ids, tags, nil
+}
+
+// head is the newest of ids (ascending), or 0.
+func head(ids []int64) int64 {
+	if len(ids) == 0 {
+		return 0
+	}
+	return ids[len(ids)-1]
+}
+
+// forgetFolder asks the kernel to drop its entry of snapshots/ID, a
+// former head, some time after latest moved on. The entry is not stale
+// (snapshots never change), but what readers of latest looked up under it
+// is seldom used again, and the kernel would keep those entries, and the
+// daemon their nodes and the snapshot's folder tree, until memory runs
+// short: a mount that commits all day would hold the nodes of every head.
+// The kernel drops the unused entries under it and forgets their nodes;
+// open files stay open, files readers have since reached through the new
+// head stay (they are one inode, with their page cache), and a reader still
+// under the old folder finds it again with a lookup.
+func (n *tableNode) forgetFolder(id int64) {
+	if n.m.bg.Err() != nil {
+		return // unmounted
+	}
+	sn := n.GetChild(nameSnapshots)
+	if sn == nil {
+		return
+	}
+	name := strconv.FormatInt(id, 10)
+	if dir := sn.GetChild(name); dir != nil {
+		invalidateTree(dir)
+	}
+	if sn.NotifyEntry(name) == 0 {
+		sn.RmChild(name)
+	}
+}
+
+// invalidateTree asks the kernel to drop every entry under dir, deepest
+// first: an entry the kernel drops is freed, and its node forgotten, only
+// if nothing under it is left (invalidating a folder alone would leave
+// its unused children cached until memory runs short).
+func invalidateTree(dir *fs.Inode) {
+	for name, child := range dir.Children() {
+		if child.IsDir() {
+			invalidateTree(child)
+		}
+		if dir.NotifyEntry(name) == 0 {
+			// The kernel no longer has the name: unlink the node here
+			// too, or a file also reached through the new head would
+			// keep this folder, and its snapshot's tree, alive.
+			dir.RmChild(name)
+		}
+	}
 }
 
 // snapshot returns a live snapshot, or ENOENT once expire removed it.
