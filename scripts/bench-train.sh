@@ -244,16 +244,21 @@ if want forget; then
 	ls "$mnt/long/latest" >/dev/null
 	sleep 1
 	before=$(rss_mb "$daemon_pid" VmRSS)
+	anon_before=$(rss_mb "$daemon_pid" RssAnon)
 	"$py" -c "import os, sys; d = sys.argv[1]; print(sum(os.stat(os.path.join(d, n)).st_size > 0 for n in os.listdir(d)))" "$mnt/long/latest/long" >/dev/null
 	after_stat=$(rss_mb "$daemon_pid" VmRSS)
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	sleep 3
 	after_drop=$(rss_mb "$daemon_pid" VmRSS)
+	anon_after_drop=$(rss_mb "$daemon_pid" RssAnon)
 	emit forget_rss_before_stat "$before" MB
 	emit forget_rss_after_stat_54000 "$after_stat" MB
 	emit forget_rss_after_drop_caches "$after_drop" MB
 	emit forget_rss_growth_after_drop "$(round "$(awk -v a="$after_drop" -v b="$before" 'BEGIN {print a - b}')")" MB
+	# The anonymous part alone: the rest is code and libraries mapped from
+	# files, touched for the first time by the work above.
+	emit forget_rss_anon_growth_after_drop "$(round "$(awk -v a="$anon_after_drop" -v b="$anon_before" 'BEGIN {print a - b}')")" MB
 	emit forget_nodes_released "$(awk '$1=="framefs_nodes_forgotten_total" {print $2}' "$mnt/.stats")" nodes
 	unmount_wh
 fi
