@@ -408,10 +408,12 @@ func (c *catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e ta
 
 // rowsFileSize returns the size of rowsFile's file, remembered apart from
 // its content: a stat after the content was evicted renders nothing. A
-// stat of a file not rendered yet renders it for its size and keeps only
-// the size (from the episode's rows if they are kept, else reading them
-// without keeping them): listing episodes with ls -l does not fill the
-// caches with rows nobody reads.
+// stat of a frames.jsonl not rendered yet renders it for its size and
+// keeps only the size (from the episode's rows if they are kept, else
+// reading them without keeping them): listing episodes with ls -l does not
+// fill the caches with rows nobody reads. A frames.parquet is kept within
+// its budget like a read one, since the read that usually follows a stat
+// (cp, rsync, tar) would otherwise read and encode the rows again.
 func (c *catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) (int64, error) {
 	ctx = uninterrupted(ctx)
 	key := rowsFileKey(snap, e, name, ordinals)
@@ -421,6 +423,10 @@ func (c *catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e tabl
 	size, err, _ := c.flight.Do("size "+key, func() (any, error) {
 		if size, ok := c.fileSizes.Get(key); ok {
 			return size, nil
+		}
+		if name == rowsParquet {
+			data, err := c.rowsFile(ctx, snap, e, name, ordinals)
+			return int64(len(data)), err
 		}
 		data, err := c.renderRowsFile(ctx, snap, e, name, ordinals, func() (*episodeRows, error) {
 			if r, ok := c.rows.Get(episodeKey(snap, e)); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,24 +27,33 @@ import (
 	"github.com/framefs/framefs/table/storage"
 )
 
+// goMemoryClasses returns the Go runtime's memory by class
+// (/memory/classes/..., in bytes).
+func goMemoryClasses() map[string]uint64 {
+	var samples []metrics.Sample
+	for _, d := range metrics.All() {
+		if strings.HasPrefix(d.Name, "/memory/classes/") {
+			samples = append(samples, metrics.Sample{Name: d.Name})
+		}
+	}
+	metrics.Read(samples)
+	classes := make(map[string]uint64, len(samples))
+	for _, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			classes[s.Name] = s.Value.Uint64()
+		}
+	}
+	return classes
+}
+
 // writeGoMemoryStats adds the Go runtime's memory: what the Go heap holds
 // and everything the runtime has mapped, so that the rest of the resident
 // set (FFmpeg's C heap, code) can be told apart.
 func writeGoMemoryStats(b *strings.Builder) {
-	samples := []metrics.Sample{
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-	}
-	metrics.Read(samples)
-	value := func(i int) uint64 {
-		if samples[i].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return samples[i].Value.Uint64()
-	}
-	fmt.Fprintf(b, "# TYPE framefs_go_heap_object_bytes gauge\nframefs_go_heap_object_bytes %d\n", value(0))
-	fmt.Fprintf(b, "# TYPE framefs_go_mapped_bytes gauge\nframefs_go_mapped_bytes %d\n", value(1)-value(2))
+	m := goMemoryClasses()
+	fmt.Fprintf(b, "# TYPE framefs_go_heap_object_bytes gauge\nframefs_go_heap_object_bytes %d\n", m["/memory/classes/heap/objects:bytes"])
+	fmt.Fprintf(b, "# TYPE framefs_go_mapped_bytes gauge\nframefs_go_mapped_bytes %d\n",
+		m["/memory/classes/total:bytes"]-m["/memory/classes/heap/released:bytes"])
 }
 
 // writeS3Stats adds the S3 store's request and block-cache counters to
@@ -417,15 +428,9 @@ func writeHeapProfile(path string) error {
 	// heap, stacks, runtime metadata), to compare with the process's
 	// RssAnon: the rest is memory of C libraries (FFmpeg).
 	var b strings.Builder
-	var samples []metrics.Sample
-	for _, d := range metrics.All() {
-		if strings.HasPrefix(d.Name, "/memory/classes/") {
-			samples = append(samples, metrics.Sample{Name: d.Name})
-		}
-	}
-	metrics.Read(samples)
-	for _, s := range samples {
-		fmt.Fprintf(&b, "%s %d\n", s.Name, s.Value.Uint64())
+	m := goMemoryClasses()
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%s %d\n", name, m[name])
 	}
 	return os.WriteFile(path+".memory.txt", []byte(b.String()), 0o644)
 }
@@ -437,8 +442,9 @@ const goHeapHeadroom = 128 << 20
 
 // limitGoMemory sets a soft limit on the Go heap (unless GOMEMLIMIT does):
 // the image cache plus headroom. Without it the heap grows to twice what
-// is live before a collection, and served images leave the cache all the
-// time, so the daemon's memory would be twice its image cache.
+// is live before a collection, and images leave the cache all the time
+// (evicted by fills and reads), so the daemon's memory would be twice its
+// image cache.
 func limitGoMemory(cacheBytes int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
