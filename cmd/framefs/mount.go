@@ -23,6 +23,7 @@ import (
 	"github.com/framefs/framefs/cache/diskcache"
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/fusefs"
+	"github.com/framefs/framefs/internal/gcpace"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -54,6 +55,10 @@ func writeGoMemoryStats(b *strings.Builder) {
 	fmt.Fprintf(b, "# TYPE framefs_go_heap_object_bytes gauge\nframefs_go_heap_object_bytes %d\n", m["/memory/classes/heap/objects:bytes"])
 	fmt.Fprintf(b, "# TYPE framefs_go_mapped_bytes gauge\nframefs_go_mapped_bytes %d\n",
 		m["/memory/classes/total:bytes"]-m["/memory/classes/heap/released:bytes"])
+	gc := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(gc)
+	fmt.Fprintf(b, "# TYPE framefs_go_gc_percent gauge\nframefs_go_gc_percent %d\n", gc[0].Value.Uint64())
+	fmt.Fprintf(b, "# TYPE framefs_go_heap_goal_bytes gauge\nframefs_go_heap_goal_bytes %d\n", gc[1].Value.Uint64())
 }
 
 // writeS3Stats adds the S3 store's request and block-cache counters to
@@ -326,6 +331,11 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	}
 	frames := decoder.NewFrameSource(pool, frameOpts)
 	defer frames.Close()
+	// The image cache is most of the live Go heap: the collector's
+	// headroom is worked out from the rest of it (internal/gcpace).
+	paceCtx, stopPacing := context.WithCancel(ctx)
+	defer stopPacing()
+	go gcpace.Run(paceCtx, gcpace.Options{Cached: func() int64 { return frames.CacheStats().Bytes }})
 	stagingDir, err := stagingDirFor(f.stagingDir, readOnly)
 	if err != nil {
 		return err
@@ -441,10 +451,10 @@ func writeHeapProfile(path string) error {
 const goHeapHeadroom = 128 << 20
 
 // limitGoMemory sets a soft limit on the Go heap (unless GOMEMLIMIT does):
-// the image cache plus headroom. Without it the heap grows to twice what
-// is live before a collection, and images leave the cache all the time
-// (evicted by fills and reads), so the daemon's memory would be twice its
-// image cache.
+// the image cache plus headroom. gcpace already keeps the collector's
+// headroom to the part of the heap that is not cache; the limit is the
+// backstop when that part grows (a burst of listings or a large commit):
+// near it the collector runs more often rather than let the heap double.
 func limitGoMemory(cacheBytes int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return

@@ -1,0 +1,93 @@
+package gcpace
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+func TestPercent(t *testing.T) {
+	const MiB = 1 << 20
+	for _, c := range []struct {
+		name                string
+		live, cached, floor int64
+		percent, want       int
+	}{
+		{"nothing live yet", 0, 0, 32 * MiB, 100, 100},
+		{"no cache", 100 * MiB, 0, 32 * MiB, 100, 100},
+		{"a 64 MiB cache beside 36 MiB", 100 * MiB, 64 * MiB, 8 * MiB, 100, 36},
+		{"half of the rest", 100 * MiB, 60 * MiB, 8 * MiB, 50, 20},
+		{"all cache: the floor", 256 * MiB, 256 * MiB, 32 * MiB, 100, 13},
+		{"cache above live (counted before a collection)", 100 * MiB, 150 * MiB, 32 * MiB, 100, 32},
+		{"floor above the percent", 10 * MiB, 0, 32 * MiB, 100, 100},
+		{"never below 1", 1 << 40, 1 << 40, 1, 100, 1},
+	} {
+		if got := Percent(c.live, c.cached, c.percent, c.floor); got != c.want {
+			t.Errorf("%s: Percent(%d, %d, %d, %d) = %d, want %d", c.name, c.live, c.cached, c.percent, c.floor, got, c.want)
+		}
+	}
+}
+
+// TestRunLowersTheHeapGoal holds a 192 MiB cache of byte slices and
+// checks that Run brings the collector's goal from about twice the live
+// heap down to the live heap plus the floor, and that GOGC is put back
+// when it stops.
+func TestRunLowersTheHeapGoal(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set: Run leaves it alone")
+	}
+	const cacheBytes = 192 << 20
+	const floor = 16 << 20
+	cache := make([][]byte, cacheBytes>>20)
+	for i := range cache {
+		cache[i] = make([]byte, 1<<20)
+		cache[i][0] = byte(i)
+	}
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	runtime.GC()
+	if goal := heapGoal(); goal < 2*cacheBytes {
+		t.Fatalf("with GOGC=100 the heap goal is %d MiB, want about twice the %d MiB cache", goal>>20, cacheBytes>>20)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, Options{Cached: func() int64 { return cacheBytes }, MinHeadroom: floor, Every: 5 * time.Millisecond})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		live, goal := heapLive(), heapGoal()
+		if goal <= live+floor+live/50 {
+			t.Logf("live %d MiB, goal %d MiB, GOGC %d", live>>20, goal>>20, gogc())
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s the heap goal is still %d MiB for %d MiB live (GOGC %d), want at most live + %d MiB",
+				goal>>20, live>>20, gogc(), floor>>20)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := gogc(); got != 100 {
+		t.Errorf("GOGC after Run returned: %d, want 100 back", got)
+	}
+	runtime.KeepAlive(cache)
+}
+
+func read(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func heapGoal() uint64 { return read("/gc/heap/goal:bytes") }
+func heapLive() uint64 { return read("/gc/heap/live:bytes") }
+func gogc() uint64     { return read("/gc/gogc:percent") }
