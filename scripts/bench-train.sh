@@ -98,7 +98,7 @@ epoch_field() { awk -v e="$1" -v f="$2" '$2==e {print $f}' <<<"$out"; }
 epochs() {
 	local name=$1 gop=$2
 	shift 2
-	local p1=() p2=() m1=() m2=() dps=() cpus=() dps2=()
+	local p1=() p2=() m1=() m2=() dps=() cpus=() dps2=() cpus2=()
 	for _ in $(seq "$RUNS"); do
 		read -r e1 e2 < <("$py" "$pyd/shuffled_epochs.py" "$work/jpeg$gop" --evict | awk '{print $5}' | paste -sd' ')
 		p1+=("$e1") p2+=("$e2")
@@ -108,6 +108,7 @@ epochs() {
 		dps+=("$(ratio "$(epoch_field 1 7)" "$(epoch_field 1 8)")")
 		dps2+=("$(ratio "$(epoch_field 2 7)" "$(epoch_field 2 8)")")
 		cpus+=("$(ratio "$(awk '$2==1 {print 1000 * $6}' <<<"$out")" "$(epoch_field 1 8)")")
+		cpus2+=("$(ratio "$(awk '$2==2 {print 1000 * $6}' <<<"$out")" "$(epoch_field 2 8)")")
 		unmount_wh
 	done
 	local pm1 pm2 mm1 mm2
@@ -122,6 +123,7 @@ epochs() {
 	emit "${name}_mount_epoch2" "$mm2" images/s
 	emit "ratio:${name}_epoch2_vs_local_jpeg" "$(ratio "$mm2" "$pm2")" x
 	emit "${name}_epoch2_decoded_per_served" "$(median "${dps2[@]}")" frames
+	emit "${name}_epoch2_daemon_cpu_per_served" "$(median "${cpus2[@]}")" ms
 	mount_epoch1=$mm1
 }
 
