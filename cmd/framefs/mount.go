@@ -55,10 +55,12 @@ func writeGoMemoryStats(b *strings.Builder) {
 	fmt.Fprintf(b, "# TYPE framefs_go_heap_object_bytes gauge\nframefs_go_heap_object_bytes %d\n", m["/memory/classes/heap/objects:bytes"])
 	fmt.Fprintf(b, "# TYPE framefs_go_mapped_bytes gauge\nframefs_go_mapped_bytes %d\n",
 		m["/memory/classes/total:bytes"]-m["/memory/classes/heap/released:bytes"])
-	gc := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/goal:bytes"}}
+	gc := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/goal:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
 	metrics.Read(gc)
 	fmt.Fprintf(b, "# TYPE framefs_go_gc_percent gauge\nframefs_go_gc_percent %d\n", gc[0].Value.Uint64())
 	fmt.Fprintf(b, "# TYPE framefs_go_heap_goal_bytes gauge\nframefs_go_heap_goal_bytes %d\n", gc[1].Value.Uint64())
+	// An estimate by the runtime, from the time its collector workers ran.
+	fmt.Fprintf(b, "# TYPE framefs_go_gc_cpu_seconds_total counter\nframefs_go_gc_cpu_seconds_total %.3f\n", gc[2].Value.Float64())
 }
 
 // writeS3Stats adds the S3 store's request and block-cache counters to
