@@ -61,6 +61,9 @@ type catalog struct {
 	// content was evicted.
 	fileSizes *sizedLRU[string, int64]
 	trees     *sizedLRU[int64, *snapshotTree] // by snapshot id
+	// treeDropped, if set, is told of every snapshot whose tree left
+	// trees (set once, before the catalog is used).
+	treeDropped func(id int64)
 	// views holds the trees of views, by view version and snapshot.
 	views *sizedLRU[string, *snapshotTree]
 	// identities caches frames.Identity of the settings views use.
@@ -81,7 +84,9 @@ type snapshotTree struct {
 
 // maxTrees bounds the snapshot trees a catalog keeps (about 200 bytes per
 // episode each), so that a snapshot directory the kernel forgot and looks
-// up again does not read its manifests again.
+// up again does not read its manifests again. The folders the kernel
+// holds keep their tree too; the table node asks the kernel to drop the
+// folder of a snapshot whose tree leaves the cache (tableNode.treeDropped).
 const maxTrees = 16
 
 func newCatalog(life context.Context, tbl *table.Table, frames FrameServer, setting media.ImageSetting, st *stats) *catalog {
@@ -92,15 +97,20 @@ func newCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 	b := catalogBudgets
 	videos := newSizedLRU(b.videos, maxOpenVideos, videoBytes, func(_ string, v *table.Video) { v.Close() })
 	videos.owned = true
-	return &catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: frames.Identity(setting), stats: st,
+	c := &catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: frames.Identity(setting), stats: st,
 		videos:    videos,
 		sizes:     newSizedLRU[string, []int64](b.frameSizes, 0, func(s []int64) int64 { return 8 * int64(len(s)) }, nil),
 		rows:      newSizedLRU[string, *episodeRows](b.rows, 0, (*episodeRows).bytes, nil),
 		files:     newSizedLRU[string, []byte](b.rowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
 		fileSizes: newSizedLRU[string, int64](b.fileSizes, 0, func(int64) int64 { return 8 }, nil),
-		// Snapshot trees are bounded by count (see maxTrees).
-		trees: newSizedLRU[int64, *snapshotTree](math.MaxInt64, maxTrees, func(*snapshotTree) int64 { return 0 }, nil),
-		views: newSizedLRU[string, *snapshotTree](math.MaxInt64, maxTrees, func(*snapshotTree) int64 { return 0 }, nil)}
+		views:     newSizedLRU[string, *snapshotTree](math.MaxInt64, maxTrees, func(*snapshotTree) int64 { return 0 }, nil)}
+	// Snapshot trees are bounded by count (see maxTrees).
+	c.trees = newSizedLRU(math.MaxInt64, maxTrees, func(*snapshotTree) int64 { return 0 }, func(id int64, _ *snapshotTree) {
+		if c.treeDropped != nil {
+			c.treeDropped(id)
+		}
+	})
+	return c
 }
 
 // metadataBudgets are the byte budgets of a catalog's per-episode

@@ -170,3 +170,42 @@ func TestFormerHeadForgotten(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTravelledSnapshotsForgotten: a reader going through more snapshots
+// than the catalog keeps trees of does not make the daemon hold all their
+// folders: the kernel is asked to drop the folder of a snapshot whose tree
+// was dropped, and the snapshot can still be read afterwards.
+func TestTravelledSnapshotsForgotten(t *testing.T) {
+	// The former-head release is kept out of the way: only the tree
+	// cache's drops may make the kernel forget here.
+	f := newFixture(t, Options{ReadOnly: true, formerHeadLinger: time.Hour})
+	ctx := context.Background()
+	const snapshots = maxTrees + 6
+	for range snapshots - 1 {
+		if _, err := f.tbl.UpdateRows(ctx, "ep2", sidecar(t, "ep2", "place", 30)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frame := func(id int) string {
+		return f.path("robot", "snapshots", strconv.Itoa(id), "task=place", "ep2", "000003.jpg")
+	}
+	want, err := os.ReadFile(frame(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := statsValue(t, f, "framefs_nodes_forgotten_total")
+	for id := 2; id <= snapshots; id++ {
+		if got, err := os.ReadFile(frame(id)); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("snapshot %d: %v", id, err)
+		}
+	}
+	// Six trees were dropped, each with a snapshot folder, a partition
+	// folder and an episode folder the kernel held (the frame is one
+	// inode, shared by every snapshot).
+	dropped := snapshots - maxTrees
+	waitFor(t, func() bool { return statsValue(t, f, "framefs_nodes_forgotten_total")-before >= int64(3*dropped) },
+		"the kernel to forget the folders of the snapshots whose trees were dropped")
+	if got, err := os.ReadFile(frame(1)); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("snapshot 1 after its folder was dropped: %v", err)
+	}
+}

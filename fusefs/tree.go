@@ -197,6 +197,7 @@ func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string
 	m.catalogs = append(m.catalogs, cat)
 	m.mu.Unlock()
 	tn := &tableNode{m: m, tbl: tbl, cat: cat, path: path, snaps: map[int64]*table.Snapshot{}}
+	cat.treeDropped = tn.treeDropped
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.startStaging(tn); err != nil {
@@ -270,6 +271,30 @@ func (n *tableNode) forgetFolder(id int64) {
 	if sn.NotifyEntry(name) == 0 {
 		sn.RmChild(name)
 	}
+}
+
+// treeDropped is told when the catalog drops snapshot id's folder tree to
+// keep at most maxTrees. Folders the kernel still holds under snapshots/ID
+// keep the tree alive through their nodes, and the kernel keeps them
+// until memory runs short: a reader travelling through hundreds of
+// snapshots would hold all their trees. So the kernel is asked to drop
+// snapshots/ID as well (forgetFolder), unless it is the head, which
+// latest shows. The cache's lock may be held here: the work is done apart.
+func (n *tableNode) treeDropped(id int64) {
+	if !n.live.Load() {
+		return
+	}
+	go func() {
+		if _, back := n.cat.trees.Get(id); back {
+			return // looked up again meanwhile
+		}
+		n.mu.Lock()
+		isHead := id == head(n.ids)
+		n.mu.Unlock()
+		if !isHead {
+			n.forgetFolder(id)
+		}
+	}()
 }
 
 // invalidateTree asks the kernel to drop every entry under dir, deepest
