@@ -28,39 +28,26 @@ import (
 	"github.com/framefs/framefs/table/storage"
 )
 
-// goMemoryClasses returns the Go runtime's memory by class
-// (/memory/classes/..., in bytes).
-func goMemoryClasses() map[string]uint64 {
-	var samples []metrics.Sample
-	for _, d := range metrics.All() {
-		if strings.HasPrefix(d.Name, "/memory/classes/") {
-			samples = append(samples, metrics.Sample{Name: d.Name})
-		}
-	}
-	metrics.Read(samples)
-	classes := make(map[string]uint64, len(samples))
-	for _, s := range samples {
-		if s.Value.Kind() == metrics.KindUint64 {
-			classes[s.Name] = s.Value.Uint64()
-		}
-	}
-	return classes
-}
-
 // writeGoMemoryStats adds the Go runtime's memory: what the Go heap holds
 // and everything the runtime has mapped, so that the rest of the resident
-// set (FFmpeg's C heap, code) can be told apart.
+// set (FFmpeg's C heap, code) can be told apart; and the collector's
+// pacing (see internal/gcpace).
 func writeGoMemoryStats(b *strings.Builder) {
-	m := goMemoryClasses()
-	fmt.Fprintf(b, "# TYPE framefs_go_heap_object_bytes gauge\nframefs_go_heap_object_bytes %d\n", m["/memory/classes/heap/objects:bytes"])
-	fmt.Fprintf(b, "# TYPE framefs_go_mapped_bytes gauge\nframefs_go_mapped_bytes %d\n",
-		m["/memory/classes/total:bytes"]-m["/memory/classes/heap/released:bytes"])
-	gc := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/goal:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
-	metrics.Read(gc)
-	fmt.Fprintf(b, "# TYPE framefs_go_gc_percent gauge\nframefs_go_gc_percent %d\n", gc[0].Value.Uint64())
-	fmt.Fprintf(b, "# TYPE framefs_go_heap_goal_bytes gauge\nframefs_go_heap_goal_bytes %d\n", gc[1].Value.Uint64())
+	m := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/gc/gogc:percent"},
+		{Name: "/gc/heap/goal:bytes"},
+		{Name: "/cpu/classes/gc/total:cpu-seconds"},
+	}
+	metrics.Read(m)
+	fmt.Fprintf(b, "# TYPE framefs_go_heap_object_bytes gauge\nframefs_go_heap_object_bytes %d\n", m[0].Value.Uint64())
+	fmt.Fprintf(b, "# TYPE framefs_go_mapped_bytes gauge\nframefs_go_mapped_bytes %d\n", m[1].Value.Uint64()-m[2].Value.Uint64())
+	fmt.Fprintf(b, "# TYPE framefs_go_gc_percent gauge\nframefs_go_gc_percent %d\n", m[3].Value.Uint64())
+	fmt.Fprintf(b, "# TYPE framefs_go_heap_goal_bytes gauge\nframefs_go_heap_goal_bytes %d\n", m[4].Value.Uint64())
 	// An estimate by the runtime, from the time its collector workers ran.
-	fmt.Fprintf(b, "# TYPE framefs_go_gc_cpu_seconds_total counter\nframefs_go_gc_cpu_seconds_total %.3f\n", gc[2].Value.Float64())
+	fmt.Fprintf(b, "# TYPE framefs_go_gc_cpu_seconds_total counter\nframefs_go_gc_cpu_seconds_total %.3f\n", m[5].Value.Float64())
 }
 
 // writeS3Stats adds the S3 store's request and block-cache counters to
@@ -445,6 +432,25 @@ func writeHeapProfile(path string) error {
 		fmt.Fprintf(&b, "%s %d\n", name, m[name])
 	}
 	return os.WriteFile(path+".memory.txt", []byte(b.String()), 0o644)
+}
+
+// goMemoryClasses returns the Go runtime's memory by class
+// (/memory/classes/..., in bytes).
+func goMemoryClasses() map[string]uint64 {
+	var samples []metrics.Sample
+	for _, d := range metrics.All() {
+		if strings.HasPrefix(d.Name, "/memory/classes/") {
+			samples = append(samples, metrics.Sample{Name: d.Name})
+		}
+	}
+	metrics.Read(samples)
+	classes := make(map[string]uint64, len(samples))
+	for _, s := range samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			classes[s.Name] = s.Value.Uint64()
+		}
+	}
+	return classes
 }
 
 // goHeapHeadroom is the Go memory a mount needs besides its image cache:
