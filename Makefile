@@ -39,13 +39,14 @@ fmt-check:
 	@unformatted=$$(gofmt -l $(GOFILES)); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
-# Tests mount real FUSE filesystems under the temp directory; whatever a
-# crashed test left mounted is detached afterwards, pass or fail. The
-# report is plain `go test`'s, made from -json so that skips are counted.
+# Tests mount real FUSE filesystems under the temp directory, which
+# scripts/with-test-tmp.sh makes private to the run: whatever a crashed test
+# left mounted there is detached afterwards, pass or fail, and nobody
+# else's mounts are touched. The report is plain `go test`'s, made from
+# -json so that skips are counted.
 unit: testreport
-	@set -o pipefail; status=0; \
-	$(GO) test -race -count=1 -timeout 12m -json ./... | $(TESTREPORT) -skips "$$FRAMEFS_SKIP_LOG" || status=$$?; \
-	scripts/unmount-stale.sh; exit $$status
+	@scripts/with-test-tmp.sh bash -o pipefail -c \
+	'$(GO) test -race -count=1 -timeout 12m -json ./... | $(TESTREPORT) -skips "$$FRAMEFS_SKIP_LOG"'
 
 testreport:
 	@mkdir -p .cache/bin && $(GO) build -o $(TESTREPORT) ./internal/cmd/testreport
@@ -56,6 +57,7 @@ e2e: build
 	scripts/e2e-table.sh $(BIN)
 	scripts/e2e-s3.sh $(BIN)
 	scripts/e2e-views.sh $(BIN)
+	scripts/e2e-unmount-stale.sh $(BIN)
 
 # versitygw, the S3-compatible server the S3 tests start (built once into
 # .cache/bin).
@@ -87,17 +89,15 @@ fuzz:
 
 # 16 readers of random frames through a real mount for 60 s.
 soak:
-	@status=0; FRAMEFS_SOAK=60s $(GO) test -count=1 -run 'TestConcurrentReaders' -v ./fusefs || status=$$?; \
-	scripts/unmount-stale.sh; exit $$status
+	@FRAMEFS_SOAK=60s scripts/with-test-tmp.sh $(GO) test -count=1 -run 'TestConcurrentReaders' -v ./fusefs
 
 # The write directories of a real `framefs mount` under a mix of drag-ins,
 # multi-process writers, deletes, expire, gc and 8 readers, for
 # SOAK_WRITE_TIME (10 minutes); prints its figures.
 SOAK_WRITE_TIME ?= 10m
 soak-write: build
-	@status=0; FRAMEFS_SOAK_WRITE=$(SOAK_WRITE_TIME) FRAMEFS_BIN=$(abspath $(BIN)) \
-	$(GO) test -count=1 -timeout 60m -run 'TestSoakWriteDirectories' -v ./fusefs || status=$$?; \
-	scripts/unmount-stale.sh; exit $$status
+	@FRAMEFS_SOAK_WRITE=$(SOAK_WRITE_TIME) FRAMEFS_BIN=$(abspath $(BIN)) \
+	scripts/with-test-tmp.sh $(GO) test -count=1 -timeout 60m -run 'TestSoakWriteDirectories' -v ./fusefs
 
 # Regenerates the committed test videos and FFmpeg's golden reports on them.
 fixtures:
