@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/asticode/go-astiav"
+
+	"github.com/framefs/framefs/media"
 )
 
 // PNG images use zlib level 2 and the Sub filter on every row. Measured on
@@ -19,7 +21,7 @@ const (
 
 // encKey identifies an image encoder of a session.
 type encKey struct {
-	format        ImageFormat
+	format        media.ImageFormat
 	quality       int
 	width, height int
 }
@@ -33,13 +35,13 @@ type imageEncoder interface {
 
 func newImageEncoder(k encKey) (imageEncoder, error) {
 	switch k.format {
-	case FormatJPEG:
+	case media.FormatJPEG:
 		return newJPEGEncoder(k)
-	case FormatPNG:
+	case media.FormatPNG:
 		return newPNGEncoder(k)
-	case FormatBMP:
+	case media.FormatBMP:
 		return bmpEncoder{k.width, k.height}, nil
-	case FormatPPM:
+	case media.FormatPPM:
 		return ppmEncoder{k.width, k.height}, nil
 	}
 	return nil, fmt.Errorf("decoder: unknown image format %d", k.format)

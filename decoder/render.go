@@ -2,6 +2,8 @@ package decoder
 
 import (
 	"github.com/asticode/go-astiav"
+
+	"github.com/framefs/framefs/media"
 )
 
 // renderer turns decoded frames of one stream into image files: it keeps
@@ -11,7 +13,7 @@ import (
 type renderer struct {
 	rot   rotation
 	tb    astiav.Rational
-	info  VideoInfo
+	info  media.VideoInfo
 	convs map[convKey]*converter
 	encs  map[encKey]imageEncoder
 }
@@ -21,14 +23,14 @@ type renderer struct {
 // and the cost of rebuilding a graph is small.
 const maxConverters = 4
 
-func newRenderer(rot rotation, tb astiav.Rational, info VideoInfo) *renderer {
+func newRenderer(rot rotation, tb astiav.Rational, info media.VideoInfo) *renderer {
 	return &renderer{rot: rot, tb: tb, info: info, convs: map[convKey]*converter{}, encs: map[encKey]imageEncoder{}}
 }
 
 // convert converts a decoded frame for an image of setting (normalized).
 // The result belongs to the renderer's converter and is valid until its
 // next use; Clone it to keep it.
-func (r *renderer) convert(f *astiav.Frame, setting ImageSetting) (*astiav.Frame, error) {
+func (r *renderer) convert(f *astiav.Frame, setting media.ImageSetting) (*astiav.Frame, error) {
 	ow, oh := setting.OutputSize(r.info.Width, r.info.Height)
 	fi := getFrameInfo(f)
 	ck := convKey{
@@ -41,7 +43,7 @@ func (r *renderer) convert(f *astiav.Frame, setting ImageSetting) (*astiav.Frame
 	// BMP a pass over the pixels; its scaled and 10-bit paths do not (the
 	// tests compare BMP and PPM pixels on every fixture), so those stay
 	// rgb24 and get swapped in C.
-	ck.bgr = setting.Format == FormatBMP && r.rot.filters == "" && ow == fi.width && oh == fi.height &&
+	ck.bgr = setting.Format == media.FormatBMP && r.rot.filters == "" && ow == fi.width && oh == fi.height &&
 		(fi.format == astiav.PixelFormatYuv420P || fi.format == astiav.PixelFormatYuvj420P)
 	conv := r.convs[ck]
 	if conv == nil {
@@ -58,7 +60,7 @@ func (r *renderer) convert(f *astiav.Frame, setting ImageSetting) (*astiav.Frame
 }
 
 // encoderFor returns the renderer's encoder for images of setting.
-func (r *renderer) encoderFor(setting ImageSetting) (imageEncoder, error) {
+func (r *renderer) encoderFor(setting media.ImageSetting) (imageEncoder, error) {
 	k := newEncKey(setting, r.info)
 	enc := r.encs[k]
 	if enc == nil {
@@ -74,14 +76,14 @@ func (r *renderer) encoderFor(setting ImageSetting) (imageEncoder, error) {
 	return enc, nil
 }
 
-func newEncKey(setting ImageSetting, info VideoInfo) encKey {
+func newEncKey(setting media.ImageSetting, info media.VideoInfo) encKey {
 	ow, oh := setting.OutputSize(info.Width, info.Height)
 	return encKey{format: setting.Format, quality: setting.JPEGQuality, width: ow, height: oh}
 }
 
 // encode converts a decoded frame and encodes it with setting
 // (normalized). f is left untouched.
-func (r *renderer) encode(f *astiav.Frame, setting ImageSetting) ([]byte, error) {
+func (r *renderer) encode(f *astiav.Frame, setting media.ImageSetting) ([]byte, error) {
 	out, err := r.convert(f, setting)
 	if err != nil {
 		return nil, err
@@ -113,3 +115,12 @@ func (r *renderer) free() {
 	r.freeConverters()
 	r.freeEncoders()
 }
+
+// Encode makes the image file of a picture this package decoded
+// (media.Renderer).
+func (r *renderer) Encode(p media.Picture, setting media.ImageSetting) ([]byte, error) {
+	return r.encode(frameOf(p), setting)
+}
+
+// Close frees the renderer's graphs and encoders (media.Renderer).
+func (r *renderer) Close() { r.free() }

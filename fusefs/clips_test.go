@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 )
 
@@ -253,9 +254,8 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	os.MkdirAll(f.mnt, 0o755)
 	f.tbl = robotTable(t, f.wh)
-	pool := decoder.NewPool(decoder.Options{})
-	f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 16 << 20})
-	f.mount(t, dirWarehouse(t, f.wh), pool, Options{})
+	f.frames = serving.New(decoder.Codec{}, serving.Options{CacheBytes: 16 << 20})
+	f.mount(t, dirWarehouse(t, f.wh), Options{})
 	ctx := context.Background()
 	if _, err := f.tbl.CreateView(ctx, table.View{Name: "c16", Where: "task = 'pick'", Window: &table.Window{Length: 16, Hop: 8}}); err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 			}
 		}
 	}
-	before := pool.Stats().Decoded
+	before := f.frames.PoolStats().Decoded
 	servedBefore := f.srv.m.stats.framesServed.Load()
 	read := 0
 	for _, c := range lines {
@@ -289,8 +289,8 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 		}
 	}
 	// Read-ahead may still be decoding: count once every session is idle.
-	waitFor(t, func() bool { st := pool.Stats(); return st.Open == st.Idle }, "decoder sessions idle")
-	decoded := pool.Stats().Decoded - before
+	waitFor(t, func() bool { st := f.frames.PoolStats(); return st.Open == st.Idle }, "decoder sessions idle")
+	decoded := f.frames.PoolStats().Decoded - before
 	// The video has B-frames: showing the episode's last frames takes
 	// decoding the next few (reordering), whatever reads them.
 	const distinct, reorder = 40, 4

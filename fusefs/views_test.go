@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/table"
 )
 
@@ -151,8 +151,8 @@ func TestViewFollowsHeadAndPinnedSurvivesExpire(t *testing.T) {
 		t.Fatalf("the pinned view's video after gc: %v", err)
 	}
 	defer v.Close()
-	dv := decoder.Video{Key: decoder.VideoKey{Object: "ref/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
-	want, err := f.frames.Frame(ctx, dv, int(ref.FirstFrame+37), decoder.ImageSetting{Format: decoder.FormatJPEG, JPEGQuality: 90})
+	dv := media.Video{Key: media.VideoKey{Object: "ref/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
+	want, err := f.frames.Frame(ctx, dv, int(ref.FirstFrame+37), media.ImageSetting{Format: media.FormatJPEG, JPEGQuality: 90})
 	if err != nil || !bytes.Equal(got, want) {
 		t.Errorf("the pinned view's frame after expire and gc differs from the decoder's (%v)", err)
 	}
@@ -302,8 +302,8 @@ func TestViewGroupByAndImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v.Close()
-	dv := decoder.Video{Key: decoder.VideoKey{Object: "ref/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
-	want, err := f.frames.Frame(ctx, dv, int(ref.FirstFrame+2), decoder.ImageSetting{Format: decoder.FormatBMP, Width: 100, Height: 50})
+	dv := media.Video{Key: media.VideoKey{Object: "ref/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
+	want, err := f.frames.Frame(ctx, dv, int(ref.FirstFrame+2), media.ImageSetting{Format: media.FormatBMP, Width: 100, Height: 50})
 	if err != nil || !bytes.Equal(want, data) {
 		t.Errorf("the bmp view's frame differs from the decoder's (%v)", err)
 	}

@@ -161,3 +161,20 @@ func (s ImageSetting) OutputSize(displayWidth, displayHeight int) (w, h int) {
 	}
 	return max(w, 1), max(h, 1)
 }
+
+// PredictSize returns the exact byte size of every image made with setting
+// s from a video of the given display size, for the formats whose size
+// depends on the picture size alone: BMP (a 54-byte header, then rows of
+// 3 bytes a pixel padded to 4 bytes) and PPM (a "P6\nW H\n255\n" header,
+// then 3 bytes a pixel). ok is false for JPEG and PNG, whose sizes are
+// known only after encoding.
+func PredictSize(s ImageSetting, displayWidth, displayHeight int) (size int64, ok bool) {
+	w, h := s.OutputSize(displayWidth, displayHeight)
+	switch s.Format {
+	case FormatBMP:
+		return 14 + 40 + int64((3*w+3)&^3)*int64(h), true
+	case FormatPPM:
+		return int64(len(fmt.Sprintf("P6\n%d %d\n255\n", w, h))) + 3*int64(w)*int64(h), true
+	}
+	return 0, false
+}

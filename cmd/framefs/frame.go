@@ -6,7 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 )
 
@@ -88,8 +89,8 @@ func runFrame(cmd *cobra.Command, stores *storeFlags, uri string, f frameFlags) 
 		return err
 	}
 	defer v.Close()
-	return withDecoder(func(frames *decoder.FrameSource) error {
-		dv := decoder.Video{Key: decoder.VideoKey{Object: ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
+	return withDecoder(func(frames *serving.Server) error {
+		dv := media.Video{Key: media.VideoKey{Object: ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
 		data, err := frames.Frame(ctx, dv, int(ref.FirstFrame+f.frame), setting)
 		if err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	"github.com/framefs/framefs/internal/s3test"
 	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/lerobot"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -86,8 +87,7 @@ func TestLeRobotFramesThroughMount(t *testing.T) {
 			}
 			mnt := filepath.Join(t.TempDir(), "mnt")
 			os.MkdirAll(mnt, 0o755)
-			pool := decoder.NewPool(decoder.Options{})
-			frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 8 << 20})
+			frames := serving.New(decoder.Codec{}, serving.Options{CacheBytes: 8 << 20})
 			srv, err := fusefs.MountTable(mnt, tblDir, tbl, frames, fusefs.Options{
 				ReadOnly: true, Image: fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: "ppm"}},
 			})
@@ -101,7 +101,6 @@ func TestLeRobotFramesThroughMount(t *testing.T) {
 				}
 				srv.Wait()
 				frames.Close()
-				pool.Close()
 			})
 			length := d.Spec.Lengths[3]
 			for _, cam := range d.Spec.Cameras {

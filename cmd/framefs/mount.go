@@ -24,6 +24,8 @@ import (
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/fusefs"
 	"github.com/framefs/framefs/internal/gcpace"
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -76,7 +78,7 @@ func writeS3Stats(b *strings.Builder, st storage.S3Stats) {
 }
 
 // writeFillStats adds the counters of GOP fills to the mount's .stats.
-func writeFillStats(b *strings.Builder, st decoder.FillStats) {
+func writeFillStats(b *strings.Builder, st serving.FillStats) {
 	for _, c := range []struct {
 		name, kind string
 		v          any
@@ -251,10 +253,10 @@ func imageChoice(f mountFlags) (fusefs.ImageChoice, error) {
 		}
 	}
 	// Any format stands in for the table's when checking the rest.
-	check := decoder.ImageSetting{JPEGQuality: c.JPEGQuality, Width: c.Width, Height: c.Height}
+	check := media.ImageSetting{JPEGQuality: c.JPEGQuality, Width: c.Width, Height: c.Height}
 	if c.Format != "" {
 		var err error
-		if check.Format, err = decoder.ParseImageFormat(c.Format); err != nil {
+		if check.Format, err = media.ParseImageFormat(c.Format); err != nil {
 			return c, err
 		}
 	}
@@ -301,12 +303,10 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	if pictures <= 0 {
 		pictures = -1 // none
 	}
-	pool := decoder.NewPool(decoder.Options{MaxOpenSessions: f.sessions, PictureCacheBytes: pictures})
-	defer pool.Close()
 	// The kernel's page cache keeps the frames it was served, so the
 	// memory cache keeps them only in room that frames still to be asked
 	// for do not need (DemoteServed).
-	frameOpts := decoder.FrameSourceOptions{CacheBytes: f.cacheBytes, DemoteServed: true}
+	frameOpts := serving.Options{CacheBytes: f.cacheBytes, MaxOpenSessions: f.sessions, PictureCacheBytes: pictures, DemoteServed: true}
 	var disk *diskcache.Cache
 	if f.cacheDir != "" {
 		if f.cacheDirMax <= 0 {
@@ -318,7 +318,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		defer disk.Close()
 		frameOpts.Store = disk
 	}
-	frames := decoder.NewFrameSource(pool, frameOpts)
+	frames := serving.New(decoder.Codec{}, frameOpts)
 	defer frames.Close()
 	// The image cache is most of the live Go heap: the collector's
 	// headroom is worked out from the rest of it (internal/gcpace).
@@ -338,7 +338,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		Debug: slog.Default().Enabled(ctx, slog.LevelDebug), // --debug: every FUSE request too
 		ExtraStats: func(b *strings.Builder) {
 			cs := frames.CacheStats()
-			ps := pool.Stats()
+			ps := frames.PoolStats()
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_hits_total counter\nframefs_image_cache_hits_total %d\n", cs.Hits)
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_misses_total counter\nframefs_image_cache_misses_total %d\n", cs.Misses)
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_bytes gauge\nframefs_image_cache_bytes %d\n", cs.Bytes)

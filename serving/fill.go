@@ -1,10 +1,11 @@
-package decoder
+package serving
 
 import (
 	"math"
 	"sync"
 	"time"
 
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/videoidx"
 )
 
@@ -33,7 +34,7 @@ import (
 // frames a fill decodes and encodes. It stops at maxGroup frames on either
 // side, so that a video with very long GOPs (or one keyframe) fills a
 // bounded window around the request.
-func group(v Video, ordinal int) (from, to int) {
+func group(v media.Video, ordinal int) (from, to int) {
 	ix := v.Index
 	lo, hi := v.Span()
 	ds := ix.DecodeStart(ordinal)

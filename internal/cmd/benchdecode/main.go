@@ -1,9 +1,9 @@
-// Command benchdecode reads frames of one video through decoder.FrameSource
-// the way a mount serves them, and prints throughput and peak memory as
+// Command benchdecode reads frames of one video through a serving.Server
+// over the decoder, the way a mount serves them, and prints throughput and peak memory as
 // NAME VALUE UNIT lines for scripts/bench-decode.sh.
 //
-//	go run ./decoder/internal/benchdecode -video V -mode seq -format jpeg
-//	go run ./decoder/internal/benchdecode -video V -mode random -n 500 -seed 1 -format bmp
+//	go run ./internal/cmd/benchdecode -video V -mode seq -format jpeg
+//	go run ./internal/cmd/benchdecode -video V -mode random -n 500 -seed 1 -format bmp
 package main
 
 import (
@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 )
 
 func main() {
@@ -29,7 +31,7 @@ func main() {
 	n := flag.Int("n", 500, "frames to read in random mode")
 	framesFile := flag.String("frames", "", "random mode: read the frame ordinals from this file (one per line) instead of drawing them")
 	seed := flag.Uint64("seed", 1, "random seed")
-	cacheBytes := flag.Int64("cache-bytes", 64<<20, "FrameSource cache bytes")
+	cacheBytes := flag.Int64("cache-bytes", 64<<20, "image cache bytes")
 	readahead := flag.Int("readahead", 0, "read-ahead frames (0 = default, -1 = off)")
 	threads := flag.Int("decoder-threads", 0, "decoder threads (0 = default)")
 	seekThreads := flag.Int("seek-threads", 0, "decoder threads of a random request on an otherwise idle pool (0 = default)")
@@ -51,14 +53,14 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	if err := run(*video, *mode, *format, *quality, *n, *seed, *framesFile, *cacheBytes, *readahead,
-		decoder.Options{DecoderThreads: *threads, SeekThreads: *seekThreads, PictureCacheBytes: *pictureBytes}, *name); err != nil {
+		serving.Options{DecoderThreads: *threads, SeekThreads: *seekThreads, PictureCacheBytes: *pictureBytes}, *name); err != nil {
 		fmt.Fprintln(os.Stderr, "benchdecode:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(path, mode, format string, quality, n int, seed uint64, framesFile string, cacheBytes int64, readahead int, poolOpts decoder.Options, name string) error {
+func run(path, mode, format string, quality, n int, seed uint64, framesFile string, cacheBytes int64, readahead int, opts serving.Options, name string) error {
 	ctx := context.Background()
 	f, err := os.Open(path)
 	if err != nil {
@@ -73,12 +75,12 @@ func run(path, mode, format string, quality, n int, seed uint64, framesFile stri
 	if err != nil {
 		return err
 	}
-	imgFormat, err := decoder.ParseImageFormat(format)
+	imgFormat, err := media.ParseImageFormat(format)
 	if err != nil {
 		return err
 	}
-	setting := decoder.ImageSetting{Format: imgFormat, JPEGQuality: quality}
-	v := decoder.Video{Key: decoder.VideoKey{Object: path, Length: st.Size()}, R: f, Size: st.Size(), Index: ix}
+	setting := media.ImageSetting{Format: imgFormat, JPEGQuality: quality}
+	v := media.Video{Key: media.VideoKey{Object: path, Length: st.Size()}, R: f, Size: st.Size(), Index: ix}
 
 	var order []int
 	switch mode {
@@ -107,9 +109,8 @@ func run(path, mode, format string, quality, n int, seed uint64, framesFile stri
 		return fmt.Errorf("unknown mode %q", mode)
 	}
 
-	pool := decoder.NewPool(poolOpts)
-	defer pool.Close()
-	src := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: cacheBytes, Readahead: readahead})
+	opts.CacheBytes, opts.Readahead = cacheBytes, readahead
+	src := serving.New(decoder.Codec{}, opts)
 	defer src.Close()
 
 	start := time.Now()
@@ -123,7 +124,7 @@ func run(path, mode, format string, quality, n int, seed uint64, framesFile stri
 	}
 	elapsed := time.Since(start).Seconds()
 
-	ps, cs := pool.Stats(), src.CacheStats()
+	ps, cs := src.PoolStats(), src.CacheStats()
 	fmt.Fprintf(os.Stderr, "pool: opened %d seeks %d decoded %d pictures kept %d hits %d; cache: hits %d misses %d shared %d evictions %d\n",
 		ps.Opened, ps.Seeks, ps.Decoded, ps.PicturesKept, ps.PictureHits, cs.Hits, cs.Misses, cs.Shared, cs.Evictions)
 

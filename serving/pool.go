@@ -1,4 +1,4 @@
-package decoder
+package serving
 
 import (
 	"container/list"
@@ -7,43 +7,12 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+
+	"github.com/framefs/framefs/media"
 )
 
-// ErrPoolClosed is returned by a Pool (and a FrameSource over it) after
-// Close.
-var ErrPoolClosed = errors.New("decoder: pool is closed")
-
-// Options configures a Pool. The zero value gives the defaults.
-type Options struct {
-	// MaxOpenSessions bounds the decoder sessions open at once over all
-	// videos, busy and idle; it is what bounds the decoder's memory. A
-	// session holds the demuxer, the decoder's reference pictures (up to
-	// ~16 decoded frames for H.264/HEVC, so ~8 MB at 640x480 and ~50 MB at
-	// 1080p), filter graphs and encoders. When the limit is reached, the
-	// least recently used idle session is closed to open a new one; with
-	// none idle, requests wait. 0 means 2 x GOMAXPROCS, at least 4.
-	MaxOpenSessions int
-	// MaxSessionsPerVideo bounds the sessions of one video (one stream of
-	// one VideoKey). Concurrent readers of the same video get a session
-	// each up to this limit and wait beyond it. 0 means GOMAXPROCS, at
-	// least 2.
-	MaxSessionsPerVideo int
-	// PictureCacheBytes bounds the decoded pictures kept for random
-	// readers (see pictureCache): about 0.5 MB each at 640x480 and 3 MB at
-	// 1080p. 0 means 256 MiB; negative keeps none.
-	PictureCacheBytes int64
-	// DecoderThreads is the number of threads of each decoder (FFmpeg
-	// frame threading). Sessions are the unit of parallelism, so the
-	// default is 1: more threads only help a single reader on an otherwise
-	// idle machine, and frame threading delays every output frame.
-	DecoderThreads int
-	// SeekThreads is the number of threads that decode a random request
-	// (one that seeks and flushes the decoder right after its frame, see
-	// session.decodeTo) made while no other request is using the pool,
-	// so the cores are otherwise idle. 0 means twice GOMAXPROCS, at most
-	// 8; 1 never uses more than DecoderThreads.
-	SeekThreads int
-}
+// ErrClosed is returned by a Server (and its pool) after Close.
+var ErrClosed = errors.New("serving: closed")
 
 const defaultPictureCacheBytes = 256 << 20
 
@@ -54,39 +23,52 @@ const defaultPictureCacheBytes = 256 << 20
 // 2, while 6 or 8 threads gained at most 2% more.
 const maxSeekThreads = 8
 
-func (o Options) withDefaults() Options {
-	procs := runtime.GOMAXPROCS(0)
-	if o.MaxOpenSessions <= 0 {
-		o.MaxOpenSessions = max(4, 2*procs)
-	}
-	if o.MaxSessionsPerVideo <= 0 {
-		o.MaxSessionsPerVideo = max(2, procs)
-	}
-	o.MaxSessionsPerVideo = min(o.MaxSessionsPerVideo, o.MaxOpenSessions)
-	if o.DecoderThreads <= 0 {
-		o.DecoderThreads = 1
-	}
-	if o.SeekThreads <= 0 {
-		o.SeekThreads = min(2*procs, maxSeekThreads)
-	}
-	switch {
-	case o.PictureCacheBytes == 0:
-		o.PictureCacheBytes = defaultPictureCacheBytes
-	case o.PictureCacheBytes < 0:
-		o.PictureCacheBytes = 0
-	}
-	return o
+// poolOptions are the Options a pool uses, defaults applied.
+type poolOptions struct {
+	maxOpen, maxPerVideo        int
+	decoderThreads, seekThreads int
+	pictureCacheBytes           int64
 }
 
-// Pool keeps decoder sessions open between requests, so that reading the
+func (o Options) pool() poolOptions {
+	procs := runtime.GOMAXPROCS(0)
+	p := poolOptions{
+		maxOpen: o.MaxOpenSessions, maxPerVideo: o.MaxSessionsPerVideo,
+		decoderThreads: o.DecoderThreads, seekThreads: o.SeekThreads,
+		pictureCacheBytes: o.PictureCacheBytes,
+	}
+	if p.maxOpen <= 0 {
+		p.maxOpen = max(4, 2*procs)
+	}
+	if p.maxPerVideo <= 0 {
+		p.maxPerVideo = max(2, procs)
+	}
+	p.maxPerVideo = min(p.maxPerVideo, p.maxOpen)
+	if p.decoderThreads <= 0 {
+		p.decoderThreads = 1
+	}
+	if p.seekThreads <= 0 {
+		p.seekThreads = min(2*procs, maxSeekThreads)
+	}
+	switch {
+	case p.pictureCacheBytes == 0:
+		p.pictureCacheBytes = defaultPictureCacheBytes
+	case p.pictureCacheBytes < 0:
+		p.pictureCacheBytes = 0
+	}
+	return p
+}
+
+// pool keeps decoder sessions open between requests, so that reading the
 // next frame of a video continues decoding where the previous request
 // stopped instead of reopening the file and seeking. It is safe for
 // concurrent use.
 //
-// Lock order: Pool.mu is never held while calling into FFmpeg or the
+// Lock order: pool.mu is never held while calling into the codec or the
 // caller's reader; sessions are opened and closed outside it.
-type Pool struct {
-	opts     Options
+type pool struct {
+	codec    media.Codec
+	opts     poolOptions
 	pictures *pictureCache
 
 	mu sync.Mutex
@@ -95,7 +77,7 @@ type Pool struct {
 	idle *list.List
 	// videos counts sessions (open or being opened) per video and lists
 	// the idle ones. Guarded by mu.
-	videos map[sessionKey]*poolVideo
+	videos map[streamKey]*poolVideo
 	// open counts sessions open or being opened. Guarded by mu.
 	open int
 	// released is closed and replaced whenever a session is released or
@@ -105,12 +87,26 @@ type Pool struct {
 	stats    PoolStats
 }
 
-type poolVideo struct {
-	open int             // sessions of this video, busy, idle or opening
-	idle []*list.Element // its idle sessions' elements in Pool.idle
+// streamKey identifies one stream of one video: what a session decodes.
+type streamKey struct {
+	video  media.VideoKey
+	stream int
 }
 
-// PoolStats counts what a Pool did, for tests and monitoring.
+// session is a codec session checked out of, or idle in, the pool.
+type session struct {
+	media.Session
+	key streamKey
+	ix  int // frames of the stream, for Reaches
+}
+
+type poolVideo struct {
+	open int             // sessions of this video, busy, idle or opening
+	idle []*list.Element // its idle sessions' elements in pool.idle
+}
+
+// PoolStats counts what the decoder sessions did, for tests and
+// monitoring.
 type PoolStats struct {
 	Open    int // sessions open now
 	Idle    int // of which idle
@@ -126,40 +122,39 @@ type PoolStats struct {
 	PicturesKept, PictureHits int
 }
 
-// NewPool returns a pool with the given options.
-func NewPool(opts Options) *Pool {
-	opts = opts.withDefaults()
-	return &Pool{
+func newPool(codec media.Codec, opts poolOptions) *pool {
+	return &pool{
+		codec:    codec,
 		opts:     opts,
-		pictures: newPictureCache(opts.PictureCacheBytes),
+		pictures: newPictureCache(opts.pictureCacheBytes),
 		idle:     list.New(),
-		videos:   map[sessionKey]*poolVideo{},
+		videos:   map[streamKey]*poolVideo{},
 		released: make(chan struct{}),
 	}
 }
 
 // Stats returns a snapshot of the pool's counters.
-func (p *Pool) Stats() PoolStats {
+func (p *pool) Stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.stats
 	st.Open = p.open
 	st.Idle = p.idle.Len()
 	for e := p.idle.Front(); e != nil; e = e.Next() {
-		s := e.Value.(*session)
-		st.Seeks += s.seeks
-		st.Decoded += s.decoded
+		seeks, decoded := e.Value.(*session).Counters()
+		st.Seeks += seeks
+		st.Decoded += decoded
 	}
 	st.PictureBytes, st.PicturesKept, st.PictureHits = p.pictures.stats()
 	return st
 }
 
-func checkVideo(v Video) error {
+func checkVideo(v media.Video) error {
 	if v.R == nil {
-		return fmt.Errorf("decoder: video %s: nil reader", v.Key)
+		return fmt.Errorf("serving: video %s: nil reader", v.Key)
 	}
-	if v.Index == nil {
-		return fmt.Errorf("decoder: video %s: no frame index", v.Key)
+	if v.Index == nil || v.Index.Frames() == 0 {
+		return fmt.Errorf("serving: video %s: no frame index", v.Key)
 	}
 	return nil
 }
@@ -168,11 +163,11 @@ func checkVideo(v Video) error {
 // to ctx and v.R. ordinal hints at the frame wanted next: among idle
 // sessions of v, one that reaches it by decoding on is preferred. The
 // caller must hand the session back with release.
-func (p *Pool) acquire(ctx context.Context, v Video, ordinal int) (*session, error) {
+func (p *pool) acquire(ctx context.Context, v media.Video, ordinal int) (*session, error) {
 	if err := checkVideo(v); err != nil {
 		return nil, err
 	}
-	key := sessionKey{v.Key, v.Index.Stream}
+	key := streamKey{v.Key, v.Index.Stream}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -180,7 +175,7 @@ func (p *Pool) acquire(ctx context.Context, v Video, ordinal int) (*session, err
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return nil, ErrPoolClosed
+			return nil, ErrClosed
 		}
 		pv := p.videos[key]
 		if pv == nil {
@@ -188,29 +183,29 @@ func (p *Pool) acquire(ctx context.Context, v Video, ordinal int) (*session, err
 			p.videos[key] = pv
 		}
 		if s := p.takeIdle(pv, ordinal); s != nil {
-			s.seekThreads = p.seekThreadsLocked()
+			s.SetSeekThreads(p.seekThreadsLocked())
 			p.mu.Unlock()
-			s.bind(ctx, v.R)
+			s.Bind(ctx, v.R)
 			return s, nil
 		}
-		if pv.open < p.opts.MaxSessionsPerVideo {
+		if pv.open < p.opts.maxPerVideo {
 			var evict *session
-			if p.open >= p.opts.MaxOpenSessions && p.idle.Len() > 0 {
+			if p.open >= p.opts.maxOpen && p.idle.Len() > 0 {
 				// pv has no idle session, so this is another video's.
 				evict = p.removeIdle(p.idle.Back())
 				p.dropLocked(evict)
 				p.stats.Evicted++
 			}
-			if p.open < p.opts.MaxOpenSessions {
+			if p.open < p.opts.maxOpen {
 				p.open++
 				pv.open++
 				p.stats.Opened++
 				seekThreads := p.seekThreadsLocked()
 				p.mu.Unlock()
 				if evict != nil {
-					evict.close()
+					evict.Close()
 				}
-				s, err := openSession(ctx, v, p.opts.DecoderThreads)
+				cs, err := p.codec.OpenSession(ctx, v, p.opts.decoderThreads)
 				if err != nil {
 					p.mu.Lock()
 					p.open--
@@ -220,8 +215,9 @@ func (p *Pool) acquire(ctx context.Context, v Video, ordinal int) (*session, err
 					p.mu.Unlock()
 					return nil, err
 				}
-				s.pictures, s.seekThreads = p.pictures, seekThreads
-				s.bind(ctx, v.R)
+				s := &session{Session: cs, key: key, ix: v.Index.Frames()}
+				s.SetSeekThreads(seekThreads)
+				s.Bind(ctx, v.R)
 				return s, nil
 			}
 		}
@@ -238,16 +234,16 @@ func (p *Pool) acquire(ctx context.Context, v Video, ordinal int) (*session, err
 // seekThreadsLocked returns the threads a session just checked out may use
 // for a random request: SeekThreads if it is the only busy one, else
 // DecoderThreads. p.mu held.
-func (p *Pool) seekThreadsLocked() int {
+func (p *pool) seekThreadsLocked() int {
 	if p.open-p.idle.Len() == 1 {
-		return p.opts.SeekThreads
+		return p.opts.seekThreads
 	}
-	return p.opts.DecoderThreads
+	return p.opts.decoderThreads
 }
 
 // takeIdle removes and returns an idle session of pv, preferring one that
 // reaches ordinal without seeking, or nil if pv has none idle. p.mu held.
-func (p *Pool) takeIdle(pv *poolVideo, ordinal int) *session {
+func (p *pool) takeIdle(pv *poolVideo, ordinal int) *session {
 	if len(pv.idle) == 0 {
 		return nil
 	}
@@ -255,7 +251,7 @@ func (p *Pool) takeIdle(pv *poolVideo, ordinal int) *session {
 	if ordinal >= 0 {
 		for _, e := range pv.idle {
 			s := e.Value.(*session)
-			if ordinal < s.ix.Frames() && s.canContinue(s.ix.Frame(ordinal).PTS, s.ix.DecodeStart(ordinal)) {
+			if ordinal < s.ix && s.Reaches(ordinal) {
 				best = e
 				break
 			}
@@ -265,7 +261,7 @@ func (p *Pool) takeIdle(pv *poolVideo, ordinal int) *session {
 }
 
 // removeIdle takes the session of e off the idle lists. p.mu held.
-func (p *Pool) removeIdle(e *list.Element) *session {
+func (p *pool) removeIdle(e *list.Element) *session {
 	s := p.idle.Remove(e).(*session)
 	pv := p.videos[s.key]
 	for i, x := range pv.idle {
@@ -278,17 +274,17 @@ func (p *Pool) removeIdle(e *list.Element) *session {
 }
 
 // release hands a session back: kept idle if healthy, else closed.
-func (p *Pool) release(s *session) {
-	s.unbind()
+func (p *pool) release(s *session) {
+	s.Unbind()
 	p.mu.Lock()
-	if s.broken || p.closed {
+	if broken := s.Broken(); broken || p.closed {
 		p.dropLocked(s)
-		if s.broken {
+		if broken {
 			p.stats.Broken++
 		}
 		p.wake()
 		p.mu.Unlock()
-		s.close()
+		s.Close()
 		return
 	}
 	pv := p.videos[s.key]
@@ -299,30 +295,31 @@ func (p *Pool) release(s *session) {
 
 // dropLocked removes a session that is about to be closed (and is on no
 // idle list) from the counts, keeping its counters. p.mu held.
-func (p *Pool) dropLocked(s *session) {
+func (p *pool) dropLocked(s *session) {
 	pv := p.videos[s.key]
 	p.open--
 	pv.open--
-	p.stats.Seeks += s.seeks
-	p.stats.Decoded += s.decoded
+	seeks, decoded := s.Counters()
+	p.stats.Seeks += seeks
+	p.stats.Decoded += decoded
 	p.forget(s.key, pv)
 }
 
 // forget drops the bookkeeping of a video without sessions. p.mu held.
-func (p *Pool) forget(key sessionKey, pv *poolVideo) {
+func (p *pool) forget(key streamKey, pv *poolVideo) {
 	if pv.open == 0 && len(pv.idle) == 0 {
 		delete(p.videos, key)
 	}
 }
 
 // wake wakes every request waiting for a session. p.mu held.
-func (p *Pool) wake() {
+func (p *pool) wake() {
 	close(p.released)
 	p.released = make(chan struct{})
 }
 
 // with runs fn on a session of v and releases it.
-func (p *Pool) with(ctx context.Context, v Video, ordinal int, fn func(*session) error) error {
+func (p *pool) with(ctx context.Context, v media.Video, ordinal int, fn func(*session) error) error {
 	s, err := p.acquire(ctx, v, ordinal)
 	if err != nil {
 		return err
@@ -331,51 +328,60 @@ func (p *Pool) with(ctx context.Context, v Video, ordinal int, fn func(*session)
 	return fn(s)
 }
 
-// Frame decodes frame ordinal (presentation order) of v and returns it
-// encoded with setting. It caches nothing beyond the open session; see
-// FrameSource for the cached path. An error wrapping ErrFrameDecode
-// concerns this frame only: the session that met it is closed and the next
-// request opens a fresh one.
-func (p *Pool) Frame(ctx context.Context, v Video, ordinal int, setting ImageSetting) ([]byte, error) {
-	if err := setting.Validate(); err != nil {
+// image decodes frame ordinal with s and renders it with setting.
+func (p *pool) image(ctx context.Context, s *session, v media.Video, ordinal int, setting media.ImageSetting) ([]byte, error) {
+	pic, err := s.Decode(ctx, ordinal, p.pictures.sink(s.key))
+	if err != nil {
 		return nil, err
 	}
-	setting = setting.Normalize()
+	defer pic.Release()
+	b, err := s.Render(pic, setting)
+	if err != nil {
+		return nil, fmt.Errorf("frame %d of %s: %w", ordinal, v.Key, err)
+	}
+	return b, nil
+}
+
+// frame decodes frame ordinal of v and returns it rendered with setting,
+// from a kept picture when there is one. It caches nothing beyond the open
+// session and the pictures passed on the way. An error wrapping
+// media.ErrFrameDecode concerns this frame only: the session that met it
+// is closed and the next request opens a fresh one.
+func (p *pool) frame(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) ([]byte, error) {
 	var b []byte
 	err := p.with(ctx, v, ordinal, func(s *session) error {
-		if pic := p.pictures.get(pictureKey{v.Key, v.Index.Stream, ordinal}); pic != nil {
+		if pic := p.pictures.get(pictureKey{s.key, ordinal}); pic != nil {
 			// A random request passed this picture: render it, leaving
 			// the session where it stands.
-			defer pic.Free()
+			defer pic.Release()
 			var err error
-			if b, err = s.r.encode(pic, setting); err != nil {
-				s.broken = true
+			if b, err = s.Render(pic, setting); err != nil {
 				return fmt.Errorf("frame %d of %s: %w", ordinal, v.Key, err)
 			}
 			return nil
 		}
 		var err error
-		b, err = s.image(ctx, ordinal, setting)
+		b, err = p.image(ctx, s, v, ordinal, setting)
 		return err
 	})
 	return b, err
 }
 
-// Info returns the stream's display size and rotation as the decoder
-// serves it (opening a session if none is open).
-func (p *Pool) Info(ctx context.Context, v Video) (VideoInfo, error) {
-	var info VideoInfo
+// info returns the stream's display size and rotation as images are made
+// (opening a session if none is open).
+func (p *pool) info(ctx context.Context, v media.Video) (media.VideoInfo, error) {
+	var info media.VideoInfo
 	err := p.with(ctx, v, -1, func(s *session) error {
-		info = s.info
+		info = s.Info()
 		return nil
 	})
 	return info, err
 }
 
-// Close closes the idle sessions and makes busy ones close when they are
-// released; later requests fail with ErrPoolClosed. It frees every FFmpeg
-// resource the pool holds once the busy sessions are back.
-func (p *Pool) Close() error {
+// close closes the idle sessions and makes busy ones close when they are
+// released; later requests fail with ErrClosed. Every codec resource the
+// pool holds is freed once the busy sessions are back.
+func (p *pool) close() {
 	p.mu.Lock()
 	p.closed = true
 	var idle []*session
@@ -387,8 +393,7 @@ func (p *Pool) Close() error {
 	p.wake()
 	p.mu.Unlock()
 	for _, s := range idle {
-		s.close()
+		s.Close()
 	}
 	p.pictures.close()
-	return nil
 }

@@ -3,31 +3,35 @@ package decoder
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 )
 
-// TestFrameSourceReadahead walks a video in order: after the first three
+// The frame server (package serving) over the real decoder: what its tests
+// with a counting codec cannot show, the bytes and the memory.
+
+// TestServerReadahead walks a video in order: after the first three
 // frames, read-ahead must decode the rest (the reader finds them cached or
 // in flight), with one session and no seek, and the bytes must be those of
 // uncached decoding.
-func TestFrameSourceReadahead(t *testing.T) {
+func TestServerReadahead(t *testing.T) {
 	t.Parallel()
 	v := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
-	pool := NewPool(Options{})
-	defer pool.Close()
-	src := NewFrameSource(pool, FrameSourceOptions{Readahead: 8})
+	src := serving.New(Codec{}, serving.Options{Readahead: 8})
 	defer src.Close()
-	ref := NewPool(Options{})
+	ref := newTestPool(serving.Options{})
 	defer ref.Close()
 	ctx := context.Background()
-	for _, setting := range []ImageSetting{{}, {Format: FormatPNG}} {
+	for _, setting := range []media.ImageSetting{{}, {Format: media.FormatPNG}} {
 		for i := range v.Index.Frames() {
 			b, err := src.Frame(ctx, v, i, setting)
 			if err != nil {
@@ -43,7 +47,7 @@ func TestFrameSourceReadahead(t *testing.T) {
 		}
 	}
 	src.Close() // waits for read-ahead
-	cs, ps := src.CacheStats(), pool.Stats()
+	cs, ps := src.CacheStats(), src.PoolStats()
 	frames := int64(v.Index.Frames())
 	// Per setting, the first three frames are misses; a few more may be
 	// requested before their read-ahead batch is promised.
@@ -59,45 +63,6 @@ func TestFrameSourceReadahead(t *testing.T) {
 	}
 }
 
-// TestFrameSourceSharesLoads: concurrent requests for one frame decode it
-// once, whether they share one request's decoding or its GOP's fill.
-func TestFrameSourceSharesLoads(t *testing.T) {
-	t.Parallel()
-	v := openVideo(t, "../testdata/video/h264_gop250.mp4", 0)
-	for _, noFill := range []bool{true, false} {
-		pool := NewPool(Options{MaxSessionsPerVideo: 4})
-		src := NewFrameSource(pool, FrameSourceOptions{Readahead: -1, NoFill: noFill})
-		var wg sync.WaitGroup
-		results := make([][]byte, 8)
-		for g := range results {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				b, err := src.Frame(context.Background(), v, 240, ImageSetting{})
-				if err != nil {
-					t.Error(err)
-				}
-				results[g] = b
-			}()
-		}
-		wg.Wait()
-		src.Close()
-		pool.Close()
-		for _, b := range results[1:] {
-			if !bytes.Equal(b, results[0]) {
-				t.Fatal("concurrent requests got different bytes")
-			}
-		}
-		cs, fs := src.CacheStats(), src.FillStats()
-		if noFill && cs.Misses != 1 || !noFill && (cs.Misses != 0 || fs.Fills != 1) {
-			t.Errorf("NoFill %v: cache %+v, fills %+v: want the frame made once for 8 concurrent requests", noFill, cs, fs)
-		}
-		if ps := pool.Stats(); ps.Opened != 1 {
-			t.Errorf("NoFill %v: pool opened %d sessions, want 1", noFill, ps.Opened)
-		}
-	}
-}
-
 // TestFrameSizes compares FrameSizes with the images themselves, on videos
 // with B-frames, an open GOP and an edit list, and checks the predicted
 // BMP sizes.
@@ -106,9 +71,9 @@ func TestFrameSizes(t *testing.T) {
 	ctx := context.Background()
 	for _, path := range []string{"../testdata/video/hevc.mp4", "../testdata/video/h264_editlist.mp4", "../testdata/video/h264_vfr.mp4"} {
 		v := openVideo(t, path, 0)
-		pool := NewPool(Options{MaxSessionsPerVideo: 3})
-		src := NewFrameSource(pool, FrameSourceOptions{SizeWorkers: 3, Readahead: -1})
-		for _, setting := range []ImageSetting{{}, {Format: FormatPNG, Width: 80}, {Format: FormatBMP}} {
+		pool := newTestPool(serving.Options{MaxSessionsPerVideo: 3})
+		src := serving.New(Codec{}, serving.Options{MaxSessionsPerVideo: 3, SizeWorkers: 3, Readahead: -1})
+		for _, setting := range []media.ImageSetting{{}, {Format: media.FormatPNG, Width: 80}, {Format: media.FormatBMP}} {
 			sizes, err := src.FrameSizes(ctx, v, setting)
 			if err != nil {
 				t.Fatalf("%s %+v: %v", path, setting, err)
@@ -131,30 +96,6 @@ func TestFrameSizes(t *testing.T) {
 	}
 }
 
-// TestFrameSizesParallelChunks: the GOP runs cover every frame once, in
-// order, and split only at decode starts.
-func TestFrameSizesParallelChunks(t *testing.T) {
-	for _, path := range []string{"../testdata/video/hevc.mp4", "../testdata/video/h264_gop250.mp4", "../testdata/video/h264_bframes_gop30.mp4"} {
-		v := openVideo(t, path, 0)
-		for _, workers := range []int{1, 2, 8} {
-			chunks := gopChunks(v, workers)
-			next := 0
-			for _, c := range chunks {
-				if c.from != next || c.to <= c.from {
-					t.Fatalf("%s workers %d: chunks %v do not tile the frames", path, workers, chunks)
-				}
-				if c.from > 0 && v.Index.DecodeStart(c.from) == v.Index.DecodeStart(c.from-1) {
-					t.Errorf("%s: chunk at frame %d splits a GOP", path, c.from)
-				}
-				next = c.to
-			}
-			if next != v.Index.Frames() {
-				t.Fatalf("%s: chunks end at %d of %d frames", path, next, v.Index.Frames())
-			}
-		}
-	}
-}
-
 // TestMemoryBounded reads many random frames of several videos with a
 // small cache and few sessions (so that sessions are opened and evicted
 // all the time) and measures the Go heap and the process's resident memory:
@@ -166,19 +107,17 @@ func TestMemoryBounded(t *testing.T) {
 	}
 	paths := []string{"../testdata/video/h264_bframes_gop30.mp4", "../testdata/video/hevc.mp4", "../testdata/video/h264_gop250.mp4", "../testdata/video/mpeg4_part2.mp4",
 		realDir + "/bt709_full_range.mp4", realDir + "/nasa_13013.mp4"}
-	var videos []Video
+	var videos []media.Video
 	for _, p := range paths {
 		videos = append(videos, openVideo(t, p, -1))
 	}
 	const cacheBytes = 2 << 20
 	const pictureBytes = 4 << 20
-	pool := NewPool(Options{MaxOpenSessions: 2, MaxSessionsPerVideo: 1, PictureCacheBytes: pictureBytes})
-	defer pool.Close()
-	src := NewFrameSource(pool, FrameSourceOptions{CacheBytes: cacheBytes})
+	src := serving.New(Codec{}, serving.Options{MaxOpenSessions: 2, MaxSessionsPerVideo: 1, PictureCacheBytes: pictureBytes, CacheBytes: cacheBytes})
 	defer src.Close()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(5, 5))
-	settings := []ImageSetting{{}, {Format: FormatBMP}, {Format: FormatPNG, Width: 64}}
+	settings := []media.ImageSetting{{}, {Format: media.FormatBMP}, {Format: media.FormatPNG, Width: 64}}
 	read := func(n int) {
 		for range n {
 			v := videos[rng.IntN(len(videos))]
@@ -208,14 +147,14 @@ func TestMemoryBounded(t *testing.T) {
 	read(450)
 	heap1, rss1 := measure()
 	t.Logf("after 150 requests: heap %.1f MB, RSS %.1f MB; after 600: heap %.1f MB, RSS %.1f MB; cache %+v, pool %+v",
-		float64(heap0)/1e6, float64(rss0)/1e6, float64(heap1)/1e6, float64(rss1)/1e6, src.CacheStats(), pool.Stats())
+		float64(heap0)/1e6, float64(rss0)/1e6, float64(heap1)/1e6, float64(rss1)/1e6, src.CacheStats(), src.PoolStats())
 	if cs := src.CacheStats(); cs.Bytes > cacheBytes {
 		t.Errorf("cache holds %d bytes, limit %d", cs.Bytes, cacheBytes)
 	}
-	if st := pool.Stats(); st.PictureBytes > pictureBytes || st.PicturesKept == 0 {
+	if st := src.PoolStats(); st.PictureBytes > pictureBytes || st.PicturesKept == 0 {
 		t.Errorf("pool %+v: want kept pictures within %d bytes", st, pictureBytes)
 	}
-	if st := pool.Stats(); st.Open > 2 || st.Evicted == 0 {
+	if st := src.PoolStats(); st.Open > 2 || st.Evicted == 0 {
 		t.Errorf("pool %+v: want at most 2 open sessions and evictions", st)
 	}
 	if heap1 > heap0+8<<20 {
@@ -245,38 +184,36 @@ func residentBytes(t *testing.T) int64 {
 	return 0
 }
 
-var bmp = ImageSetting{Format: FormatBMP}
+var bmp = media.ImageSetting{Format: media.FormatBMP}
 
-func BenchmarkFrameSequentialJPEG(b *testing.B) { benchmarkSequential(b, ImageSetting{}) }
+func BenchmarkFrameSequentialJPEG(b *testing.B) { benchmarkSequential(b, media.ImageSetting{}) }
 func BenchmarkFrameSequentialBMP(b *testing.B)  { benchmarkSequential(b, bmp) }
-func BenchmarkFrameRandomJPEG(b *testing.B)     { benchmarkRandom(b, ImageSetting{}) }
+func BenchmarkFrameRandomJPEG(b *testing.B)     { benchmarkRandom(b, media.ImageSetting{}) }
 func BenchmarkFrameRandomBMP(b *testing.B)      { benchmarkRandom(b, bmp) }
 
-// benchmarkSequential reads every frame in order through a FrameSource
-// (with read-ahead), as a sequential reader of the mount does.
-func benchmarkSequential(b *testing.B, setting ImageSetting) {
+// benchmarkSequential reads every frame in order through a frame
+// server (with read-ahead), as a sequential reader of the mount does.
+func benchmarkSequential(b *testing.B, setting media.ImageSetting) {
 	v := openVideo(b, "../testdata/video/h264_bframes_gop30.mp4", 0)
 	ctx := context.Background()
 	n := v.Index.Frames()
 	for b.Loop() {
-		pool := NewPool(Options{})
-		src := NewFrameSource(pool, FrameSourceOptions{})
+		src := serving.New(Codec{}, serving.Options{})
 		for i := range n {
 			if _, err := src.Frame(ctx, v, i, setting); err != nil {
 				b.Fatal(err)
 			}
 		}
 		src.Close()
-		pool.Close()
 	}
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "frames/s")
 }
 
 // benchmarkRandom reads frames of a long-GOP video in random order with no
 // cache hits.
-func benchmarkRandom(b *testing.B, setting ImageSetting) {
+func benchmarkRandom(b *testing.B, setting media.ImageSetting) {
 	v := openVideo(b, "../testdata/video/h264_gop250.mp4", 0)
-	pool := NewPool(Options{})
+	pool := newTestPool(serving.Options{})
 	defer pool.Close()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -288,4 +225,68 @@ func benchmarkRandom(b *testing.B, setting ImageSetting) {
 		frames++
 	}
 	b.ReportMetric(float64(frames)/b.Elapsed().Seconds(), "frames/s")
+}
+
+// shuffledRead reads n frames of fx (all if n < 0) from src as PPM in a
+// shuffled order and checks each against sequential decoding.
+func shuffledRead(t *testing.T, src *serving.Server, fx fixture, seed uint64, n int) {
+	t.Helper()
+	want := sequentialHashes(t, fx)
+	v := openVideo(t, fx.path, fx.stream)
+	order := rand.New(rand.NewPCG(seed, seed)).Perm(v.Index.Frames())
+	if n >= 0 {
+		order = order[:n]
+	}
+	for _, i := range order {
+		b, err := src.Frame(context.Background(), v, i, media.ImageSetting{Format: media.FormatPPM})
+		if err != nil {
+			t.Fatalf("%s frame %d: %v", fx.name, i, err)
+		}
+		if sha256.Sum256(b) != want[i] {
+			t.Fatalf("%s frame %d: bytes differ from sequential decoding", fx.name, i)
+		}
+	}
+}
+
+// TestFillDecodesEachGOPOnce reads every frame of real videos with short
+// and long GOPs, B-frames and an open GOP in a shuffled order, as a
+// training loader does: with fills each GOP is decoded once (a B-frame GOP
+// may need a few pictures of the next one), without them its prefix is
+// decoded again for most requests; every image is sequential decoding's.
+func TestFillDecodesEachGOPOnce(t *testing.T) {
+	t.Parallel()
+	for _, fx := range fixtures(t) {
+		switch fx.name {
+		case "h264_bframes_gop30.mp4.stream0", "h264_gop250.mp4.stream0", "hevc.mp4.stream0", "h264_editlist.mp4.stream0":
+		default:
+			continue
+		}
+		frames := len(sequentialHashes(t, fx))
+		perServed := map[bool]float64{}
+		for _, noFill := range []bool{false, true} {
+			src := serving.New(Codec{}, serving.Options{PictureCacheBytes: -1, CacheBytes: 256 << 20, Readahead: -1, NoFill: noFill})
+			// Without fills, a sample of the requests is enough to see the
+			// cost per request.
+			n := frames
+			if noFill {
+				n = min(frames, 30)
+			}
+			shuffledRead(t, src, fx, 7, n)
+			src.Close()
+			perServed[noFill] = float64(src.PoolStats().Decoded) / float64(n)
+			if !noFill {
+				if fs := src.FillStats(); fs.Fills == 0 || fs.Useful != fs.FramesFilled || fs.Wasted != 0 {
+					t.Errorf("%s: fills %+v: want every filled frame served", fx.name, fs)
+				}
+			}
+		}
+		// A fill decodes its GOP once; a B-frame GOP may need a few
+		// pictures of the next one to output its last frames.
+		if perServed[false] > 1.15 {
+			t.Errorf("%s: %.2f pictures decoded per frame with fills, want about one", fx.name, perServed[false])
+		}
+		if perServed[true] < 2 {
+			t.Errorf("%s: only %.2f pictures decoded per frame without fills: the test does not tell fills apart", fx.name, perServed[true])
+		}
+	}
 }

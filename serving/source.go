@@ -1,4 +1,4 @@
-package decoder
+package serving
 
 import (
 	"context"
@@ -9,29 +9,53 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asticode/go-astiav"
-
 	"github.com/framefs/framefs/cache"
+	"github.com/framefs/framefs/media"
 )
 
-// FrameSourceOptions configures a FrameSource. The zero value gives the
-// defaults.
-type FrameSourceOptions struct {
+// Options configure a Server. The zero value gives the defaults.
+type Options struct {
 	// CacheBytes bounds the encoded images kept in memory (values plus
 	// cache.EntryOverhead each). 0 means 256 MiB; negative keeps nothing
 	// (concurrent requests for one image are still decoded once).
 	CacheBytes int64
+	// PictureCacheBytes bounds the decoded pictures kept for random
+	// readers (see pictureCache): about 0.5 MB each at 640x480 and 3 MB at
+	// 1080p. 0 means 256 MiB; negative keeps none.
+	PictureCacheBytes int64
+	// MaxOpenSessions bounds the decoder sessions open at once over all
+	// videos, busy and idle; it is what bounds the decoders' memory. A
+	// session holds the demuxer, the decoder's reference pictures (up to
+	// ~16 decoded frames for H.264/HEVC, so ~8 MB at 640x480 and ~50 MB at
+	// 1080p), filter graphs and encoders. When the limit is reached, the
+	// least recently used idle session is closed to open a new one; with
+	// none idle, requests wait. 0 means 2 x GOMAXPROCS, at least 4.
+	MaxOpenSessions int
+	// MaxSessionsPerVideo bounds the sessions of one video (one stream of
+	// one VideoKey). Concurrent readers of the same video get a session
+	// each up to this limit and wait beyond it. 0 means GOMAXPROCS, at
+	// least 2.
+	MaxSessionsPerVideo int
+	// DecoderThreads is the number of threads of each decoder (frame
+	// threading). Sessions are the unit of parallelism, so the default is
+	// 1: more threads only help a single reader on an otherwise idle
+	// machine, and frame threading delays every output frame.
+	DecoderThreads int
+	// SeekThreads is the number of threads that decode a random request
+	// (one that seeks and keeps no position) made while no other request
+	// is using a session, so the cores are otherwise idle. 0 means twice
+	// GOMAXPROCS, at most 8; 1 never uses more than DecoderThreads.
+	SeekThreads int
 	// Readahead is how many frames are decoded ahead of a reader that
 	// walks a video in order (three consecutive frames), so that it finds
 	// them cached. 0 means 16; negative disables read-ahead.
 	Readahead int
 	// MaxReadaheads bounds the read-ahead jobs running at once; each holds
-	// a decoder session of the pool while it runs. Read-ahead is skipped,
-	// never waited for, when they are all busy. 0 means GOMAXPROCS.
+	// a decoder session while it runs. Read-ahead is skipped, never
+	// waited for, when they are all busy. 0 means GOMAXPROCS.
 	MaxReadaheads int
 	// SizeWorkers is how many sessions FrameSizes decodes a video with in
-	// parallel (never more than the pool's MaxSessionsPerVideo). 0 means
-	// GOMAXPROCS.
+	// parallel (never more than MaxSessionsPerVideo). 0 means GOMAXPROCS.
 	SizeWorkers int
 	// NoFill turns GOP fills off (see fill.go): every request that must
 	// seek decodes its own frame only.
@@ -71,7 +95,7 @@ const (
 	readaheadLinger = 200 * time.Millisecond
 )
 
-func (o FrameSourceOptions) withDefaults() FrameSourceOptions {
+func (o Options) withDefaults() Options {
 	procs := runtime.GOMAXPROCS(0)
 	switch {
 	case o.CacheBytes == 0:
@@ -100,17 +124,17 @@ func (o FrameSourceOptions) withDefaults() FrameSourceOptions {
 
 // frameKey identifies one encoded image.
 type frameKey struct {
-	video   VideoKey
+	video   media.VideoKey
 	stream  int
 	ordinal int
-	setting ImageSetting
+	setting media.ImageSetting
 }
 
 // readerKey identifies what a sequential reader walks.
 type readerKey struct {
-	video   VideoKey
+	video   media.VideoKey
 	stream  int
-	setting ImageSetting
+	setting media.ImageSetting
 }
 
 // ImageStore keeps encoded images outside the process's memory, typically
@@ -123,17 +147,17 @@ type ImageStore interface {
 	Put(key string, image []byte)
 }
 
-// FrameSource serves frames as encoded images through a Pool of decoder
-// sessions and a byte-bounded cache, and reads ahead of sequential
-// readers. A request that must seek fills its GOP (see fill.go): the
+// Server serves frames as encoded images through a pool of decoder
+// sessions of a media.Codec and a byte-bounded cache, and reads ahead of
+// sequential readers. A request that must seek fills its GOP (see fill.go): the
 // frames around it are decoded once, in order, and kept encoded for the
 // requests to come. It is safe for concurrent use.
 //
 // Memory is bounded under any access pattern by
 //
 //	CacheBytes                                  (encoded images)
-//	+ the pool's PictureCacheBytes              (decoded pictures)
-//	+ Pool.MaxOpenSessions x per-session memory (decoders, see Options)
+//	+ PictureCacheBytes                         (decoded pictures)
+//	+ MaxOpenSessions x per-session memory      (decoders, see Options)
 //	+ one encoded image per request in progress
 //	+ MaxReadaheads x ((2 + GOMAXPROCS) decoded frames + GOMAXPROCS
 //	  converted ones): read-ahead jobs queue decoded frames for their
@@ -141,10 +165,10 @@ type ImageStore interface {
 //
 // Read-ahead jobs use the Video of the request that triggered them after
 // that request returned: its R must stay readable for as long as the
-// FrameSource is open (a storage-level reader, not a per-request handle).
-type FrameSource struct {
-	pool  *Pool
-	opts  FrameSourceOptions
+// Server is open (a storage-level reader, not a per-request handle).
+type Server struct {
+	pool  *pool
+	opts  Options
 	cache *cache.Cache[frameKey]
 	ra    *cache.Readahead[readerKey]
 
@@ -168,17 +192,16 @@ type FrameSource struct {
 	umu      sync.Mutex
 	unserved map[frameKey]struct{}
 
-	identities sync.Map // ImageSetting -> Identity(setting); see FrameSource.Identity
+	identities sync.Map // media.ImageSetting -> codec identity; see Server.Identity
 	storeHits  atomic.Int64
 }
 
-// NewFrameSource returns a FrameSource decoding with pool. Closing the
-// FrameSource does not close the pool.
-func NewFrameSource(pool *Pool, opts FrameSourceOptions) *FrameSource {
+// New returns a Server decoding with codec.
+func New(codec media.Codec, opts Options) *Server {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	fs := &FrameSource{
-		pool:      pool,
+	fs := &Server{
+		pool:      newPool(codec, opts.pool()),
 		opts:      opts,
 		cache:     cache.New[frameKey](opts.CacheBytes),
 		ra:        cache.NewReadahead[readerKey](opts.Readahead, readaheadKeys),
@@ -195,21 +218,25 @@ func NewFrameSource(pool *Pool, opts FrameSourceOptions) *FrameSource {
 }
 
 // CacheStats returns the image cache's counters.
-func (fs *FrameSource) CacheStats() cache.Stats { return fs.cache.Stats() }
+func (fs *Server) CacheStats() cache.Stats { return fs.cache.Stats() }
+
+// PoolStats returns the counters of the decoder sessions and the picture
+// cache.
+func (fs *Server) PoolStats() PoolStats { return fs.pool.Stats() }
 
 // FillStats returns the counters of GOP fills.
-func (fs *FrameSource) FillStats() FillStats { return fs.fills.snapshot() }
+func (fs *Server) FillStats() FillStats { return fs.fills.snapshot() }
 
 // StoreHits returns the number of requests served from the ImageStore.
-func (fs *FrameSource) StoreHits() int64 { return fs.storeHits.Load() }
+func (fs *Server) StoreHits() int64 { return fs.storeHits.Load() }
 
 // Frame returns frame ordinal (presentation order) of v encoded with
 // setting, from the cache or by decoding it. The returned slice is shared
-// and must not be modified. Errors wrapping ErrFrameDecode concern this
-// frame only; ErrFrameRange means there is no such frame.
-func (fs *FrameSource) Frame(ctx context.Context, v Video, ordinal int, setting ImageSetting) ([]byte, error) {
+// and must not be modified. Errors wrapping media.ErrFrameDecode concern
+// this frame only; media.ErrFrameRange means there is no such frame.
+func (fs *Server) Frame(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) ([]byte, error) {
 	if fs.closed.Load() {
-		return nil, ErrPoolClosed
+		return nil, ErrClosed
 	}
 	if err := setting.Validate(); err != nil {
 		return nil, err
@@ -218,7 +245,7 @@ func (fs *FrameSource) Frame(ctx context.Context, v Video, ordinal int, setting 
 		return nil, err
 	}
 	if ordinal < 0 || ordinal >= v.Index.Frames() {
-		return nil, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", ErrFrameRange, ordinal, v.Key, v.Index.Frames())
+		return nil, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", media.ErrFrameRange, ordinal, v.Key, v.Index.Frames())
 	}
 	setting = setting.Normalize()
 	key := frameKey{v.Key, v.Index.Stream, ordinal, setting}
@@ -240,7 +267,7 @@ func (fs *FrameSource) Frame(ctx context.Context, v Video, ordinal int, setting 
 
 // load makes the image of key, which the cache does not hold: from a load
 // in flight, from the store, by a fill of its GOP, or by decoding it alone.
-func (fs *FrameSource) load(ctx context.Context, v Video, key frameKey) ([]byte, error) {
+func (fs *Server) load(ctx context.Context, v media.Video, key frameKey) ([]byte, error) {
 	if !fs.cache.Contains(key) {
 		if b, ok := fs.fromStore(v, key); ok {
 			return b, nil
@@ -248,7 +275,7 @@ func (fs *FrameSource) load(ctx context.Context, v Video, key frameKey) ([]byte,
 		fs.fill(v, key)
 	}
 	return fs.cache.Load(ctx, key, func(ctx context.Context) ([]byte, error) {
-		b, err := fs.pool.Frame(ctx, v, key.ordinal, key.setting)
+		b, err := fs.pool.frame(ctx, v, key.ordinal, key.setting)
 		if err == nil {
 			fs.toStore(v, key, b)
 		}
@@ -259,7 +286,7 @@ func (fs *FrameSource) load(ctx context.Context, v Video, key frameKey) ([]byte,
 // served notes that key's image was handed to a caller: a filled frame
 // proved useful, and with DemoteServed the cache keeps it only in room
 // that images still to be asked for do not need.
-func (fs *FrameSource) served(key frameKey) {
+func (fs *Server) served(key frameKey) {
 	fs.umu.Lock()
 	_, filled := fs.unserved[key]
 	delete(fs.unserved, key)
@@ -275,7 +302,7 @@ func (fs *FrameSource) served(key frameKey) {
 // evicted is the cache's eviction hook (called under its lock): a filled
 // frame evicted before anyone asked for it was wasted, unless the store
 // keeps it.
-func (fs *FrameSource) evicted(key frameKey, _ []byte) {
+func (fs *Server) evicted(key frameKey, _ []byte) {
 	fs.umu.Lock()
 	_, filled := fs.unserved[key]
 	delete(fs.unserved, key)
@@ -287,14 +314,14 @@ func (fs *FrameSource) evicted(key frameKey, _ []byte) {
 
 // abandon gives up a promise (its waiters decode the frame themselves) and
 // forgets that a fill made it.
-func (fs *FrameSource) abandon(p *cache.Promise[frameKey]) {
+func (fs *Server) abandon(p *cache.Promise[frameKey]) {
 	p.Abandon()
 	fs.forgetFilled(p.Key())
 }
 
 // forgetFilled drops key from the filled frames waiting to be served: its
 // promise failed.
-func (fs *FrameSource) forgetFilled(key frameKey) {
+func (fs *Server) forgetFilled(key frameKey) {
 	fs.umu.Lock()
 	delete(fs.unserved, key)
 	fs.umu.Unlock()
@@ -304,7 +331,7 @@ func (fs *FrameSource) forgetFilled(key frameKey) {
 // every frame of its group not cached, in flight or in the store is
 // promised in the cache (key among them, so the caller waits for the fill)
 // and decoded in order by a job, whose encoders fulfil the promises.
-func (fs *FrameSource) fill(v Video, key frameKey) {
+func (fs *Server) fill(v media.Video, key frameKey) {
 	if fs.opts.NoFill {
 		return
 	}
@@ -371,24 +398,24 @@ func (fs *FrameSource) fill(v Video, key frameKey) {
 }
 
 // storeKey names key's image in the store, or "" when v has no digest.
-func (fs *FrameSource) storeKey(v Video, key frameKey) string {
+func (fs *Server) storeKey(v media.Video, key frameKey) string {
 	if fs.opts.Store == nil || v.Digest == "" {
 		return ""
 	}
 	return fmt.Sprintf("frame/%s/%d/%d/%s", v.Digest, key.stream, key.ordinal, fs.Identity(key.setting))
 }
 
-// Identity is Identity(setting), remembered per setting: what the bytes
-// of the images this source makes with setting depend on.
-func (fs *FrameSource) Identity(setting ImageSetting) string {
+// Identity is the codec's identity of setting, remembered per setting:
+// what the bytes of the images this server makes with setting depend on.
+func (fs *Server) Identity(setting media.ImageSetting) string {
 	if id, ok := fs.identities.Load(setting); ok {
 		return id.(string)
 	}
-	id, _ := fs.identities.LoadOrStore(setting, Identity(setting))
+	id, _ := fs.identities.LoadOrStore(setting, fs.pool.codec.Identity(setting))
 	return id.(string)
 }
 
-func (fs *FrameSource) fromStore(v Video, key frameKey) ([]byte, bool) {
+func (fs *Server) fromStore(v media.Video, key frameKey) ([]byte, bool) {
 	sk := fs.storeKey(v, key)
 	if sk == "" {
 		return nil, false
@@ -401,12 +428,12 @@ func (fs *FrameSource) fromStore(v Video, key frameKey) ([]byte, bool) {
 	return b, ok
 }
 
-func (fs *FrameSource) inStore(v Video, key frameKey) bool {
+func (fs *Server) inStore(v media.Video, key frameKey) bool {
 	sk := fs.storeKey(v, key)
 	return sk != "" && fs.opts.Store.Contains(sk)
 }
 
-func (fs *FrameSource) toStore(v Video, key frameKey, b []byte) {
+func (fs *Server) toStore(v media.Video, key frameKey, b []byte) {
 	if sk := fs.storeKey(v, key); sk != "" {
 		fs.opts.Store.Put(sk, b)
 	}
@@ -418,13 +445,13 @@ func (fs *FrameSource) toStore(v Video, key frameKey, b []byte) {
 // frames of one reader are decoded by one session in order, never by two
 // sessions each decoding the GOP prefix.
 type raJob struct {
-	v       Video
-	setting ImageSetting
+	v       media.Video
+	setting media.ImageSetting
 	// end is the ordinal after the last frame handed to the job; a range
-	// starting there continues it. Guarded by FrameSource.mu.
+	// starting there continues it. Guarded by Server.mu.
 	end int
 	// pending are promised frames not yet taken by the job. Guarded by
-	// FrameSource.mu.
+	// Server.mu.
 	pending []*cache.Promise[frameKey]
 	// more is signalled when frames are added to pending.
 	more chan struct{}
@@ -439,7 +466,7 @@ type raJob struct {
 // (unless MaxReadaheads jobs are running). The frames are promised in the
 // cache before readahead returns, so that the reader's next request waits
 // for the job instead of decoding the frame a second time.
-func (fs *FrameSource) readahead(v Video, setting ImageSetting, from, to int) {
+func (fs *Server) readahead(v media.Video, setting media.ImageSetting, from, to int) {
 	if from >= to {
 		return
 	}
@@ -495,7 +522,7 @@ func (fs *FrameSource) readahead(v Video, setting ImageSetting, from, to int) {
 // takePending returns the job's pending promises. When there are none and
 // retire is set, it removes the job from the active ones (so the next
 // range starts a new job) and returns nil.
-func (fs *FrameSource) takePending(rk readerKey, job *raJob, retire bool) []*cache.Promise[frameKey] {
+func (fs *Server) takePending(rk readerKey, job *raJob, retire bool) []*cache.Promise[frameKey] {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	ps := job.pending
@@ -518,10 +545,10 @@ func (fs *FrameSource) takePending(rk readerKey, job *raJob, retire bool) []*cac
 }
 
 // encodeJob is a decoded frame for an encoder goroutine of a read-ahead
-// job; f is the job's reference, freed by the encoder.
+// job; pic is the job's reference, released by the encoder.
 type encodeJob struct {
-	p *cache.Promise[frameKey]
-	f *astiav.Frame
+	p   *cache.Promise[frameKey]
+	pic media.Picture
 }
 
 // runReadahead fulfils the job's promises until it has none left. One
@@ -530,7 +557,7 @@ type encodeJob struct {
 // part that cannot be split, so it is all the decoding goroutine does, and
 // a single sequential reader keeps every core busy. Every promise is
 // completed on every path.
-func (fs *FrameSource) runReadahead(rk readerKey, job *raJob) {
+func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 	queue := make(chan encodeJob, encodeQueue)
 	var encoders sync.WaitGroup
 	defer func() {
@@ -543,21 +570,20 @@ func (fs *FrameSource) runReadahead(rk readerKey, job *raJob) {
 			return
 		}
 		started = true
-		rot, tb, info := s.rot, s.tb, s.info
 		for range fs.opts.encodeWorkers {
+			r := s.NewRenderer()
 			encoders.Add(1)
 			go func() {
 				defer encoders.Done()
-				r := newRenderer(rot, tb, info)
-				defer r.free()
+				defer r.Close()
 				for w := range queue {
 					start := time.Now()
-					b, err := r.encode(w.f, job.setting)
+					b, err := r.Encode(w.pic, job.setting)
 					fs.fills.measuredEncode(time.Since(start))
 					if err != nil {
 						err = fmt.Errorf("frame %d of %s: %w", w.p.Key().ordinal, job.v.Key, err)
 					}
-					w.f.Free()
+					w.pic.Release()
 					w.p.Fulfil(b, err)
 					if err == nil {
 						fs.toStore(job.v, w.p.Key(), b)
@@ -620,7 +646,7 @@ func (fs *FrameSource) runReadahead(rk readerKey, job *raJob) {
 
 // abandonAll abandons batch and everything still pending for a job that
 // stops, and retires it.
-func (fs *FrameSource) abandonAll(rk readerKey, job *raJob, batch []*cache.Promise[frameKey]) {
+func (fs *Server) abandonAll(rk readerKey, job *raJob, batch []*cache.Promise[frameKey]) {
 	for _, p := range batch {
 		fs.abandon(p)
 	}
@@ -638,40 +664,37 @@ func (fs *FrameSource) abandonAll(rk readerKey, job *raJob, batch []*cache.Promi
 // decodeBatch decodes the frames of batch with s and queues them for the
 // encoders. It completes every promise of batch; ok is false when the
 // session failed and the job must stop.
-func (fs *FrameSource) decodeBatch(s *session, batch []*cache.Promise[frameKey], queue chan<- encodeJob) (ok bool) {
+func (fs *Server) decodeBatch(s *session, batch []*cache.Promise[frameKey], queue chan<- encodeJob) (ok bool) {
 	i := 0
 	defer func() {
 		for _, p := range batch[i:] {
 			fs.abandon(p)
 		}
 	}()
-	s.readOn()
+	s.ReadOn()
+	sink := fs.pool.pictures.sink(s.key)
 	for ; i < len(batch); i++ {
 		p := batch[i]
-		start, decoded := time.Now(), s.decoded
-		f, err := s.decodeTo(fs.ctx, p.Key().ordinal)
-		if n := s.decoded - decoded; err == nil && n > 0 {
-			fs.fills.measuredDecode(time.Since(start) / time.Duration(n))
+		start := time.Now()
+		_, before := s.Counters()
+		// A new reference to the decoder's picture, not a copy: the
+		// decoder takes fresh buffers from its pool while this one is
+		// held.
+		pic, err := s.Decode(fs.ctx, p.Key().ordinal, sink)
+		if _, after := s.Counters(); err == nil && after > before {
+			fs.fills.measuredDecode(time.Since(start) / time.Duration(after-before))
 		}
 		if err != nil {
-			if errors.Is(err, ErrFrameDecode) {
+			if errors.Is(err, media.ErrFrameDecode) {
 				p.Fulfil(nil, err)
 				fs.forgetFilled(p.Key())
 			}
 			return false
 		}
-		// A new reference to the decoder's picture, not a copy: the
-		// decoder takes fresh buffers from its pool while this one is
-		// held.
-		ref := f.Clone()
-		f.Unref()
-		if ref == nil {
-			return false
-		}
 		select {
-		case queue <- encodeJob{p, ref}:
+		case queue <- encodeJob{p, pic}:
 		case <-fs.ctx.Done():
-			ref.Free()
+			pic.Release()
 			return false
 		}
 	}
@@ -679,20 +702,20 @@ func (fs *FrameSource) decodeBatch(s *session, batch []*cache.Promise[frameKey],
 }
 
 // Info returns the display size and rotation of v's stream.
-func (fs *FrameSource) Info(ctx context.Context, v Video) (VideoInfo, error) {
-	return fs.pool.Info(ctx, v)
+func (fs *Server) Info(ctx context.Context, v media.Video) (media.VideoInfo, error) {
+	return fs.pool.info(ctx, v)
 }
 
 // FrameSizes returns the byte size of every frame of v encoded with
 // setting, indexed by ordinal: what a table stores at ingest so that a
 // mount can list file sizes without decoding. BMP and PPM sizes follow
-// from the picture size (PredictSize); JPEG and PNG frames are
+// from the picture size (media.PredictSize); JPEG and PNG frames are
 // decoded and encoded, the whole video in presentation order, split into
 // runs of whole GOPs that SizeWorkers sessions decode in parallel. The
 // images are not cached. Any frame that cannot be decoded fails the call.
-func (fs *FrameSource) FrameSizes(ctx context.Context, v Video, setting ImageSetting) ([]int64, error) {
+func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.ImageSetting) ([]int64, error) {
 	if fs.closed.Load() {
-		return nil, ErrPoolClosed
+		return nil, ErrClosed
 	}
 	if err := setting.Validate(); err != nil {
 		return nil, err
@@ -703,19 +726,19 @@ func (fs *FrameSource) FrameSizes(ctx context.Context, v Video, setting ImageSet
 	setting = setting.Normalize()
 	n := v.Index.Frames()
 	sizes := make([]int64, n)
-	if setting.Format == FormatBMP || setting.Format == FormatPPM {
-		info, err := fs.pool.Info(ctx, v)
+	if setting.Format == media.FormatBMP || setting.Format == media.FormatPPM {
+		info, err := fs.pool.info(ctx, v)
 		if err != nil {
 			return nil, err
 		}
-		size, _ := PredictSize(setting, info.Width, info.Height)
+		size, _ := media.PredictSize(setting, info.Width, info.Height)
 		for i := range sizes {
 			sizes[i] = size
 		}
 		return sizes, nil
 	}
 
-	workers := min(fs.opts.SizeWorkers, fs.pool.opts.MaxSessionsPerVideo)
+	workers := min(fs.opts.SizeWorkers, fs.pool.opts.maxPerVideo)
 	chunks := gopChunks(v, workers)
 	workers = min(workers, len(chunks))
 	ctx, cancel := context.WithCancel(ctx)
@@ -739,9 +762,9 @@ func (fs *FrameSource) FrameSizes(ctx context.Context, v Video, setting ImageSet
 					continue
 				}
 				err := fs.pool.with(ctx, v, chunks[c].from, func(s *session) error {
-					s.readOn()
+					s.ReadOn()
 					for ord := chunks[c].from; ord < chunks[c].to; ord++ {
-						b, err := s.image(ctx, ord, setting)
+						b, err := fs.pool.image(ctx, s, v, ord, setting)
 						if err != nil {
 							return err
 						}
@@ -777,7 +800,7 @@ func (fs *FrameSource) FrameSizes(ctx context.Context, v Video, setting ImageSet
 // Every image of the chunk is read even after one is missing: reading
 // checks it, and a damaged one is dropped now, so the decoding of the chunk
 // writes it again.
-func (fs *FrameSource) sizesFromStore(v Video, setting ImageSetting, chunk ordinalRange, sizes []int64) bool {
+func (fs *Server) sizesFromStore(v media.Video, setting media.ImageSetting, chunk ordinalRange, sizes []int64) bool {
 	all := true
 	for ord := chunk.from; ord < chunk.to; ord++ {
 		sk := fs.storeKey(v, frameKey{v.Key, v.Index.Stream, ord, setting})
@@ -799,7 +822,7 @@ type ordinalRange struct{ from, to int }
 // gopChunks splits the frames of v into runs of whole GOPs (frames sharing
 // a decode start), merged so that there are about four runs per worker:
 // enough to balance uneven GOPs, few enough that seeks stay rare.
-func gopChunks(v Video, workers int) []ordinalRange {
+func gopChunks(v media.Video, workers int) []ordinalRange {
 	ix := v.Index
 	n := ix.Frames()
 	target := max(1, (n+4*workers-1)/(4*workers))
@@ -817,13 +840,14 @@ func gopChunks(v Video, workers int) []ordinalRange {
 	return append(chunks, ordinalRange{from, n})
 }
 
-// Close stops read-ahead and waits for its jobs to finish; later calls fail
-// with ErrPoolClosed. It does not close the pool.
-func (fs *FrameSource) Close() error {
+// Close stops read-ahead, waits for its jobs to finish and closes the
+// decoder sessions; later calls fail with ErrClosed.
+func (fs *Server) Close() error {
 	fs.mu.Lock()
 	fs.closed.Store(true)
 	fs.mu.Unlock()
 	fs.cancel()
 	fs.wg.Wait()
+	fs.pool.close()
 	return nil
 }

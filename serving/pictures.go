@@ -1,16 +1,15 @@
-package decoder
+package serving
 
 import (
 	"container/heap"
 	"sync"
 
-	"github.com/asticode/go-astiav"
+	"github.com/framefs/framefs/media"
 )
 
 // pictureKey identifies one decoded picture: a presented frame of a stream.
 type pictureKey struct {
-	video   VideoKey
-	stream  int
+	stream  streamKey
 	ordinal int
 }
 
@@ -22,15 +21,12 @@ const pictureOverhead = 1024
 // on their way to the frame they wanted: a random reader's next request
 // often falls on one of them (any frame of a GOP that a later frame needs
 // as a reference), and rendering a kept picture costs a conversion and an
-// encoding instead of decoding from the keyframe. Entries are copies
-// (about 30 µs for a 640x480 picture), not references to the decoder's
-// buffers: a decoder's buffer pool never gives memory back, so a
-// reference would grow the pool of every decoder that kept pictures to
-// the size of the cache, and those pools would hold that memory after
-// the cache let the pictures go. Only reference pictures pass through a
-// seeking request (the others are skipped, see session.send), and
-// sequential readers, which decode without seeking, add nothing. Safe for
-// concurrent use.
+// encoding instead of decoding from the keyframe. Entries are copies the
+// codec makes when the cache wants one (media.PictureSink), not references
+// to a decoder's buffers, which would keep the decoder's buffer pool as
+// large as the cache. Only reference pictures pass through a seeking
+// request (the codec skips the others), and sequential readers, which
+// decode without seeking, add nothing. Safe for concurrent use.
 //
 // Bounded in bytes. What goes first is chosen by GreedyDual-Size: a
 // picture's worth is what a hit on it saves, the decoding from its
@@ -56,7 +52,7 @@ type pictureCache struct {
 // its last use plus its cost per MiB.
 type keptPicture struct {
 	key   pictureKey
-	frame *astiav.Frame
+	pic   media.Picture
 	size  int64
 	cost  float64
 	prio  float64
@@ -77,24 +73,20 @@ func (c *pictureCache) touch(e *keptPicture) {
 	e.prio = c.age + e.cost*(1<<20)/float64(e.size)
 }
 
-// add keeps a copy of f under k, unless f alone may exceed the bound or k
-// is kept already; cost is the number of samples decoded from the
-// keyframe to reach it. A picture that cannot be copied (out of memory)
-// is not kept.
-func (c *pictureCache) add(k pictureKey, f *astiav.Frame, cost int) {
-	// The copy's buffers are no larger than the decoder's.
-	if c == nil || frameBytes(f)+pictureOverhead > c.maxBytes || c.has(k) {
-		return
-	}
-	cp, err := copyFrame(f)
-	if err != nil {
-		return
-	}
-	e := &keptPicture{key: k, frame: cp, size: frameBytes(cp) + pictureOverhead, cost: float64(max(cost, 1))}
+// wants reports whether a picture of the given size would be kept under
+// k: it fits and k is not kept already.
+func (c *pictureCache) wants(k pictureKey, bytes int64) bool {
+	return c != nil && bytes+pictureOverhead <= c.maxBytes && !c.has(k)
+}
+
+// add keeps p, a picture of its own, under k, unless k is kept already;
+// cost is the number of samples decoded from the keyframe to reach it.
+func (c *pictureCache) add(k pictureKey, p media.Picture, cost int) {
+	e := &keptPicture{key: k, pic: p, size: p.Bytes() + pictureOverhead, cost: float64(max(cost, 1))}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || c.entries[k] != nil {
-		cp.Free()
+	if c.closed || c.entries[k] != nil || e.size > c.maxBytes {
+		p.Release()
 		return
 	}
 	for c.bytes+e.size > c.maxBytes && c.queue.Len() > 0 {
@@ -114,7 +106,7 @@ func (c *pictureCache) evict() {
 	c.age = e.prio
 	delete(c.entries, e.key)
 	c.bytes -= e.size
-	e.frame.Free()
+	e.pic.Release()
 }
 
 // has reports whether a picture is kept under k.
@@ -125,8 +117,8 @@ func (c *pictureCache) has(k pictureKey) bool {
 }
 
 // get returns a new reference to the picture kept under k, which the
-// caller must Free, or nil.
-func (c *pictureCache) get(k pictureKey) *astiav.Frame {
+// caller must release, or nil.
+func (c *pictureCache) get(k pictureKey) media.Picture {
 	if c == nil {
 		return nil
 	}
@@ -139,9 +131,32 @@ func (c *pictureCache) get(k pictureKey) *astiav.Frame {
 	c.hits++
 	c.touch(e)
 	heap.Fix(&c.queue, e.index)
-	// The clone is made under the lock, so that an eviction cannot free
-	// the picture between the lookup and the new reference.
-	return e.frame.Clone()
+	// The reference is made under the lock, so that an eviction cannot
+	// free the picture between the lookup and the new reference.
+	return e.pic.Ref()
+}
+
+// sink returns the cache as the media.PictureSink of a session of stream
+// k (nil when the cache keeps nothing).
+func (c *pictureCache) sink(k streamKey) media.PictureSink {
+	if c == nil {
+		return nil
+	}
+	return streamSink{c, k}
+}
+
+// streamSink keeps the pictures one stream's session passes.
+type streamSink struct {
+	c *pictureCache
+	k streamKey
+}
+
+func (s streamSink) Wants(ordinal int, bytes int64) bool {
+	return s.c.wants(pictureKey{s.k, ordinal}, bytes)
+}
+
+func (s streamSink) Keep(ordinal int, p media.Picture, cost int) {
+	s.c.add(pictureKey{s.k, ordinal}, p, cost)
 }
 
 // stats returns the bytes held and the counters.
