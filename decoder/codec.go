@@ -36,8 +36,20 @@ func (Codec) OpenSession(ctx context.Context, v media.Video, threads int) (media
 // Identity is Identity(s).
 func (Codec) Identity(s media.ImageSetting) string { return Identity(s) }
 
-// picture is a decoded frame: one reference to an AVFrame's buffers.
-type picture struct{ f *astiav.Frame }
+// errNotPicture is a renderer handed a picture this package did not make
+// (or one already released).
+var errNotPicture = errors.New("decoder: render: not a live picture of this decoder")
+
+// NewRenderer returns a renderer of pictures this package made, of any
+// stream.
+func (Codec) NewRenderer() media.Renderer { return newRenderer() }
+
+// picture is a decoded frame of a stream: one reference to an AVFrame's
+// buffers.
+type picture struct {
+	f  *astiav.Frame
+	st *stream
+}
 
 func (p *picture) Bytes() int64 { return frameBytes(p.f) }
 
@@ -48,7 +60,7 @@ func (p *picture) Ref() media.Picture {
 		// for a reference; nothing is shared then.
 		return nil
 	}
-	return &picture{c}
+	return &picture{c, p.st}
 }
 
 func (p *picture) Release() {
@@ -57,9 +69,6 @@ func (p *picture) Release() {
 		p.f = nil
 	}
 }
-
-// frameOf returns the AVFrame of a picture this package made.
-func frameOf(p media.Picture) *astiav.Frame { return p.(*picture).f }
 
 // Info returns the stream's display size, rotation and frame count.
 func (s *session) Info() media.VideoInfo { return s.info }
@@ -89,23 +98,11 @@ func (s *session) Decode(ctx context.Context, ordinal int, passed media.PictureS
 		s.broken = true
 		return nil, errOutOfMemory
 	}
-	return &picture{ref}, nil
+	return &picture{ref, s.st}, nil
 }
 
 // SetSeekThreads sets the frame threads of a random request.
 func (s *session) SetSeekThreads(n int) { s.seekThreads = n }
-
-// NewRenderer returns a renderer of this stream's pictures.
-func (s *session) NewRenderer() media.Renderer { return newRenderer(s.rot, s.tb, s.info) }
-
-// Render renders a picture with the session's own renderer.
-func (s *session) Render(p media.Picture, setting media.ImageSetting) ([]byte, error) {
-	b, err := s.r.Encode(p, setting)
-	if err != nil {
-		s.broken = true
-	}
-	return b, err
-}
 
 // Counters returns the seeks done and the pictures decoded.
 func (s *session) Counters() (seeks, decoded int) { return s.seeks, s.decoded }

@@ -92,6 +92,7 @@ type convKey struct {
 	width, height  int
 	format         astiav.PixelFormat
 	sarNum, sarDen int
+	rotation       string // the stream's display transform (rotation.filters)
 	outWidth       int
 	outHeight      int
 	bgr            bool // bgr24 output, see renderer.convert
@@ -105,8 +106,13 @@ type converter struct {
 	out   *astiav.Frame
 }
 
-func newConverter(k convKey, rot rotation, tb astiav.Rational) (*converter, error) {
-	return newConverterDesc(k, filterChain(k, rot), tb)
+// converterTimeBase is the time base converters' graphs are configured
+// with: none of their filters uses time, and a fixed one lets pictures of
+// every stream share a graph.
+var converterTimeBase = astiav.NewRational(1, 1)
+
+func newConverter(k convKey) (*converter, error) {
+	return newConverterDesc(k, filterChain(k), converterTimeBase)
 }
 
 // newConverterDesc builds a graph for frames described by k with the
@@ -170,10 +176,10 @@ func newConverterDesc(k convKey, desc string, tb astiav.Rational) (c *converter,
 
 // filterChain returns the graph description between the buffer source and
 // the sink.
-func filterChain(k convKey, rot rotation) string {
+func filterChain(k convKey) string {
 	chain := ""
-	if rot.filters != "" {
-		chain = rot.filters + ","
+	if k.rotation != "" {
+		chain = k.rotation + ","
 	}
 	format := "rgb24"
 	if k.bgr {

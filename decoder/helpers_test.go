@@ -270,5 +270,7 @@ func sessionImage(ctx context.Context, s *session, ordinal int, setting media.Im
 		return nil, err
 	}
 	defer pic.Release()
-	return s.Render(pic, setting.Normalize())
+	r := newRenderer()
+	defer r.Close()
+	return r.Encode(pic, setting.Normalize())
 }

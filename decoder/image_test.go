@@ -101,6 +101,8 @@ func TestImageFormats(t *testing.T) {
 			}
 			defer s.Close()
 			s.Bind(ctx, v.R)
+			r := newRenderer()
+			defer r.Close()
 			// Every frame of the small videos; a few million pixels' worth
 			// spread over the big ones (the checks are per-pixel Go loops,
 			// slow under -race).
@@ -114,7 +116,7 @@ func TestImageFormats(t *testing.T) {
 					t.Fatalf("frame %d: %v", i, err)
 				}
 				enc := func(set media.ImageSetting) []byte {
-					b, err := s.r.encode(f, set.Normalize())
+					b, err := r.encode(f, s.st, set.Normalize())
 					if err != nil {
 						t.Fatalf("frame %d %+v: %v", i, set, err)
 					}

@@ -86,8 +86,8 @@ type session struct {
 	// unknown state and the session must be closed, not reused.
 	broken bool
 
-	// r renders the session's decoded frames.
-	r *renderer
+	// st is the stream the session's pictures render as.
+	st *stream
 	// sink, if not nil, takes the pictures that the request in progress
 	// passes on its way when it seeks (Decode's PictureSink).
 	sink media.PictureSink
@@ -166,7 +166,7 @@ func openSession(ctx context.Context, v media.Video, threads int) (s *session, e
 		w, h = h, w
 	}
 	s.info = media.VideoInfo{Width: w, Height: h, Rotation: s.rot.filters, Frames: ix.Frames()}
-	s.r = newRenderer(s.rot, s.tb, s.info)
+	s.st = &stream{rot: s.rot, info: s.info}
 
 	s.keyAt = make(map[int64]int)
 	for i := range ix.Samples {
@@ -440,7 +440,7 @@ func (s *session) pass(ord int) {
 	if err != nil {
 		return
 	}
-	s.sink.Keep(ord, &picture{cp}, s.chainLength(ord))
+	s.sink.Keep(ord, &picture{cp, s.st}, s.chainLength(ord))
 }
 
 // chainLength is the number of samples decoded from the keyframe to reach
@@ -757,9 +757,6 @@ func (s *session) send(ordinal int, target int64, drain bool, targetSample int) 
 
 // Close frees every FFmpeg resource of the session.
 func (s *session) Close() {
-	if s.r != nil {
-		s.r.free()
-	}
 	if s.frame != nil {
 		s.frame.Free()
 		s.frame = nil

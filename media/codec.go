@@ -49,6 +49,18 @@ type Codec interface {
 	// libraries that make it. Frame sizes stored under an identity are
 	// valid exactly as long as it is the current one.
 	Identity(s ImageSetting) string
+	// NewRenderer returns a renderer of the pictures of any of the
+	// codec's sessions; the caller closes it.
+	NewRenderer() Renderer
+	// Pack returns a picture as compact bytes that Unpack turns back into
+	// the same picture: its pixels losslessly compressed, with everything
+	// rendering it depends on. A picture kept packed costs a fraction of
+	// its image in a raw format.
+	Pack(p Picture) ([]byte, error)
+	// Unpack returns the picture Pack made b of, a reference the caller
+	// releases. Images rendered from it are those of the original picture,
+	// byte for byte.
+	Unpack(b []byte) (Picture, error)
 }
 
 // Session is one open decoder of one video stream. It is used by one
@@ -77,12 +89,6 @@ type Session interface {
 	// seeks and keeps no position) may use: more when no other session
 	// is busy.
 	SetSeekThreads(n int)
-	// NewRenderer returns a renderer of this stream's pictures, for any
-	// goroutine; the caller closes it.
-	NewRenderer() Renderer
-	// Render renders a picture of this stream with the session's own
-	// renderer (on the goroutine that holds the session).
-	Render(p Picture, s ImageSetting) ([]byte, error)
 	// Counters returns the seeks done and the pictures decoded so far.
 	Counters() (seeks, decoded int)
 	// Broken reports that the session met an error and must be closed,

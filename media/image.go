@@ -72,6 +72,11 @@ const DefaultJPEGQuality = 95
 // for, so that a mistyped size cannot make the encoder allocate gigabytes.
 const MaxImageDimension = 16384
 
+// MaxImagePixels bounds the pixels of one image (and one picture):
+// 8K UHD (7680x4320) fits, while a picture of twice its side would take
+// 800 MB as RGB and minutes of work per video.
+const MaxImagePixels = 1 << 25
+
 // ImageSetting says how a frame is turned into an image file. The zero value
 // is a JPEG of DefaultJPEGQuality at the video's display size. It is
 // comparable and, after Normalize, usable as part of a map key.
@@ -123,6 +128,9 @@ func (s ImageSetting) Validate() error {
 	if s.Width < 0 || s.Height < 0 || s.Width > MaxImageDimension || s.Height > MaxImageDimension {
 		return fmt.Errorf("media: image size %dx%d is out of range (0 to %d; 0 keeps the video's size)", s.Width, s.Height, MaxImageDimension)
 	}
+	if int64(s.Width)*int64(s.Height) > MaxImagePixels {
+		return fmt.Errorf("media: image size %dx%d has more than %d pixels (8K UHD, 7680x4320, is the largest that fits)", s.Width, s.Height, MaxImagePixels)
+	}
 	return nil
 }
 
@@ -144,6 +152,17 @@ func (s ImageSetting) Canonical() string {
 		b.WriteString(";size=native")
 	}
 	return b.String()
+}
+
+// CheckOutputSize reports an image of w x h that no image may be: wider or
+// higher than MaxImageDimension or larger than MaxImagePixels. A setting
+// that keeps the aspect ratio can ask for one from a video of an unusual
+// shape.
+func CheckOutputSize(w, h int) error {
+	if w > MaxImageDimension || h > MaxImageDimension || int64(w)*int64(h) > MaxImagePixels {
+		return fmt.Errorf("media: a %dx%d image is too large (at most %d pixels a side and %d in all)", w, h, MaxImageDimension, MaxImagePixels)
+	}
+	return nil
 }
 
 // OutputSize returns the width and height of images made with this setting

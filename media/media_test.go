@@ -67,15 +67,23 @@ func TestSettingFor(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	for _, ok := range []ImageSetting{{}, {Format: FormatPPM, Width: MaxImageDimension}, {JPEGQuality: 100}} {
+	for _, ok := range []ImageSetting{{}, {Format: FormatPPM, Width: MaxImageDimension}, {JPEGQuality: 100}, {Width: 7680, Height: 4320}} {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("%+v: %v", ok, err)
 		}
 	}
-	for _, bad := range []ImageSetting{{Format: 9}, {JPEGQuality: 101}, {JPEGQuality: -1}, {Width: -1}, {Height: MaxImageDimension + 1}} {
+	for _, bad := range []ImageSetting{{Format: 9}, {JPEGQuality: 101}, {JPEGQuality: -1}, {Width: -1}, {Height: MaxImageDimension + 1},
+		{Width: MaxImageDimension, Height: MaxImageDimension}, {Width: 8193, Height: 4097}} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v validates", bad)
 		}
+	}
+	// A setting that keeps the aspect ratio is checked on its output.
+	if w, h := (ImageSetting{Width: 16384}).OutputSize(640, 480); CheckOutputSize(w, h) == nil {
+		t.Errorf("a %dx%d image passes CheckOutputSize", w, h)
+	}
+	if err := CheckOutputSize(7680, 4320); err != nil {
+		t.Errorf("8K UHD: %v", err)
 	}
 }
 

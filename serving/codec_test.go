@@ -32,6 +32,7 @@ type countingCodec struct {
 	failFrames map[int]bool
 
 	opened, decoded, encoded, seeks atomic.Int64
+	packed, unpacked                atomic.Int64
 	live                            atomic.Int64 // pictures not yet released
 	mu                              sync.Mutex
 	decodedFrames                   map[int]int // per ordinal
@@ -73,7 +74,7 @@ type countingSession struct {
 }
 
 func (s *countingSession) Info() media.VideoInfo {
-	return media.VideoInfo{Width: 64, Height: 48, Frames: s.ix.Frames()}
+	return media.VideoInfo{Width: s.ix.Width, Height: s.ix.Height, Frames: s.ix.Frames()}
 }
 func (s *countingSession) Bind(ctx context.Context, r io.ReaderAt) { s.bound = true }
 func (s *countingSession) Unbind()                                 { s.bound = false }
@@ -131,10 +132,36 @@ func (s *countingSession) Decode(ctx context.Context, ordinal int, passed media.
 	return s.c.newPicture(s.v.Key, ordinal), nil
 }
 
-func (s *countingSession) NewRenderer() media.Renderer { return countingRenderer{s.c} }
+func (c *countingCodec) NewRenderer() media.Renderer { return countingRenderer{c} }
 
-func (s *countingSession) Render(p media.Picture, setting media.ImageSetting) ([]byte, error) {
-	return countingRenderer{s.c}.Encode(p, setting)
+// Pack packs a picture to an eighth of its size: its video and frame,
+// padded.
+func (c *countingCodec) Pack(p media.Picture) ([]byte, error) {
+	cp, ok := p.(*countingPicture)
+	if !ok || cp.released {
+		return nil, errors.New("countingCodec: pack: not a live picture of this codec")
+	}
+	c.packed.Add(1)
+	text := fmt.Sprintf("packed|%s|%d|%d|", cp.video.Object, cp.video.Length, cp.ordinal)
+	return []byte(text + strings.Repeat(".", max(0, int(c.bytes()/8)-len(text)))), nil
+}
+
+func (c *countingCodec) Unpack(b []byte) (media.Picture, error) {
+	var k media.VideoKey
+	var ordinal int
+	f := strings.Split(string(b), "|")
+	if len(f) != 5 || f[0] != "packed" {
+		return nil, errors.New("countingCodec: unpack: not a packed picture")
+	}
+	k.Object = f[1]
+	if _, err := fmt.Sscan(f[2], &k.Length); err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Sscan(f[3], &ordinal); err != nil {
+		return nil, err
+	}
+	c.unpacked.Add(1)
+	return c.newPicture(k, ordinal), nil
 }
 
 func (c *countingCodec) bytes() int64 {
@@ -194,12 +221,12 @@ func (countingRenderer) Close() {}
 
 // countingImage is the image a countingCodec makes of frame ordinal of
 // video k with setting s: 40 KB for JPEG and PNG, about what a 640x480
-// JPEG takes, and a 64x48 picture's size for BMP and PPM.
+// JPEG takes, and a 640x480 picture's size for BMP and PPM.
 func countingImage(k media.VideoKey, ordinal int, s media.ImageSetting) []byte {
 	s = s.Normalize()
 	text := fmt.Sprintf("%s#%d@%s;", k, ordinal, s.Canonical())
 	size := 40 << 10
-	if n, ok := media.PredictSize(s, 64, 48); ok {
+	if n, ok := media.PredictSize(s, 640, 480); ok {
 		size = int(n)
 	}
 	return []byte(text + strings.Repeat(".", max(0, size-len(text))))
@@ -209,7 +236,7 @@ func countingImage(k media.VideoKey, ordinal int, s media.ImageSetting) []byte {
 // sample a frame in presentation order.
 func gopIndex(t testing.TB, frames, gop int) *videoidx.Index {
 	t.Helper()
-	ix := &videoidx.Index{Source: videoidx.SourceScan, Codec: "counting", Width: 64, Height: 48, Timescale: 30}
+	ix := &videoidx.Index{Source: videoidx.SourceScan, Codec: "counting", Width: 640, Height: 480, Timescale: 30}
 	for i := range frames {
 		ix.Samples = append(ix.Samples, videoidx.Sample{Offset: int64(i) * 100, Size: 100, DTS: int64(i), PTS: int64(i), Key: i%gop == 0})
 	}

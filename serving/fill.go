@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/framefs/framefs/cache"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/videoidx"
 )
@@ -28,6 +29,16 @@ import (
 // by an ImageStore) as wasted. With an optimistic prior, fills run until
 // evidence says they do not pay off: a dataset much larger than the cache,
 // read without a disk tier, or a reader that never comes back to a GOP.
+//
+// What a fill keeps of a sibling is its image or its packed picture
+// (media.Codec.Pack), whichever is smaller. Images of raw formats are
+// large (a 640x480 BMP is 900 KB, a GOP of them 27 MB): kept as images,
+// the fills of a shuffled epoch would not fit any cache and would be
+// declined, and each frame would be decoded from its keyframe (8 pictures
+// per frame at GOP 30). Packed, a picture is its YUV planes losslessly
+// compressed, a fraction of that; a request renders its image from it.
+// Compressed formats (JPEG, small scaled images) are smaller than the
+// packed picture and stay images.
 
 // group returns the frames [from, to) of v that share frame ordinal's
 // decode start, within the frames requests may ask for (v's span): the
@@ -57,8 +68,15 @@ const maxGroup = 300
 // FillStats counts what GOP fills did.
 type FillStats struct {
 	// Fills is the number of GOP fills started; FramesFilled the frames
-	// they encoded for requests still to come (not the requested ones).
-	Fills, FramesFilled int64
+	// they made for requests still to come (not the requested ones), of
+	// which FramesPacked were kept as packed pictures.
+	Fills, FramesFilled, FramesPacked int64
+	// PackedBytes is the size of every picture packed, in total;
+	// Unpacked counts the images rendered from packed pictures.
+	PackedBytes, Unpacked int64
+	// FramesSized counts the frames FrameSizes kept in the cache (as
+	// images or packed) for the requests to come.
+	FramesSized int64
 	// Useful counts filled frames later served from the cache; Wasted
 	// those evicted from it unserved and not kept by the ImageStore.
 	Useful, Wasted int64
@@ -78,12 +96,22 @@ type fillPolicy struct {
 	// useful and wasted are decayed counts of filled frames served and
 	// evicted unserved.
 	useful, wasted float64
-	// decodeNs and encodeNs are moving averages of the time to decode a
-	// picture and to convert and encode an image; imageBytes of the size of
-	// an image served.
-	decodeNs, encodeNs, imageBytes float64
-	stats                          FillStats
+	// decodeNs, encodeNs and packNs are moving averages of the time to
+	// decode a picture, to convert and encode an image and to pack a
+	// picture; packedRatio of the size of a packed picture relative to
+	// the coded picture size in YUV 4:2:0.
+	decodeNs, encodeNs, packNs, packedRatio float64
+	// packedMeasured says packedRatio is measured, not the prior.
+	packedMeasured bool
+	// imageBytes is the moving average of the size of the images served,
+	// by setting (bounded: maxSettings).
+	imageBytes map[media.ImageSetting]float64
+	stats      FillStats
 }
+
+// maxSettings bounds the settings whose image sizes are followed; more
+// in use at once is unusual, and forgetting one costs a less exact guess.
+const maxSettings = 64
 
 const (
 	// priorUseful counts as that many useful filled frames before any
@@ -98,8 +126,39 @@ const (
 
 func newFillPolicy() *fillPolicy {
 	// Costs before the first measurement: decoding and encoding a 640x480
-	// frame take about a millisecond each.
-	return &fillPolicy{decodeNs: 1e6, encodeNs: 1e6, imageBytes: 40 << 10}
+	// frame take about a millisecond each, packing a picture a third of
+	// that, and a packed picture is a third of the raw one.
+	return &fillPolicy{decodeNs: 1e6, encodeNs: 1e6, packNs: 0.3e6, packedRatio: 1.0 / 3,
+		imageBytes: map[media.ImageSetting]float64{}}
+}
+
+// imageSize is the expected size of an image of setting from v. p.mu held.
+func (p *fillPolicy) imageSize(v media.Video, setting media.ImageSetting) float64 {
+	if n, ok := media.PredictSize(setting, v.Index.Width, v.Index.Height); ok {
+		return float64(n)
+	}
+	if n, ok := p.imageBytes[setting]; ok {
+		return n
+	}
+	// Before the first image of a setting: a JPEG or PNG is about a
+	// tenth of the RGB picture (40 KB at 640x480).
+	w, h := setting.OutputSize(v.Index.Width, v.Index.Height)
+	return float64(w*h*3) / 8
+}
+
+// packedSize is the expected size of a packed picture of v. p.mu held.
+func (p *fillPolicy) packedSize(v media.Video) float64 {
+	return float64(v.Index.Width*v.Index.Height*3/2) * p.packedRatio
+}
+
+// packs reports whether a fill of v's frames for setting keeps its
+// siblings packed: when their images would be at least half as large
+// again, since an image made from a packed picture costs an unpacking
+// and the rendering at the time of the request.
+func (p *fillPolicy) packs(v media.Video, setting media.ImageSetting) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.imageSize(v, setting) > 1.5*p.packedSize(v)
 }
 
 // usefulness is the estimated share of filled frames that are served.
@@ -108,14 +167,18 @@ func (p *fillPolicy) usefulness() float64 {
 	return (p.useful + priorUseful) / (p.useful + p.wasted + priorUseful)
 }
 
-// budget returns how many frames a fill may leave in a memory cache of
-// cacheBytes without an ImageStore: a quarter of what it holds, so that a
-// fill does not evict the frames of the fills before it (nor its own)
-// before they are asked for.
-func (p *fillPolicy) budget(cacheBytes int64) int {
+// budget returns how many frames of v a fill for setting may leave in a
+// memory cache of cacheBytes without an ImageStore, as images or packed:
+// a quarter of what it holds, so that a fill does not evict the frames of
+// the fills before it (nor its own) before they are asked for.
+func (p *fillPolicy) budget(cacheBytes int64, v media.Video, setting media.ImageSetting, packed bool) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return int(float64(cacheBytes) / 4 / max(p.imageBytes, 1))
+	size := p.imageSize(v, setting)
+	if packed {
+		size = p.packedSize(v)
+	}
+	return int(float64(cacheBytes) / 4 / max(size+cache.EntryOverhead, 1))
 }
 
 // window trims missing (ascending) to the n frames nearest to ordinal.
@@ -148,7 +211,7 @@ func window(missing []int, ordinal, n int) []int {
 // serving the missing siblings alone would take, weighted by how likely
 // they are to be asked for, against the decoding of the group past what the
 // request needs and the encoding of siblings that may never be served.
-func (p *fillPolicy) worthIt(ix *videoidx.Index, ordinal int, missing []int) bool {
+func (p *fillPolicy) worthIt(ix *videoidx.Index, ordinal int, missing []int, packed bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := p.usefulness()
@@ -168,8 +231,14 @@ func (p *fillPolicy) worthIt(ix *videoidx.Index, ordinal int, missing []int) boo
 		last = max(last, ix.SampleOf(o))
 	}
 	extraDecode := float64(last - ix.SampleOf(ordinal))
+	// A sibling costs its encoding now, or its packing now and its
+	// rendering when it is asked for.
+	keepNs := p.encodeNs
+	if packed {
+		keepNs = p.packNs
+	}
 	benefit := u * saved * p.decodeNs
-	cost := extraDecode*p.decodeNs + (1-u)*siblings*p.encodeNs
+	cost := extraDecode*p.decodeNs + (1-u)*siblings*keepNs
 	if benefit >= cost {
 		return true
 	}
@@ -177,12 +246,29 @@ func (p *fillPolicy) worthIt(ix *videoidx.Index, ordinal int, missing []int) boo
 	return false
 }
 
-// filled counts a fill and the sibling frames it encodes.
-func (p *fillPolicy) filled(siblings int) {
+// filled counts a fill and the sibling frames it makes.
+func (p *fillPolicy) filled(siblings int, packed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.Fills++
 	p.stats.FramesFilled += int64(siblings)
+	if packed {
+		p.stats.FramesPacked += int64(siblings)
+	}
+}
+
+// sized counts a frame FrameSizes kept for the requests to come.
+func (p *fillPolicy) sized() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats.FramesSized++
+}
+
+// unpacked counts an image rendered from a packed picture.
+func (p *fillPolicy) unpacked() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats.Unpacked++
 }
 
 // served and evicted record the fate of a filled frame.
@@ -210,8 +296,40 @@ func (p *fillPolicy) record(useful bool) {
 func (p *fillPolicy) measuredDecode(d time.Duration) { p.measure(&p.decodeNs, float64(d)) }
 func (p *fillPolicy) measuredEncode(d time.Duration) { p.measure(&p.encodeNs, float64(d)) }
 
-// servedBytes folds the size of an image served into its average.
-func (p *fillPolicy) servedBytes(n int) { p.measure(&p.imageBytes, float64(n)) }
+// measuredPack folds the time and size of one packed picture of a video
+// whose coded pictures are w x h into the estimates.
+func (p *fillPolicy) measuredPack(d time.Duration, n, w, h int) {
+	p.measure(&p.packNs, float64(d))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats.PackedBytes += int64(n)
+	if raw := float64(w * h * 3 / 2); n > 0 && raw > 0 {
+		// The first measurement replaces the prior.
+		if !p.packedMeasured {
+			p.packedRatio, p.packedMeasured = float64(n)/raw, true
+		}
+		p.packedRatio += costSmoothing * (float64(n)/raw - p.packedRatio)
+	}
+}
+
+// servedBytes folds the size of an image of setting served into its
+// average; the first image of a setting is its first estimate.
+func (p *fillPolicy) servedBytes(setting media.ImageSetting, n int) {
+	if n <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	avg, ok := p.imageBytes[setting]
+	if !ok {
+		if len(p.imageBytes) >= maxSettings {
+			clear(p.imageBytes)
+		}
+		p.imageBytes[setting] = float64(n)
+		return
+	}
+	p.imageBytes[setting] = avg + costSmoothing*(float64(n)-avg)
+}
 
 func (p *fillPolicy) measure(avg *float64, v float64) {
 	if v <= 0 || math.IsNaN(v) {

@@ -106,7 +106,7 @@ func TestDemoteServed(t *testing.T) {
 		serveGOP(g)
 	}
 	if cs := srv.CacheStats(); cs.Entries != 40 || cs.Demoted != 40 || cs.Evictions != 0 {
-		t.Fatalf("after serving 40 frames: cache %+v; want every one kept, demoted", cs)
+		t.Fatalf("after serving 40 frames: cache %+v; want every one kept, demoted (fills %+v)", cs, srv.FillStats())
 	}
 	if d := serveGOP(1); d != 0 {
 		t.Errorf("%d pictures decoded for served frames asked again; want none", d)
@@ -125,4 +125,81 @@ func seq(from, to int) []int {
 		s = append(s, i)
 	}
 	return s
+}
+
+// TestPackedFillsServeRawFormats: a shuffled epoch of BMP frames over a
+// dataset many times larger than the cache in BMP form decodes each frame
+// once: fills keep the siblings packed, and each request renders its image
+// from the packed picture. JPEG siblings, smaller than a packed picture,
+// stay images.
+func TestPackedFillsServeRawFormats(t *testing.T) {
+	const cacheBytes = 32 << 20
+	c := &countingCodec{}
+	srv := New(c, Options{CacheBytes: cacheBytes, PictureCacheBytes: -1, Readahead: -1, DemoteServed: true})
+	defer srv.Close()
+	videos := []media.Video{countingVideo(t, "a", 300, 30), countingVideo(t, "b", 300, 30)}
+	if bmpBytes := int64(600 * len(countingImage(videos[0].Key, 0, bmp))); bmpBytes < 10*cacheBytes {
+		t.Fatalf("the dataset's BMP images (%d bytes) are not many times the cache", bmpBytes)
+	}
+	type frame struct{ v, i int }
+	var order []frame
+	for v := range videos {
+		for i := range 300 {
+			order = append(order, frame{v, i})
+		}
+	}
+	rand.New(rand.NewPCG(3, 3)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	peak := int64(0)
+	for _, f := range order {
+		v := videos[f.v]
+		b, err := srv.Frame(context.Background(), v, f.i, bmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, countingImage(v.Key, f.i, bmp)) {
+			t.Fatalf("%s frame %d: got another frame's image", v.Key.Object, f.i)
+		}
+		peak = max(peak, srv.CacheStats().Bytes)
+	}
+	fs := srv.FillStats()
+	if d := c.decoded.Load(); d != 600 {
+		t.Errorf("%d pictures decoded for 600 frames served (fills %+v), want each decoded once", d, fs)
+	}
+	if fs.FramesPacked == 0 || fs.Unpacked < fs.FramesPacked-int64(len(videos)*10) || c.packed.Load() != fs.FramesPacked {
+		t.Errorf("fills %+v, %d packed by the codec: want the siblings packed and rendered from their packed pictures", fs, c.packed.Load())
+	}
+	if peak > cacheBytes {
+		t.Errorf("the cache held %d bytes, limit %d", peak, cacheBytes)
+	}
+	// JPEG images of the same frames are smaller than packed pictures.
+	before := c.packed.Load()
+	srv2 := New(c, Options{CacheBytes: cacheBytes, PictureCacheBytes: -1, Readahead: -1})
+	defer srv2.Close()
+	shuffledRead(t, srv2, countingVideo(t, "c", 300, 30), media.ImageSetting{}, 5, -1)
+	if fs := srv2.FillStats(); fs.FramesPacked != 0 || c.packed.Load() != before || fs.FramesFilled == 0 {
+		t.Errorf("JPEG fills %+v: want the siblings kept as images", fs)
+	}
+}
+
+// TestFrameSizesKeepImages: the images FrameSizes makes wait in the cache
+// for the reads that follow (a view's first stat computes its sizes, then
+// its frames are read), so each frame is decoded once in all.
+func TestFrameSizesKeepImages(t *testing.T) {
+	scaled := media.ImageSetting{Width: 224, Height: 224}
+	for _, setting := range []media.ImageSetting{scaled, {Format: media.FormatPNG}} {
+		c := &countingCodec{}
+		srv := New(c, Options{CacheBytes: 256 << 20, Readahead: -1, DemoteServed: true})
+		v := countingVideo(t, "v", 300, 30)
+		if _, err := srv.FrameSizes(context.Background(), v, setting); err != nil {
+			t.Fatal(err)
+		}
+		shuffledRead(t, srv, v, setting, 9, -1)
+		srv.Close()
+		if d := c.decoded.Load(); d != 300 {
+			t.Errorf("%+v: %d pictures decoded for the sizes and a shuffled read of 300 frames, want 300 (fills %+v)", setting, d, srv.FillStats())
+		}
+		if fs := srv.FillStats(); fs.FramesSized != 300 {
+			t.Errorf("%+v: FrameSizes kept %d frames, want 300", setting, fs.FramesSized)
+		}
+	}
 }

@@ -67,9 +67,10 @@ func (o Options) pool() poolOptions {
 // Lock order: pool.mu is never held while calling into the codec or the
 // caller's reader; sessions are opened and closed outside it.
 type pool struct {
-	codec    media.Codec
-	opts     poolOptions
-	pictures *pictureCache
+	codec     media.Codec
+	opts      poolOptions
+	pictures  *pictureCache
+	renderers renderers
 
 	mu sync.Mutex
 	// idle holds the idle sessions of all videos, most recently released
@@ -124,12 +125,13 @@ type PoolStats struct {
 
 func newPool(codec media.Codec, opts poolOptions) *pool {
 	return &pool{
-		codec:    codec,
-		opts:     opts,
-		pictures: newPictureCache(opts.pictureCacheBytes),
-		idle:     list.New(),
-		videos:   map[streamKey]*poolVideo{},
-		released: make(chan struct{}),
+		codec:     codec,
+		opts:      opts,
+		pictures:  newPictureCache(opts.pictureCacheBytes),
+		renderers: renderers{codec: codec, idle: make(chan media.Renderer, 2*runtime.GOMAXPROCS(0))},
+		idle:      list.New(),
+		videos:    map[streamKey]*poolVideo{},
+		released:  make(chan struct{}),
 	}
 }
 
@@ -335,11 +337,58 @@ func (p *pool) image(ctx context.Context, s *session, v media.Video, ordinal int
 		return nil, err
 	}
 	defer pic.Release()
-	b, err := s.Render(pic, setting)
+	return p.renderers.render(pic, v, ordinal, setting)
+}
+
+// renderers keeps idle renderers for reuse: each holds the filter graphs
+// and encoders of the shapes and settings it rendered last, which cost
+// more to build than a frame costs to render. Safe for concurrent use.
+type renderers struct {
+	codec media.Codec
+	idle  chan media.Renderer
+}
+
+// get returns an idle renderer or a new one; put hands it back.
+func (rs *renderers) get() media.Renderer {
+	select {
+	case r := <-rs.idle:
+		return r
+	default:
+		return rs.codec.NewRenderer()
+	}
+}
+
+func (rs *renderers) put(r media.Renderer) {
+	select {
+	case rs.idle <- r:
+	default:
+		r.Close()
+	}
+}
+
+// render renders pic, frame ordinal of v, with setting.
+func (rs *renderers) render(pic media.Picture, v media.Video, ordinal int, setting media.ImageSetting) ([]byte, error) {
+	r := rs.get()
+	b, err := r.Encode(pic, setting)
 	if err != nil {
+		// A renderer that failed may hold a broken graph: drop it.
+		r.Close()
 		return nil, fmt.Errorf("frame %d of %s: %w", ordinal, v.Key, err)
 	}
+	rs.put(r)
 	return b, nil
+}
+
+// close frees the idle renderers.
+func (rs *renderers) close() {
+	for {
+		select {
+		case r := <-rs.idle:
+			r.Close()
+		default:
+			return
+		}
+	}
 }
 
 // frame decodes frame ordinal of v and returns it rendered with setting,
@@ -355,10 +404,8 @@ func (p *pool) frame(ctx context.Context, v media.Video, ordinal int, setting me
 			// the session where it stands.
 			defer pic.Release()
 			var err error
-			if b, err = s.Render(pic, setting); err != nil {
-				return fmt.Errorf("frame %d of %s: %w", ordinal, v.Key, err)
-			}
-			return nil
+			b, err = p.renderers.render(pic, v, ordinal, setting)
+			return err
 		}
 		var err error
 		b, err = p.image(ctx, s, v, ordinal, setting)
@@ -396,4 +443,5 @@ func (p *pool) close() {
 		s.Close()
 	}
 	p.pictures.close()
+	p.renderers.close()
 }

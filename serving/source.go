@@ -122,12 +122,26 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// frameKey identifies one encoded image.
+// frameKey identifies one encoded image, or one packed picture.
 type frameKey struct {
 	video   media.VideoKey
 	stream  int
 	ordinal int
 	setting media.ImageSetting
+	// packed marks the key of a frame's packed picture (media.Codec.Pack),
+	// which renders any setting; setting is zero then.
+	packed bool
+}
+
+// at returns the key of frame ordinal of the same video and form.
+func (k frameKey) at(ordinal int) frameKey {
+	k.ordinal = ordinal
+	return k
+}
+
+// packedKey returns the key of the frame's packed picture.
+func (k frameKey) packedKey() frameKey {
+	return frameKey{video: k.video, stream: k.stream, ordinal: k.ordinal, packed: true}
 }
 
 // readerKey identifies what a sequential reader walks.
@@ -248,7 +262,7 @@ func (fs *Server) Frame(ctx context.Context, v media.Video, ordinal int, setting
 		return nil, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", media.ErrFrameRange, ordinal, v.Key, v.Index.Frames())
 	}
 	setting = setting.Normalize()
-	key := frameKey{v.Key, v.Index.Stream, ordinal, setting}
+	key := frameKey{video: v.Key, stream: v.Index.Stream, ordinal: ordinal, setting: setting}
 	b, ok := fs.cache.Get(key)
 	if !ok {
 		var err error
@@ -257,7 +271,7 @@ func (fs *Server) Frame(ctx context.Context, v media.Video, ordinal int, setting
 		}
 	}
 	fs.served(key)
-	fs.fills.servedBytes(len(b))
+	fs.fills.servedBytes(setting, len(b))
 	if from, to := fs.ra.Observe(readerKey{v.Key, v.Index.Stream, setting}, ordinal); from < to {
 		_, end := v.Span()
 		fs.readahead(v, setting, from, min(to, end))
@@ -266,16 +280,22 @@ func (fs *Server) Frame(ctx context.Context, v media.Video, ordinal int, setting
 }
 
 // load makes the image of key, which the cache does not hold: from a load
-// in flight, from the store, by a fill of its GOP, or by decoding it alone.
+// in flight, from the store, from the frame's packed picture (kept or
+// being made by a fill), by a fill of its GOP, or by decoding it alone.
 func (fs *Server) load(ctx context.Context, v media.Video, key frameKey) ([]byte, error) {
 	if !fs.cache.Contains(key) {
 		if b, ok := fs.fromStore(v, key); ok {
 			return b, nil
 		}
-		fs.fill(v, key)
+		if !fs.cache.Contains(key.packedKey()) {
+			fs.fill(v, key)
+		}
 	}
 	return fs.cache.Load(ctx, key, func(ctx context.Context) ([]byte, error) {
-		b, err := fs.pool.frame(ctx, v, key.ordinal, key.setting)
+		b, ok, err := fs.fromPacked(ctx, v, key)
+		if !ok && err == nil {
+			b, err = fs.pool.frame(ctx, v, key.ordinal, key.setting)
+		}
 		if err == nil {
 			fs.toStore(v, key, b)
 		}
@@ -283,9 +303,33 @@ func (fs *Server) load(ctx context.Context, v media.Video, key frameKey) ([]byte
 	})
 }
 
-// served notes that key's image was handed to a caller: a filled frame
-// proved useful, and with DemoteServed the cache keeps it only in room
-// that images still to be asked for do not need.
+// fromPacked renders key's image from the frame's packed picture, waiting
+// for a fill that is making it; ok is false when there is none (or it
+// cannot be unpacked), and the caller decodes the frame.
+func (fs *Server) fromPacked(ctx context.Context, v media.Video, key frameKey) (b []byte, ok bool, err error) {
+	pk := key.packedKey()
+	packed, ok, err := fs.cache.Wait(ctx, pk)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	pic, err := fs.pool.codec.Unpack(packed)
+	if err != nil {
+		// Never expected of bytes this process packed; decode instead.
+		fs.cache.Remove(pk)
+		return nil, false, nil
+	}
+	defer pic.Release()
+	if b, err = fs.pool.renderers.render(pic, v, key.ordinal, key.setting); err != nil {
+		return nil, true, err
+	}
+	fs.fills.unpacked()
+	fs.served(pk)
+	return b, true, nil
+}
+
+// served notes that key's image (or packed picture) was handed to a
+// caller: a filled frame proved useful, and with DemoteServed the cache
+// keeps it only in room that frames still to be asked for do not need.
 func (fs *Server) served(key frameKey) {
 	fs.umu.Lock()
 	_, filled := fs.unserved[key]
@@ -330,7 +374,9 @@ func (fs *Server) forgetFilled(key frameKey) {
 // fill starts a fill of the GOP of key (see fill.go) when that pays off:
 // every frame of its group not cached, in flight or in the store is
 // promised in the cache (key among them, so the caller waits for the fill)
-// and decoded in order by a job, whose encoders fulfil the promises.
+// and decoded in order by a job, whose encoders fulfil the promises. The
+// frames nobody has asked for yet are kept as images of key's setting or
+// as packed pictures, whichever is smaller; key's own frame is an image.
 func (fs *Server) fill(v media.Video, key frameKey) {
 	if fs.opts.NoFill {
 		return
@@ -339,20 +385,24 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	from, to := group(v, key.ordinal)
 	var missing []int
 	for o := from; o < to; o++ {
-		k := key
-		k.ordinal = o
-		if fs.cache.Contains(k) || o != key.ordinal && fs.inStore(v, k) {
-			continue
+		if o != key.ordinal {
+			k := key.at(o)
+			if fs.cache.Contains(k) || fs.cache.Contains(k.packedKey()) || fs.inStore(v, k) {
+				continue
+			}
 		}
 		missing = append(missing, o)
 	}
+	// With a store every image made is kept on disk, so siblings stay
+	// images; without one they are packed when that is smaller, and a
+	// fill must fit in the memory cache.
+	packed := fs.opts.Store == nil && fs.fills.packs(v, key.setting)
 	if fs.opts.Store == nil {
-		// Without a store, a fill must fit in the memory cache.
-		missing = window(missing, key.ordinal, fs.fills.budget(fs.opts.CacheBytes))
+		missing = window(missing, key.ordinal, fs.fills.budget(fs.opts.CacheBytes, v, key.setting, packed))
 	}
 	// A lone missing frame (the rest of its GOP is at hand, or there is no
 	// room for it) is decoded alone, from the reference pictures only.
-	if len(missing) < 2 || !fs.fills.worthIt(ix, key.ordinal, missing) {
+	if len(missing) < 2 || !fs.fills.worthIt(ix, key.ordinal, missing, packed) {
 		return
 	}
 	rk := readerKey{v.Key, v.Index.Stream, key.setting}
@@ -363,8 +413,10 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	}
 	job := &raJob{v: v, setting: key.setting, end: to, more: make(chan struct{}, 1)}
 	for _, o := range missing {
-		k := key
-		k.ordinal = o
+		k := key.at(o)
+		if packed && o != key.ordinal {
+			k = k.packedKey()
+		}
 		if p, ok := fs.cache.Promise(k); ok {
 			job.pending = append(job.pending, p)
 		}
@@ -381,7 +433,7 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 		}
 	}
 	fs.umu.Unlock()
-	fs.fills.filled(siblings)
+	fs.fills.filled(siblings, packed)
 	fs.active[rk] = append(fs.active[rk], job)
 	fs.wg.Add(1)
 	go func() {
@@ -496,7 +548,7 @@ func (fs *Server) readahead(v media.Video, setting media.ImageSetting, from, to 
 	}
 	job.end = to
 	for n := from; n < to; n++ {
-		k := frameKey{v.Key, v.Index.Stream, n, setting}
+		k := frameKey{video: v.Key, stream: v.Index.Stream, ordinal: n, setting: setting}
 		if fs.inStore(v, k) {
 			continue // the reader will find it there
 		}
@@ -571,24 +623,35 @@ func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 		}
 		started = true
 		for range fs.opts.encodeWorkers {
-			r := s.NewRenderer()
+			r := fs.pool.renderers.get()
 			encoders.Add(1)
 			go func() {
 				defer encoders.Done()
-				defer r.Close()
+				defer fs.pool.renderers.put(r)
 				for w := range queue {
+					k := w.p.Key()
 					start := time.Now()
-					b, err := r.Encode(w.pic, job.setting)
-					fs.fills.measuredEncode(time.Since(start))
-					if err != nil {
-						err = fmt.Errorf("frame %d of %s: %w", w.p.Key().ordinal, job.v.Key, err)
+					var b []byte
+					var err error
+					if k.packed {
+						b, err = fs.pool.codec.Pack(w.pic)
+						fs.fills.measuredPack(time.Since(start), len(b), job.v.Index.Width, job.v.Index.Height)
+					} else {
+						b, err = r.Encode(w.pic, k.setting)
+						fs.fills.measuredEncode(time.Since(start))
 					}
 					w.pic.Release()
+					if err != nil {
+						err = fmt.Errorf("frame %d of %s: %w", k.ordinal, job.v.Key, err)
+						// The renderer may hold a broken graph.
+						r.Close()
+						r = fs.pool.renderers.get()
+					}
 					w.p.Fulfil(b, err)
-					if err == nil {
-						fs.toStore(job.v, w.p.Key(), b)
-					} else {
-						fs.forgetFilled(w.p.Key())
+					if err == nil && !k.packed {
+						fs.toStore(job.v, k, b)
+					} else if err != nil {
+						fs.forgetFilled(k)
 					}
 				}
 			}()
@@ -738,6 +801,10 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 		return sizes, nil
 	}
 
+	// The images are made anyway: the frames read next find them (or the
+	// pictures packed) in the cache, in a quarter of it at most, and in
+	// the store.
+	keep := &sizeKeep{budget: fs.opts.CacheBytes / 4, packed: fs.opts.Store == nil && fs.fills.packs(v, setting)}
 	workers := min(fs.opts.SizeWorkers, fs.pool.opts.maxPerVideo)
 	chunks := gopChunks(v, workers)
 	workers = min(workers, len(chunks))
@@ -764,14 +831,11 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 				err := fs.pool.with(ctx, v, chunks[c].from, func(s *session) error {
 					s.ReadOn()
 					for ord := chunks[c].from; ord < chunks[c].to; ord++ {
-						b, err := fs.pool.image(ctx, s, v, ord, setting)
+						b, err := fs.sizeImage(ctx, s, v, ord, setting, keep)
 						if err != nil {
 							return err
 						}
 						sizes[ord] = int64(len(b))
-						// The image is made anyway: the store keeps it
-						// for the first read.
-						fs.toStore(v, frameKey{v.Key, v.Index.Stream, ord, setting}, b)
 					}
 					return nil
 				})
@@ -793,6 +857,58 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 	return sizes, nil
 }
 
+// sizeKeep is what FrameSizes keeps of the images it makes: their form
+// and the cache bytes it may still fill.
+type sizeKeep struct {
+	packed bool
+	budget int64
+	used   atomic.Int64
+}
+
+// take reports whether n more bytes fit in the budget, and takes them.
+func (k *sizeKeep) take(n int) bool {
+	if k.used.Add(int64(n)+cache.EntryOverhead) <= k.budget {
+		return true
+	}
+	k.used.Add(-int64(n) - cache.EntryOverhead)
+	return false
+}
+
+// sizeImage decodes frame ordinal with s and renders it for FrameSizes,
+// keeping the image (or the packed picture) for the request to come while
+// keep has room, and the image in the store.
+func (fs *Server) sizeImage(ctx context.Context, s *session, v media.Video, ordinal int, setting media.ImageSetting, keep *sizeKeep) ([]byte, error) {
+	pic, err := s.Decode(ctx, ordinal, fs.pool.pictures.sink(s.key))
+	if err != nil {
+		return nil, err
+	}
+	defer pic.Release()
+	b, err := fs.pool.renderers.render(pic, v, ordinal, setting)
+	if err != nil {
+		return nil, err
+	}
+	key := frameKey{video: v.Key, stream: v.Index.Stream, ordinal: ordinal, setting: setting}
+	fs.toStore(v, key, b)
+	if keep.budget <= 0 || fs.cache.Contains(key) || fs.cache.Contains(key.packedKey()) {
+		return b, nil
+	}
+	value := b
+	if keep.packed {
+		key = key.packedKey()
+		if value, err = fs.pool.codec.Pack(pic); err != nil {
+			return b, nil // the size is known; the frame is decoded again when read
+		}
+	}
+	if keep.take(len(value)) {
+		fs.umu.Lock()
+		fs.unserved[key] = struct{}{}
+		fs.umu.Unlock()
+		fs.cache.Add(key, value)
+		fs.fills.sized()
+	}
+	return b, nil
+}
+
 // sizesFromStore fills in the sizes of the frames of chunk from the
 // images the store keeps, and reports whether it had them all: then the
 // chunk need not be decoded.
@@ -803,7 +919,7 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 func (fs *Server) sizesFromStore(v media.Video, setting media.ImageSetting, chunk ordinalRange, sizes []int64) bool {
 	all := true
 	for ord := chunk.from; ord < chunk.to; ord++ {
-		sk := fs.storeKey(v, frameKey{v.Key, v.Index.Stream, ord, setting})
+		sk := fs.storeKey(v, frameKey{video: v.Key, stream: v.Index.Stream, ordinal: ord, setting: setting})
 		if sk == "" {
 			return false
 		}

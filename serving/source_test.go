@@ -102,7 +102,7 @@ func TestFrameSizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := media.PredictSize(bmp, 64, 48)
+	want, _ := media.PredictSize(bmp, 640, 480)
 	if sizes[0] != want || sizes[199] != want || c.decoded.Load() != before {
 		t.Errorf("BMP sizes %d..%d (want %d) after decoding %d pictures (want none)", sizes[0], sizes[199], want, c.decoded.Load()-before)
 	}
