@@ -43,6 +43,8 @@ func newImageEncoder(k encKey) (imageEncoder, error) {
 		return bmpEncoder{k.width, k.height}, nil
 	case media.FormatPPM:
 		return ppmEncoder{k.width, k.height}, nil
+	case media.FormatNPY:
+		return npyEncoder{k.width, k.height}, nil
 	}
 	return nil, fmt.Errorf("decoder: unknown image format %d", k.format)
 }
@@ -156,6 +158,22 @@ func (e ppmEncoder) encode(f *astiav.Frame) ([]byte, error) {
 }
 
 func (ppmEncoder) free() {}
+
+// npyEncoder writes NumPy's .npy format: media.NPYHeader, then the RGB
+// rows top-down, as PPM stores them.
+type npyEncoder struct{ width, height int }
+
+func (e npyEncoder) encode(f *astiav.Frame) ([]byte, error) {
+	if err := checkFrameSize(f, e.width, e.height, astiav.PixelFormatRgb24); err != nil {
+		return nil, err
+	}
+	h := media.NPYHeader(e.width, e.height)
+	b := make([]byte, 0, len(h)+3*e.width*e.height)
+	b = append(b, h...)
+	return appendRGBPixels(b, f, e.width, e.height), nil
+}
+
+func (npyEncoder) free() {}
 
 // checkFrameSize guards the Go-side writers, which read the frame's memory
 // directly: the filter graph must have produced exactly the promised size.

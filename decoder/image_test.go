@@ -130,6 +130,10 @@ func TestImageFormats(t *testing.T) {
 				if bw != s.info.Width || bh != s.info.Height || !bytes.Equal(brgb, rgb) {
 					t.Fatalf("frame %d: BMP pixels differ from PPM's", i)
 				}
+				npy := enc(media.ImageSetting{Format: media.FormatNPY})
+				if hdr := media.NPYHeader(s.info.Width, s.info.Height); !bytes.HasPrefix(npy, []byte(hdr)) || !bytes.Equal(npy[len(hdr):], rgb) {
+					t.Fatalf("frame %d: the .npy file is not its header and PPM's pixels", i)
+				}
 				if step == 1 && i%5 != 0 {
 					s.frame.Unref()
 					continue

@@ -24,6 +24,10 @@ const (
 	// FormatPPM is binary PPM (P6), 8-bit RGB; its size follows from the
 	// picture size alone.
 	FormatPPM
+	// FormatNPY is NumPy's .npy file of the RGB pixels, uint8 of shape
+	// (height, width, 3): numpy.load reads it without an image library
+	// (NPYHeader). Its size follows from the picture size alone.
+	FormatNPY
 )
 
 // Extension returns the file name extension without the dot.
@@ -37,6 +41,8 @@ func (f ImageFormat) Extension() string {
 		return "bmp"
 	case FormatPPM:
 		return "ppm"
+	case FormatNPY:
+		return "npy"
 	}
 	return "format" + strconv.Itoa(int(f))
 }
@@ -49,7 +55,7 @@ func (f ImageFormat) String() string {
 }
 
 // ParseImageFormat accepts a format name or extension: jpeg, jpg, png, bmp,
-// ppm (any case).
+// ppm, npy (any case).
 func ParseImageFormat(s string) (ImageFormat, error) {
 	switch strings.ToLower(strings.TrimPrefix(s, ".")) {
 	case "jpeg", "jpg":
@@ -60,8 +66,10 @@ func ParseImageFormat(s string) (ImageFormat, error) {
 		return FormatBMP, nil
 	case "ppm":
 		return FormatPPM, nil
+	case "npy":
+		return FormatNPY, nil
 	}
-	return 0, fmt.Errorf("media: unknown image format %q (want jpeg, png, bmp or ppm)", s)
+	return 0, fmt.Errorf("media: unknown image format %q (want jpeg, png, bmp, ppm or npy)", s)
 }
 
 // DefaultJPEGQuality is the JPEG quality used when ImageSetting.JPEGQuality
@@ -94,7 +102,7 @@ type ImageSetting struct {
 }
 
 // SettingFor returns the normalised setting for an image format name (jpg,
-// png, bmp, ppm) and JPEG quality, as tables name their default setting;
+// png, bmp, ppm, npy) and JPEG quality, as tables name their default setting;
 // ingest stores frame sizes for it and mounts serve it.
 func SettingFor(format string, jpegQuality int) (ImageSetting, error) {
 	f, err := ParseImageFormat(format)
@@ -118,7 +126,7 @@ func (s ImageSetting) Normalize() ImageSetting {
 // Validate reports a setting that no image can be made with.
 func (s ImageSetting) Validate() error {
 	switch s.Format {
-	case FormatJPEG, FormatPNG, FormatBMP, FormatPPM:
+	case FormatJPEG, FormatPNG, FormatBMP, FormatPPM, FormatNPY:
 	default:
 		return fmt.Errorf("media: unknown image format %d", s.Format)
 	}
@@ -184,9 +192,9 @@ func (s ImageSetting) OutputSize(displayWidth, displayHeight int) (w, h int) {
 // PredictSize returns the exact byte size of every image made with setting
 // s from a video of the given display size, for the formats whose size
 // depends on the picture size alone: BMP (a 54-byte header, then rows of
-// 3 bytes a pixel padded to 4 bytes) and PPM (a "P6\nW H\n255\n" header,
-// then 3 bytes a pixel). ok is false for JPEG and PNG, whose sizes are
-// known only after encoding.
+// 3 bytes a pixel padded to 4 bytes), PPM (a "P6\nW H\n255\n" header,
+// then 3 bytes a pixel) and NPY (NPYHeader, then 3 bytes a pixel). ok is
+// false for JPEG and PNG, whose sizes are known only after encoding.
 func PredictSize(s ImageSetting, displayWidth, displayHeight int) (size int64, ok bool) {
 	w, h := s.OutputSize(displayWidth, displayHeight)
 	switch s.Format {
@@ -194,6 +202,21 @@ func PredictSize(s ImageSetting, displayWidth, displayHeight int) (size int64, o
 		return 14 + 40 + int64((3*w+3)&^3)*int64(h), true
 	case FormatPPM:
 		return int64(len(fmt.Sprintf("P6\n%d %d\n255\n", w, h))) + 3*int64(w)*int64(h), true
+	case FormatNPY:
+		return int64(len(NPYHeader(w, h))) + 3*int64(w)*int64(h), true
 	}
 	return 0, false
+}
+
+// NPYHeader is the header of the .npy file (format version 1.0) of a
+// w x h RGB image: the magic string, the version, and the array's
+// description as a Python dict literal, padded with spaces to a multiple of
+// 64 bytes as NumPy writes it, so that the pixels that follow are aligned.
+func NPYHeader(w, h int) string {
+	dict := fmt.Sprintf("{'descr': '|u1', 'fortran_order': False, 'shape': (%d, %d, 3), }", h, w)
+	const prefix = 6 + 2 + 2 // magic, version, header length
+	n := prefix + len(dict) + 1
+	pad := (64 - n%64) % 64
+	header := dict + strings.Repeat(" ", pad) + "\n"
+	return "\x93NUMPY\x01\x00" + string([]byte{byte(len(header)), byte(len(header) >> 8)}) + header
 }

@@ -789,7 +789,7 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 	setting = setting.Normalize()
 	n := v.Index.Frames()
 	sizes := make([]int64, n)
-	if setting.Format == media.FormatBMP || setting.Format == media.FormatPPM {
+	if _, fixed := media.PredictSize(setting, 1, 1); fixed {
 		info, err := fs.pool.info(ctx, v)
 		if err != nil {
 			return nil, err

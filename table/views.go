@@ -44,7 +44,7 @@ type View struct {
 
 // ViewImage is a view's own image setting. Zero fields keep the mount's.
 type ViewImage struct {
-	// Format is jpg, png, bmp or ppm.
+	// Format is jpg, png, bmp, ppm or npy.
 	Format string `json:"format,omitempty"`
 	// JPEGQuality is 1-100.
 	JPEGQuality int `json:"jpeg_quality,omitempty"`
@@ -68,11 +68,20 @@ const (
 // view's.
 const FeatureClipWindows = "clip_windows"
 
-// knownViewFeatures lists the optional view features this build knows.
-var knownViewFeatures = map[string]bool{FeatureClipWindows: true}
+// FeatureNPYImages marks a view that serves its frames as NumPy .npy
+// files (ViewImage.Format "npy"): a reader that does not know the format
+// must refuse the view rather than fail on its frames.
+const FeatureNPYImages = "npy_images"
 
-// maxImageSide bounds scaled sizes (the decoder's limit).
-const maxImageSide = 16384
+// knownViewFeatures lists the optional view features this build knows.
+var knownViewFeatures = map[string]bool{FeatureClipWindows: true, FeatureNPYImages: true}
+
+// maxImageSide and maxImagePixels bound scaled sizes (the decoder's
+// limits, media.MaxImageDimension and media.MaxImagePixels).
+const (
+	maxImageSide   = 16384
+	maxImagePixels = 1 << 25
+)
 
 // Suffixes that mounts give to a view's files; view names cannot end
 // with them.
@@ -103,9 +112,9 @@ func (img *ViewImage) Validate() error {
 		return nil
 	}
 	switch img.Format {
-	case "", "jpg", "png", "bmp", "ppm":
+	case "", "jpg", "png", "bmp", "ppm", "npy":
 	default:
-		return fmt.Errorf("%w: image format %q (use jpg, png, bmp or ppm)", ErrInvalidInput, img.Format)
+		return fmt.Errorf("%w: image format %q (use jpg, png, bmp, ppm or npy)", ErrInvalidInput, img.Format)
 	}
 	if img.JPEGQuality < 0 || img.JPEGQuality > 100 {
 		return fmt.Errorf("%w: JPEG quality %d is not within 1-100", ErrInvalidInput, img.JPEGQuality)
@@ -117,6 +126,10 @@ func (img *ViewImage) Validate() error {
 		if v < 0 || v > maxImageSide {
 			return fmt.Errorf("%w: image size %d is not within 1-%d", ErrInvalidInput, v, maxImageSide)
 		}
+	}
+	if int64(img.Width)*int64(img.Height) > maxImagePixels || int64(img.MaxSide)*int64(img.MaxSide) > maxImagePixels {
+		return fmt.Errorf("%w: image size %dx%d (max side %d) has more than %d pixels (8K UHD, 7680x4320, is the largest that fits)",
+			ErrInvalidInput, img.Width, img.Height, img.MaxSide, maxImagePixels)
 	}
 	if img.MaxSide != 0 && (img.Width != 0 || img.Height != 0) {
 		return fmt.Errorf("%w: give either a scale (WxH) or a maximum side, not both", ErrInvalidInput)
@@ -176,6 +189,9 @@ func (t *Table) CreateView(ctx context.Context, v View) (View, error) {
 	if v.Window != nil {
 		v.Features = append(v.Features, FeatureClipWindows)
 	}
+	if v.Image != nil && v.Image.Format == "npy" {
+		v.Features = append(v.Features, FeatureNPYImages)
+	}
 	if err := t.store.PutIfAbsent(ctx, viewKey(v.Name), marshal(v)); err != nil {
 		if errors.Is(err, storage.ErrExists) {
 			return View{}, fmt.Errorf("%w: view %q (views are immutable: delete it first)", ErrExists, v.Name)
@@ -227,6 +243,9 @@ func (t *Table) View(ctx context.Context, name string) (View, error) {
 	}
 	if clips := slices.Contains(v.Features, FeatureClipWindows); clips != (v.Window != nil) {
 		return v, fmt.Errorf("%w: view %q: feature %s and its window go together", ErrCorrupt, name, FeatureClipWindows)
+	}
+	if npy := slices.Contains(v.Features, FeatureNPYImages); npy != (v.Image != nil && v.Image.Format == "npy") {
+		return v, fmt.Errorf("%w: view %q: feature %s and the npy image format go together", ErrCorrupt, name, FeatureNPYImages)
 	}
 	if v.Window != nil {
 		if err := v.Window.Validate(); err != nil {

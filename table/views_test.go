@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -386,4 +387,43 @@ func TestConcurrentViews(t *testing.T) {
 			t.Fatalf("verify: %v %v", problems, err)
 		}
 	})
+}
+
+// TestNPYViews: a view serving .npy frames carries the feature that makes
+// older readers refuse it, and the feature without the format (or the
+// format without the feature) is damage. Scales beyond the decoder's
+// pixel bound are refused.
+func TestNPYViews(t *testing.T) {
+	ctx := context.Background()
+	local, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ := filterTestTable(t, local)
+	v, err := tbl.CreateView(ctx, View{Name: "tensors", Where: "TRUE", Image: &ViewImage{Format: "npy", Width: 224, Height: 224}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(v.Features, []string{FeatureNPYImages}) {
+		t.Errorf("npy view features %v", v.Features)
+	}
+	if back, err := tbl.View(ctx, "tensors"); err != nil || back.Image == nil || back.Image.Format != "npy" {
+		t.Fatalf("npy view read back: %+v %v", back, err)
+	}
+	for name, body := range map[string]string{
+		"noformat":  `{"format_version": 1, "features": ["npy_images"], "view": "noformat", "where": "TRUE", "time": "2026-01-01T00:00:00Z"}`,
+		"nofeature": `{"format_version": 1, "features": [], "view": "nofeature", "where": "TRUE", "image": {"format": "npy"}, "time": "2026-01-01T00:00:00Z"}`,
+	} {
+		if err := local.PutIfAbsent(ctx, viewKey(name), []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tbl.View(ctx, name); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("view %s: %v", name, err)
+		}
+	}
+	for _, img := range []ViewImage{{Width: 16384, Height: 16384}, {MaxSide: 16384}} {
+		if _, err := tbl.CreateView(ctx, View{Name: "huge", Where: "TRUE", Image: &img}); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "pixels") {
+			t.Errorf("view scaled to %+v: %v, want the pixel bound", img, err)
+		}
+	}
 }

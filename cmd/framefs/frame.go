@@ -37,7 +37,7 @@ func newFrameCommand(stores *storeFlags) *cobra.Command {
 	fl.StringVar(&f.episode, "episode", "", "episode id")
 	fl.Int64Var(&f.frame, "frame", 0, "frame (row) number in the episode, from 0")
 	fl.StringVar(&f.column, "column", "", "video column (needed when the table has several)")
-	fl.StringVar(&f.format, "format", "", "jpg, png, bmp or ppm (default: the table's setting)")
+	fl.StringVar(&f.format, "format", "", "jpg, png, bmp, ppm or npy (default: the table's setting)")
 	fl.IntVar(&f.quality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
 	fl.Int64Var(&f.snapshot, "snapshot", 0, "read this snapshot (default: the head)")
 	fl.StringVar(&f.tag, "tag", "", "read the snapshot of this tag")

@@ -164,7 +164,7 @@ settle=, staging_limit=.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.options, "options", "o", "", "comma-separated mount options (ro, allow_other, image_format=jpg, ...)")
-	fl.StringVar(&f.imageFormat, "image-format", "", "serve frames as jpg, png, bmp or ppm (default: the table's setting)")
+	fl.StringVar(&f.imageFormat, "image-format", "", "serve frames as jpg, png, bmp, ppm or npy (default: the table's setting)")
 	fl.IntVar(&f.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
 	fl.StringVar(&f.scale, "scale", "", "resize frames to WxH (e.g. 224x224; W or H 0 keeps the aspect ratio)")
 	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes")

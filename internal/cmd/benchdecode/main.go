@@ -26,7 +26,7 @@ import (
 func main() {
 	video := flag.String("video", "", "video file")
 	mode := flag.String("mode", "seq", "seq: every frame in order; random: -n frames in a shuffled order")
-	format := flag.String("format", "jpeg", "image format: jpeg, png, bmp, ppm")
+	format := flag.String("format", "jpeg", "image format: jpeg, png, bmp, ppm, npy")
 	quality := flag.Int("quality", 0, "JPEG quality (0 = the default)")
 	n := flag.Int("n", 500, "frames to read in random mode")
 	framesFile := flag.String("frames", "", "random mode: read the frame ordinals from this file (one per line) instead of drawing them")
