@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/framefs/framefs/cache/diskcache"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/serving"
 )
@@ -287,6 +289,58 @@ func TestFillDecodesEachGOPOnce(t *testing.T) {
 		}
 		if perServed[true] < 2 {
 			t.Errorf("%s: only %.2f pictures decoded per frame without fills: the test does not tell fills apart", fx.name, perServed[true])
+		}
+	}
+}
+
+// TestDiskTierNotPoisoned is the attack on a shared disk tier: a table
+// records another video's digest for its own video. Its frames are read
+// through a frame server with the disk tier, then the real video's frames
+// through another server sharing the directory: they are the real video's
+// frames, every one.
+func TestDiskTierNotPoisoned(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	real := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
+	other := openVideo(t, "../testdata/video/h264_gop250.mp4", 0)
+	data, err := os.ReadFile(real.Key.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	real.Digest = "sha256:" + hex.EncodeToString(sum[:])
+	other.Digest = real.Digest // the lie
+	ctx := context.Background()
+	frames := min(real.Index.Frames(), other.Index.Frames())
+	read := func(v media.Video) [][]byte {
+		disk, err := diskcache.Open(diskcache.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer disk.Close()
+		srv := serving.New(Codec{}, serving.Options{Store: disk, Readahead: -1})
+		defer srv.Close()
+		var out [][]byte
+		for i := range frames {
+			b, err := srv.Frame(ctx, v, i, media.ImageSetting{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	read(other)
+	got := read(real)
+	ref := newTestPool(serving.Options{})
+	defer ref.Close()
+	for i := range frames {
+		want, err := ref.Frame(ctx, real, i, media.ImageSetting{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[i], want) {
+			t.Fatalf("frame %d of the real video is another video's frame from the disk tier", i)
 		}
 	}
 }

@@ -73,7 +73,8 @@ type Options struct {
 	// Store, if set, is a second tier of encoded images, on local disk:
 	// every image made is written to it, and a request that misses the
 	// memory cache looks there before decoding. Only videos with a Digest
-	// use it.
+	// use it, once the server has read the video and found that digest
+	// (see digests.go): one read of each video per server.
 	Store ImageStore
 
 	// encodeWorkers is how many goroutines convert and encode the frames
@@ -208,6 +209,7 @@ type Server struct {
 
 	identities sync.Map // media.ImageSetting -> codec identity; see Server.Identity
 	storeHits  atomic.Int64
+	digests    *digestChecks
 }
 
 // New returns a Server decoding with codec.
@@ -224,6 +226,7 @@ func New(codec media.Codec, opts Options) *Server {
 		fills:     newFillPolicy(),
 		active:    map[readerKey][]*raJob{},
 		unserved:  map[frameKey]struct{}{},
+		digests:   newDigestChecks(),
 		ctx:       ctx,
 		cancel:    cancel,
 	}
@@ -243,6 +246,11 @@ func (fs *Server) FillStats() FillStats { return fs.fills.snapshot() }
 
 // StoreHits returns the number of requests served from the ImageStore.
 func (fs *Server) StoreHits() int64 { return fs.storeHits.Load() }
+
+// DigestChecks returns the bytes of videos read to check their digests
+// before the store was used for them, and the videos whose bytes did not
+// have the digest they claim.
+func (fs *Server) DigestChecks() (hashed, failed int64) { return fs.digests.stats() }
 
 // Frame returns frame ordinal (presentation order) of v encoded with
 // setting, from the cache or by decoding it. The returned slice is shared
@@ -284,6 +292,9 @@ func (fs *Server) Frame(ctx context.Context, v media.Video, ordinal int, setting
 // being made by a fill), by a fill of its GOP, or by decoding it alone.
 func (fs *Server) load(ctx context.Context, v media.Video, key frameKey) ([]byte, error) {
 	if !fs.cache.Contains(key) {
+		if fs.opts.Store != nil {
+			fs.digests.verify(ctx, fs.ctx, v)
+		}
 		if b, ok := fs.fromStore(v, key); ok {
 			return b, nil
 		}
@@ -449,12 +460,15 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	}()
 }
 
-// storeKey names key's image in the store, or "" when v has no digest.
+// storeKey names key's image in the store, or "" when the store is not
+// used for v: it has no digest, or its digest is not (yet) verified. The
+// "frame2" names are those of entries only servers that verify digests
+// write.
 func (fs *Server) storeKey(v media.Video, key frameKey) string {
-	if fs.opts.Store == nil || v.Digest == "" {
+	if fs.opts.Store == nil || v.Digest == "" || !fs.digests.known(v) {
 		return ""
 	}
-	return fmt.Sprintf("frame/%s/%d/%d/%s", v.Digest, key.stream, key.ordinal, fs.Identity(key.setting))
+	return fmt.Sprintf("frame2/%s/%d/%d/%s", v.Digest, key.stream, key.ordinal, fs.Identity(key.setting))
 }
 
 // Identity is the codec's identity of setting, remembered per setting:
@@ -804,6 +818,9 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 	// The images are made anyway: the frames read next find them (or the
 	// pictures packed) in the cache, in a quarter of it at most, and in
 	// the store.
+	if fs.opts.Store != nil {
+		fs.digests.verify(ctx, fs.ctx, v)
+	}
 	keep := &sizeKeep{budget: fs.opts.CacheBytes / 4, packed: fs.opts.Store == nil && fs.fills.packs(v, setting)}
 	workers := min(fs.opts.SizeWorkers, fs.pool.opts.maxPerVideo)
 	chunks := gopChunks(v, workers)

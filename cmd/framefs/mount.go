@@ -88,6 +88,10 @@ func writeFillStats(b *strings.Builder, st serving.FillStats) {
 		{"framefs_gop_fill_frames_served_total", "counter", st.Useful},
 		{"framefs_gop_fill_frames_wasted_total", "counter", st.Wasted},
 		{"framefs_gop_fills_declined_total", "counter", st.Declined},
+		{"framefs_gop_fill_frames_packed_total", "counter", st.FramesPacked},
+		{"framefs_packed_picture_bytes_total", "counter", st.PackedBytes},
+		{"framefs_images_from_packed_pictures_total", "counter", st.Unpacked},
+		{"framefs_frame_sizes_frames_kept_total", "counter", st.FramesSized},
 		{"framefs_gop_fill_usefulness", "gauge", fmt.Sprintf("%.3f", st.Usefulness)},
 	} {
 		fmt.Fprintf(b, "# TYPE %s %s\n%s %v\n", c.name, c.kind, c.name, c.v)
@@ -95,7 +99,7 @@ func writeFillStats(b *strings.Builder, st serving.FillStats) {
 }
 
 // writeDiskCacheStats adds the counters of --cache-dir to .stats.
-func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served int64) {
+func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served, hashed, mismatched int64) {
 	for _, c := range []struct {
 		name, kind string
 		v          int64
@@ -107,6 +111,10 @@ func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served int64) {
 		{"framefs_disk_cache_write_errors_total", "counter", st.Errors},
 		{"framefs_disk_cache_bytes", "gauge", st.Bytes},
 		{"framefs_disk_cache_entries", "gauge", st.Entries},
+		// Videos are read once before the disk tier is used for them, to
+		// check the digest their table records (see serving/digests.go).
+		{"framefs_disk_cache_digest_checked_bytes_total", "counter", hashed},
+		{"framefs_disk_cache_digest_mismatches_total", "counter", mismatched},
 	} {
 		fmt.Fprintf(b, "# TYPE %s %s\n%s %d\n", c.name, c.kind, c.name, c.v)
 	}
@@ -355,7 +363,8 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 			writeGoMemoryStats(b)
 			writeFillStats(b, frames.FillStats())
 			if disk != nil {
-				writeDiskCacheStats(b, disk.Stats(), frames.StoreHits())
+				hashed, mismatched := frames.DigestChecks()
+				writeDiskCacheStats(b, disk.Stats(), frames.StoreHits(), hashed, mismatched)
 			}
 			if s3, ok := store.(*storage.S3); ok {
 				writeS3Stats(b, s3.Stats())
