@@ -28,6 +28,7 @@ func main() {
 	mode := flag.String("mode", "seq", "seq: every frame in order; random: -n frames in a shuffled order")
 	format := flag.String("format", "jpeg", "image format: jpeg, png, bmp, ppm, npy")
 	quality := flag.Int("quality", 0, "JPEG quality (0 = the default)")
+	scale := flag.String("scale", "", "scale the images to WxH (0 keeps the aspect ratio)")
 	n := flag.Int("n", 500, "frames to read in random mode")
 	framesFile := flag.String("frames", "", "random mode: read the frame ordinals from this file (one per line) instead of drawing them")
 	seed := flag.Uint64("seed", 1, "random seed")
@@ -52,7 +53,14 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*video, *mode, *format, *quality, *n, *seed, *framesFile, *cacheBytes, *readahead,
+	var width, height int
+	if *scale != "" {
+		if _, err := fmt.Sscanf(*scale, "%dx%d", &width, &height); err != nil {
+			fmt.Fprintln(os.Stderr, "benchdecode: -scale wants WxH:", err)
+			os.Exit(2)
+		}
+	}
+	if err := run(*video, *mode, *format, *quality, width, height, *n, *seed, *framesFile, *cacheBytes, *readahead,
 		serving.Options{DecoderThreads: *threads, SeekThreads: *seekThreads, PictureCacheBytes: *pictureBytes}, *name); err != nil {
 		fmt.Fprintln(os.Stderr, "benchdecode:", err)
 		pprof.StopCPUProfile()
@@ -60,7 +68,7 @@ func main() {
 	}
 }
 
-func run(path, mode, format string, quality, n int, seed uint64, framesFile string, cacheBytes int64, readahead int, opts serving.Options, name string) error {
+func run(path, mode, format string, quality, width, height, n int, seed uint64, framesFile string, cacheBytes int64, readahead int, opts serving.Options, name string) error {
 	ctx := context.Background()
 	f, err := os.Open(path)
 	if err != nil {
@@ -79,7 +87,7 @@ func run(path, mode, format string, quality, n int, seed uint64, framesFile stri
 	if err != nil {
 		return err
 	}
-	setting := media.ImageSetting{Format: imgFormat, JPEGQuality: quality}
+	setting := media.ImageSetting{Format: imgFormat, JPEGQuality: quality, Width: width, Height: height}
 	v := media.Video{Key: media.VideoKey{Object: path, Length: st.Size()}, R: f, Size: st.Size(), Index: ix}
 
 	var order []int
