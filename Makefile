@@ -82,7 +82,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzScanIndex$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./decoder
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSidecar$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table
 	$(GO) test -run '^$$' -fuzz '^FuzzEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./cache/diskcache
-	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table/filter
+	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./query/filter
 	$(GO) test -run '^$$' -fuzz '^FuzzChunkIndex$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table
 	$(GO) test -run '^$$' -fuzz '^FuzzInfo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
 	$(GO) test -run '^$$' -fuzz '^FuzzParquet$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot

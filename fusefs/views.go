@@ -18,8 +18,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/query/filter"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/filter"
 )
 
 // TABLE/views/ shows the table's views:

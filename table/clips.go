@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/framefs/framefs/table/filter"
+	"github.com/framefs/framefs/query/filter"
 )
 
 // Window describes the clips a clip view cuts from each episode: fixed

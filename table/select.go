@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/framefs/framefs/table/filter"
+	"github.com/framefs/framefs/query/filter"
 	"github.com/framefs/framefs/table/storage"
 )
 

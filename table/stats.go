@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/framefs/framefs/table/filter"
+	"github.com/framefs/framefs/query/filter"
 )
 
 // ColumnStats summarise one user column over an episode's rows, so that a

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/framefs/framefs/query/filter"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/filter"
 )
 
 // lsWhereOptions are the flags of `framefs ls --where`.
