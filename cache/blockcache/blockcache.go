@@ -32,7 +32,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/framefs/framefs/table/storage/internal/readruns"
+	"github.com/framefs/framefs/internal/readruns"
 
 	"github.com/framefs/framefs/cache/fileindex"
 )

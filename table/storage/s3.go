@@ -27,7 +27,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/framefs/framefs/cache"
-	"github.com/framefs/framefs/table/storage/blockcache"
+	"github.com/framefs/framefs/cache/blockcache"
 )
 
 // S3Options configure an S3 store. Everything not set here comes from the

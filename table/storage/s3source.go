@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/framefs/framefs/table/storage/internal/readruns"
+	"github.com/framefs/framefs/internal/readruns"
 )
 
 // s3Source is a range of an S3 object read for ingest: any key of any
