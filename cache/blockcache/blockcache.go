@@ -1,50 +1,48 @@
-// Package blockcache keeps fixed-size blocks of immutable remote objects in
-// files under a local directory, so repeated and sequential reads of an S3
-// object cost one ranged GET per block instead of one per read.
+// Package blockcache keeps fixed-size blocks of immutable remote objects on
+// the local disk, so repeated and sequential reads of an S3 object cost one
+// ranged GET per block instead of one per read.
 //
-// It owns the cache directory and nothing else: it knows neither S3 nor the
-// table format. Callers identify an object by key, size and ETag (an object
-// that is replaced gets a new ETag and so new blocks) and supply a fetch
-// function for the bytes of a block. Only immutable objects may be cached.
+// It knows neither S3 nor the table format. Callers identify an object by
+// key, size and ETag (an object that is replaced gets a new ETag and so new
+// blocks) and supply a fetch function for the bytes of a block. Only
+// immutable objects may be cached. What the package adds is the reading:
+// blocks fetched once however many readers miss them together, readers
+// told apart by their runs of reads, sequential ones read ahead of.
 //
-// Block files end in a CRC-32C of their content; a file that fails the
-// check (a torn write, a disk error, someone editing the cache) is deleted
-// and fetched again, so a damaged cache costs a GET, never wrong bytes.
+// The blocks are entries of a diskcache.Cache (one disk LRU for every
+// cache of framefs): an entry that fails its check (a torn write, a disk
+// error, someone editing the cache) is deleted and the block fetched
+// again, so a damaged cache costs a GET, never wrong bytes.
 package blockcache
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/framefs/framefs/cache/diskcache"
 	"github.com/framefs/framefs/internal/readruns"
-
-	"github.com/framefs/framefs/cache/fileindex"
 )
 
 // Options configure a Cache. The zero value of every field means its default.
 type Options struct {
 	// Dir is the cache directory (created if missing). Required.
 	Dir string
-	// MaxBytes bounds the bytes of block files kept (default 1 GiB).
+	// MaxBytes bounds the bytes of the blocks kept, with their entry
+	// headers (default 1 GiB).
 	MaxBytes int64
 	// BlockSize is the size of a block (default 1 MiB). Blocks cached
-	// with another size are not found and age out.
+	// with another size are other entries, which age out.
 	BlockSize int64
 	// Prefetch is how many blocks past a sequential reader's position are
 	// fetched ahead in the background (default 2; negative disables). A
@@ -57,7 +55,7 @@ type Options struct {
 	FetchConcurrency int
 }
 
-func (o *Options) applyDefaults() {
+func (o Options) withDefaults() Options {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 1 << 30
 	}
@@ -70,6 +68,7 @@ func (o *Options) applyDefaults() {
 	if o.FetchConcurrency <= 0 {
 		o.FetchConcurrency = 4
 	}
+	return o
 }
 
 // ObjectID identifies one immutable version of an object.
@@ -90,15 +89,11 @@ type Stats struct {
 	Fetches      int64 // fetch calls made
 	BytesFetched int64 // bytes fetched
 	Prefetches   int64 // blocks fetched ahead of a sequential reader
-	Evictions    int64 // block files removed to stay within MaxBytes
-	Corrupt      int64 // block files that failed their checksum
-	Bytes        int64 // bytes of block files now cached
-	Blocks       int64 // block files now cached
+	Evictions    int64 // blocks removed to stay within MaxBytes
+	Corrupt      int64 // blocks that failed their check
+	Bytes        int64 // bytes of the block entries now cached
+	Blocks       int64 // blocks now cached
 }
-
-const trailerSize = 4 // CRC-32C of the block data
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Cache is a directory of cached blocks shared by every reader of a
 // process. It is safe for concurrent use.
@@ -110,13 +105,14 @@ type Cache struct {
 	// prefetchSlots bounds background prefetches in flight.
 	prefetchSlots chan struct{}
 	prefetching   sync.WaitGroup
+	// disk holds the blocks; it has its own lock.
+	disk *diskcache.Cache
 
-	// mu guards files and prefetchSet.
+	// mu guards prefetchSet.
 	mu          sync.Mutex
-	files       *fileindex.Index // block files, sizes with their trailer
-	prefetchSet map[string]bool  // blocks a background prefetch is fetching
+	prefetchSet map[string]bool // blocks a background prefetch is fetching
 
-	hits, misses, fetches, fetched, prefetches, evictions, corrupt atomic.Int64
+	hits, misses, fetches, fetched, prefetches atomic.Int64
 }
 
 var (
@@ -146,59 +142,46 @@ func Shared(opts Options) (*Cache, error) {
 	return c, nil
 }
 
-// Open opens (or creates) the cache directory and rebuilds the index from
-// the block files in it, oldest first, trimming it to MaxBytes.
+// Open opens (or creates) the cache directory, finds the blocks already
+// in it and trims it to MaxBytes. The directory is private to the process
+// while it is open (diskcache.Options.Private): blocks another process
+// writes meanwhile are not looked for.
 func Open(opts Options) (*Cache, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("blockcache: no cache directory given")
 	}
-	opts.applyDefaults()
-	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+	opts = opts.withDefaults()
+	if err := removeOldBlockFiles(opts.Dir); err != nil {
 		return nil, fmt.Errorf("blockcache: %w", err)
 	}
-	c := &Cache{
+	disk, err := diskcache.Open(diskcache.Options{Dir: opts.Dir, MaxBytes: opts.MaxBytes, Private: true, KeepPages: true})
+	if err != nil {
+		return nil, fmt.Errorf("blockcache: %w", err)
+	}
+	disk.WaitScan()
+	return &Cache{
 		opts:          opts,
 		prefetchSlots: make(chan struct{}, 4),
-		files:         fileindex.New(opts.MaxBytes),
+		disk:          disk,
 		prefetchSet:   map[string]bool{},
 		flights:       map[string]*flight{},
-	}
-	type found struct {
-		name  string
-		size  int64
-		mtime int64
-	}
-	var files []found
-	err := filepath.WalkDir(opts.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
+	}, nil
+}
+
+// removeOldBlockFiles removes the block files of the layout before blocks
+// were disk cache entries (NAME.blk, the block and its CRC-32C), which
+// nothing reads any more and nothing else would remove.
+func removeOldBlockFiles(dir string) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".blk") {
+			os.Remove(p)
 		}
-		if strings.HasPrefix(d.Name(), ".tmp-") {
-			os.Remove(p) // a write interrupted by a crash
-			return nil
-		}
-		if !strings.HasSuffix(d.Name(), ".blk") {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		files = append(files, found{d.Name(), info.Size(), info.ModTime().UnixNano()})
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("blockcache: scan %s: %w", opts.Dir, err)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].mtime < files[j].mtime })
-	c.mu.Lock()
-	for _, f := range files {
-		c.files.Put(f.name, f.size, 0)
-	}
-	victims := c.evictLocked()
-	c.mu.Unlock()
-	c.remove(victims)
-	return c, nil
+	return err
 }
 
 // Wait waits for the background prefetches in flight to finish.
@@ -212,25 +195,20 @@ func (c *Cache) BlockSize() int64 { return c.opts.BlockSize }
 
 // Stats returns the counters.
 func (c *Cache) Stats() Stats {
-	c.mu.Lock()
-	bytes, blocks := c.files.Bytes(), int64(c.files.Len())
-	c.mu.Unlock()
+	d := c.disk.Stats()
 	return Stats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Fetches: c.fetches.Load(), BytesFetched: c.fetched.Load(),
-		Prefetches: c.prefetches.Load(), Evictions: c.evictions.Load(), Corrupt: c.corrupt.Load(),
-		Bytes: bytes, Blocks: blocks,
+		Prefetches: c.prefetches.Load(), Evictions: d.Evictions, Corrupt: d.Corrupt,
+		Bytes: d.Bytes, Blocks: d.Entries,
 	}
 }
 
-// blockName names block idx of an object; the object part is a hash so
-// any key is a safe file name.
-func blockName(id ObjectID, idx int64) string {
+// blockName is the cache key of block idx of an object: a hash of the
+// object's identity (any key, short), the block size and the index, so a
+// block cached with another block size is another entry.
+func (c *Cache) blockName(id ObjectID, idx int64) string {
 	h := sha256.Sum256([]byte(id.Key + "\x00" + strconv.FormatInt(id.Size, 10) + "\x00" + id.ETag))
-	return hex.EncodeToString(h[:16]) + "-" + strconv.FormatInt(idx, 10) + ".blk"
-}
-
-func (c *Cache) path(name string) string {
-	return filepath.Join(c.opts.Dir, name[:2], name)
+	return hex.EncodeToString(h[:16]) + "-" + strconv.FormatInt(c.opts.BlockSize, 10) + "-" + strconv.FormatInt(idx, 10)
 }
 
 // blockLen is the number of object bytes in block idx.
@@ -253,7 +231,7 @@ type flight struct {
 // block returns the bytes of block idx, from the cache or fetched. It
 // returns ctx's error as soon as ctx ends.
 func (c *Cache) block(ctx context.Context, id ObjectID, idx int64, fetch FetchFunc) ([]byte, error) {
-	name := blockName(id, idx)
+	name := c.blockName(id, idx)
 	want := c.blockLen(id, idx)
 	if data, ok := c.lookup(name, want); ok {
 		c.hits.Add(1)
@@ -318,95 +296,20 @@ func (c *Cache) run(ctx context.Context, f *flight, name string, off, want int64
 	close(f.done)
 }
 
-// lookup reads a cached block and checks its length and checksum; a bad
-// file is removed and reported as missing.
+// lookup returns a cached block. The disk cache checks the entry and
+// removes a damaged one; a block of another length than the object's
+// cannot be under its name, and is taken for missing.
 func (c *Cache) lookup(name string, want int64) ([]byte, bool) {
-	c.mu.Lock()
-	ok := c.files.Touch(name)
-	c.mu.Unlock()
-	if !ok {
+	data, ok := c.disk.Get(name)
+	if !ok || int64(len(data)) != want {
 		return nil, false
 	}
-	raw, err := os.ReadFile(c.path(name))
-	if err != nil {
-		// Evicted meanwhile, or deleted behind our back.
-		c.forget(name)
-		return nil, false
-	}
-	if int64(len(raw)) != want+trailerSize ||
-		binary.BigEndian.Uint32(raw[want:]) != crc32.Checksum(raw[:want], castagnoli) {
-		c.corrupt.Add(1)
-		slog.Warn("blockcache: damaged block file removed", "file", c.path(name))
-		c.forget(name)
-		os.Remove(c.path(name))
-		return nil, false
-	}
-	return raw[:want], true
+	return data, true
 }
 
-func (c *Cache) forget(name string) {
-	c.mu.Lock()
-	c.files.Forget(name)
-	c.mu.Unlock()
-}
-
-// store writes a block file (temporary name, then rename) and indexes it.
-// Failing to cache is not an error for the reader: it logs and goes on.
-func (c *Cache) store(name string, data []byte) {
-	p := c.path(name)
-	if err := c.writeFile(p, data); err != nil {
-		slog.Warn("blockcache: cannot write block", "file", p, "err", err)
-		return
-	}
-	size := int64(len(data)) + trailerSize
-	c.mu.Lock()
-	c.files.Put(name, size, 0)
-	victims := c.evictLocked()
-	c.mu.Unlock()
-	c.remove(victims)
-}
-
-func (c *Cache) writeFile(p string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(filepath.Dir(p), ".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	var sum [trailerSize]byte
-	binary.BigEndian.PutUint32(sum[:], crc32.Checksum(data, castagnoli))
-	_, err = f.Write(data)
-	if err == nil {
-		_, err = f.Write(sum[:])
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
-// evictLocked drops least recently used entries until the cache fits and
-// returns their names; the caller removes the files without holding mu.
-func (c *Cache) evictLocked() []string {
-	return c.files.Evict()
-}
-
-func (c *Cache) remove(names []string) {
-	for _, name := range names {
-		c.evictions.Add(1)
-		os.Remove(c.path(name))
-	}
-}
+// store keeps a block. Failing to cache is not an error for the reader:
+// the disk cache counts and logs it.
+func (c *Cache) store(name string, data []byte) { c.disk.Put(name, data) }
 
 // Reader reads one object through the cache. It is an io.ReaderAt and is
 // safe for concurrent use.
@@ -501,9 +404,9 @@ func (r *Reader) readAhead(off, end, last int64) {
 	}
 	nblocks := (r.id.Size + bs - 1) / bs
 	for idx := last + 1; idx <= last+int64(r.c.opts.Prefetch) && idx < nblocks; idx++ {
-		name := blockName(r.id, idx)
+		name := r.c.blockName(r.id, idx)
+		cached := r.c.disk.Contains(name)
 		r.c.mu.Lock()
-		cached := r.c.files.Has(name)
 		busy := r.c.prefetchSet[name]
 		if !cached && !busy {
 			r.c.prefetchSet[name] = true

@@ -49,6 +49,10 @@ func (s *source) id(key string) ObjectID {
 	return ObjectID{Key: key, Size: int64(len(s.data)), ETag: "e1"}
 }
 
+// blockEntry is about the size of the file of a 4 KiB block: the block,
+// its key and the disk cache's entry header.
+const blockEntry = 4096 + 64
+
 func checkRead(t *testing.T, r io.ReaderAt, src *source, off int64, n int) {
 	t.Helper()
 	buf := make([]byte, n)
@@ -64,7 +68,7 @@ func checkRead(t *testing.T, r io.ReaderAt, src *source, off int64, n int) {
 
 func TestReadsAndEviction(t *testing.T) {
 	dir := t.TempDir()
-	c, err := Open(Options{Dir: dir, BlockSize: 4096, MaxBytes: 10 * (4096 + trailerSize), Prefetch: -1})
+	c, err := Open(Options{Dir: dir, BlockSize: 4096, MaxBytes: 10 * blockEntry, Prefetch: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +78,8 @@ func TestReadsAndEviction(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for i := 0; i < 300; i++ {
 		checkRead(t, r, src, rng.Int64N(int64(len(src.data))), 1+rng.IntN(3*4096))
-		if st := c.Stats(); st.Bytes > 10*(4096+trailerSize) {
-			t.Fatalf("cache holds %d bytes, limit %d", st.Bytes, 10*(4096+trailerSize))
+		if st := c.Stats(); st.Bytes > 10*blockEntry {
+			t.Fatalf("cache holds %d bytes, limit %d", st.Bytes, 10*blockEntry)
 		}
 	}
 	checkRead(t, r, src, int64(len(src.data))-10, 100) // short read at the end
@@ -91,11 +95,11 @@ func TestReadsAndEviction(t *testing.T) {
 		}
 		return nil
 	})
-	if bytesOnDisk > 10*(4096+trailerSize) || files != st.Blocks {
+	if bytesOnDisk > 10*blockEntry || files != st.Blocks {
 		t.Fatalf("%d files, %d bytes on disk; index says %d blocks", files, bytesOnDisk, st.Blocks)
 	}
 	// A new Cache on the directory finds the blocks again: no fetches.
-	c2, err := Open(Options{Dir: dir, BlockSize: 4096, MaxBytes: 10 * (4096 + trailerSize), Prefetch: -1})
+	c2, err := Open(Options{Dir: dir, BlockSize: 4096, MaxBytes: 10 * blockEntry, Prefetch: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,9 +113,41 @@ func TestReadsAndEviction(t *testing.T) {
 		t.Fatal("a block cached before the restart was fetched again")
 	}
 	// A smaller limit on reopen trims the directory.
-	c3, err := Open(Options{Dir: dir, BlockSize: 4096, MaxBytes: 3 * (4096 + trailerSize)})
-	if err != nil || c3.Stats().Bytes > 3*(4096+trailerSize) {
+	c3, err := Open(Options{Dir: dir, BlockSize: 4096, MaxBytes: 3 * blockEntry})
+	if err != nil || c3.Stats().Bytes > 3*blockEntry {
 		t.Fatalf("reopen with a smaller limit: %+v %v", c3.Stats(), err)
+	}
+}
+
+// TestOldBlockFilesRemoved: the block files of the layout before blocks
+// were disk cache entries are removed when the cache opens; the entries
+// stay.
+func TestOldBlockFilesRemoved(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(Options{Dir: dir, BlockSize: 4096, Prefetch: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newSource(4096, 8)
+	checkRead(t, c.NewReader(context.Background(), src.id("k"), src.fetch), src, 0, 4096)
+	old := filepath.Join(dir, "ab", "abcdef-0.blk")
+	if err := os.MkdirAll(filepath.Dir(old), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(old, make([]byte, 4100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Open(Options{Dir: dir, BlockSize: 4096, Prefetch: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an old block file is still there: %v", err)
+	}
+	before := src.calls.Load()
+	checkRead(t, c2.NewReader(context.Background(), src.id("k"), src.fetch), src, 0, 4096)
+	if src.calls.Load() != before || c2.Stats().Blocks != 1 {
+		t.Errorf("the cached block was lost: %d fetches, %+v", src.calls.Load()-before, c2.Stats())
 	}
 }
 
@@ -227,7 +263,7 @@ func TestDamagedFiles(t *testing.T) {
 		func(p string) { b, _ := os.ReadFile(p); b[len(b)-1] ^= 0x80; os.WriteFile(p, b, 0o600) },
 	}
 	for i, hurt := range damage {
-		hurt(c.path(blockName(src.id("d"), int64(i))))
+		hurt(c.disk.EntryFile(c.blockName(src.id("d"), int64(i))))
 	}
 	before := src.calls.Load()
 	checkRead(t, r, src, 0, len(src.data))
