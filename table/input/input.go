@@ -1,4 +1,12 @@
-package storage
+// Package input opens what ingest reads: videos and sidecars given as local
+// paths or s3://BUCKET/KEY objects, whole or a byte range of them. An
+// opened File is pinned to the version seen when it was opened (an S3
+// object's ETag, a local file's size and modification time): a file that
+// changes while it is read fails with storage.ErrChanged instead of mixing
+// two versions. The package reads; storing is package table's, and the
+// object stores are package storage's (whose S3 client it reads through,
+// and whose S3 stores copy an input server-side: CopySourceOf).
+package input
 
 import (
 	"bytes"
@@ -11,40 +19,42 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/framefs/framefs/table/storage"
 )
 
 // ErrOutOfRange means a byte range does not lie inside its file or object.
-var ErrOutOfRange = errors.New("storage: byte range out of bounds")
+var ErrOutOfRange = errors.New("input: byte range out of bounds")
 
-// Source is what ingest reads a video or sidecar from: a byte range of a
-// local file or of an S3 object. It is pinned to the version seen when it
-// was opened: every later read of an S3 source asks for the first ETag
-// (If-Match), a local file's size and modification time are checked again,
-// and a source that changed fails with ErrChanged instead of mixing two
-// versions.
-type Source interface {
+// File is an opened input, what ingest reads a video or sidecar from: a
+// byte range of a local file or of an S3 object. It is pinned to the
+// version seen when it was opened: every later read of an S3 object asks
+// for the first ETag (If-Match), a local file's size and modification time
+// are checked again, and a file that changed fails with
+// storage.ErrChanged instead of mixing two versions.
+type File interface {
 	// ReadAt reads the range; offset 0 is its first byte. Reads are
 	// small ranged GETs on S3 (box headers and sample tables cost a few
 	// KiB each), growing for reads that continue sequentially.
 	io.ReaderAt
 	// Size is the length of the range in bytes.
 	Size() int64
-	// Name is the path or s3:// URI the source was opened as.
+	// Name is the path or s3:// URI the file was opened as.
 	Name() string
 	// Version names these exact bytes: the file or object, its version
-	// (ETag, or size and modification time) and the range. Two sources
+	// (ETag, or size and modification time) and the range. Two files
 	// with the same Version hold the same bytes.
 	Version() string
 	// Stream reads the whole range in order, read ahead in bounded memory
 	// (S3: a few ranged GETs in parallel). It fails unless every byte of
 	// the range was read from the version first seen.
 	Stream(ctx context.Context) io.ReadCloser
-	// Close releases what the source holds open. A source may be read
-	// again after Close; it reopens what it needs, still pinned.
+	// Close releases what the file holds open. A file may be read again
+	// after Close; it reopens what it needs, still pinned.
 	Close() error
 }
 
-// Range selects the bytes of a source: Length bytes from Offset, or
+// Range selects the bytes of an input: Length bytes from Offset, or
 // everything from Offset when Length is 0.
 type Range struct {
 	Offset, Length int64
@@ -77,48 +87,43 @@ func (r Range) String() string {
 	return fmt.Sprintf("@%d+%d", r.Offset, r.Length)
 }
 
-// Sources opens ingest sources: local paths, and s3://BUCKET/KEY objects
-// read with the S3 options given (the same endpoint and credentials as
-// tables). It is safe for concurrent use.
-type Sources struct {
-	opts S3Options
+// Opener opens inputs: local paths, and s3://BUCKET/KEY objects read with
+// the S3 options given (the same endpoint and credentials as tables). It
+// is safe for concurrent use.
+type Opener struct {
+	opts storage.S3Options
 
-	mu     sync.Mutex // guards client and err
-	client *S3        // made on first use; serves every bucket
+	mu     sync.Mutex  // guards client and err
+	client *storage.S3 // made on first use; serves every bucket
 	err    error
 }
 
-// NewSources returns an opener of sources. Sources are read once, so no
+// NewOpener returns an opener of inputs. Inputs are read once, so no
 // block cache is used (opts.CacheDir is ignored).
-func NewSources(opts S3Options) *Sources {
+func NewOpener(opts storage.S3Options) *Opener {
 	opts.CacheDir = ""
 	opts.MetadataCacheBytes = -1
-	return &Sources{opts: opts}
+	return &Opener{opts: opts}
 }
 
-// bucket returns a store at the root of bucket, sharing one client.
-func (s *Sources) bucket(ctx context.Context, bucket string) (*S3, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.client == nil && s.err == nil {
-		s.client, s.err = NewS3(ctx, "s3://"+bucket, s.opts)
+// s3Client returns the client of every bucket, made for the first one.
+func (o *Opener) s3Client(ctx context.Context, bucket string) (*storage.S3, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.client == nil && o.err == nil {
+		o.client, o.err = storage.NewS3(ctx, "s3://"+bucket, o.opts)
 	}
-	if s.err != nil {
-		return nil, s.err
-	}
-	b := *s.client
-	b.bucket, b.prefix = bucket, ""
-	return &b, nil
+	return o.client, o.err
 }
 
-// Stats returns the counters of the requests made for S3 sources.
-func (s *Sources) Stats() S3Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.client == nil {
-		return S3Stats{}
+// Stats returns the counters of the requests made for S3 inputs.
+func (o *Opener) Stats() storage.S3Stats {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.client == nil {
+		return storage.S3Stats{}
 	}
-	return s.client.Stats()
+	return o.client.Stats()
 }
 
 // ParseS3Object splits s3://BUCKET/KEY. The key is taken as it is (any
@@ -137,57 +142,66 @@ func ParseS3Object(uri string) (bucket, key string, err error) {
 }
 
 // Open opens the range r of a local file or of an S3 object (uri
-// s3://BUCKET/KEY). A missing file or object is ErrNotFound and a range
-// that does not fit ErrOutOfRange, each naming the source. Reads through
-// ReadAt run under ctx.
-func (s *Sources) Open(ctx context.Context, uri string, r Range) (Source, error) {
-	if IsS3URI(uri) {
+// s3://BUCKET/KEY). A missing file or object is storage.ErrNotFound and a
+// range that does not fit ErrOutOfRange, each naming the input. Reads
+// through ReadAt run under ctx.
+func (o *Opener) Open(ctx context.Context, uri string, r Range) (File, error) {
+	if storage.IsS3URI(uri) {
 		bucket, key, err := ParseS3Object(uri)
 		if err != nil {
 			return nil, err
 		}
-		b, err := s.bucket(ctx, bucket)
+		client, err := o.s3Client(ctx, bucket)
 		if err != nil {
 			return nil, err
 		}
-		return b.openSource(ctx, key, r)
+		return openS3(ctx, client, bucket, key, r)
 	}
 	if strings.Contains(uri, "://") {
-		return nil, fmt.Errorf("storage: %q: unknown URI scheme (want a file or s3://BUCKET/KEY)", uri)
+		return nil, fmt.Errorf("input: %q: unknown URI scheme (want a file or s3://BUCKET/KEY)", uri)
 	}
-	return openLocalSource(ctx, uri, r)
+	return openLocal(ctx, uri, r)
 }
 
 // Exists reports whether a file or object exists (sidecar lookups). Any
 // answer but "found" or "not found" is an error.
-func (s *Sources) Exists(ctx context.Context, uri string) (bool, error) {
-	src, err := s.Open(ctx, uri, Range{})
-	if errors.Is(err, ErrNotFound) {
+func (o *Opener) Exists(ctx context.Context, uri string) (bool, error) {
+	f, err := o.Open(ctx, uri, Range{})
+	if errors.Is(err, storage.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	src.Close()
+	f.Close()
 	return true, nil
 }
 
-// ReadSource reads a whole source into memory (sidecars).
-func ReadSource(ctx context.Context, src Source) ([]byte, error) {
-	rc := src.Stream(ctx)
+// ReadAll reads a whole input into memory (sidecars).
+func ReadAll(ctx context.Context, f File) ([]byte, error) {
+	rc := f.Stream(ctx)
 	defer rc.Close()
 	var buf bytes.Buffer
-	buf.Grow(int(min(src.Size(), 64<<20)))
+	buf.Grow(int(min(f.Size(), 64<<20)))
 	if _, err := buf.ReadFrom(rc); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-// localSource is a range of a local file. The file is opened when it is
+// CopySourceOf returns the range of an S3 object f reads, which an S3
+// store may copy server-side (storage.Copier), and false for a local file.
+func CopySourceOf(f File) (storage.CopySource, bool) {
+	if s, ok := f.(*s3File); ok {
+		return s.copySource(), true
+	}
+	return storage.CopySource{}, false
+}
+
+// localFile is a range of a local file. The file is opened when it is
 // read and closed by Close; every opening checks that its size and
 // modification time are those seen first.
-type localSource struct {
+type localFile struct {
 	ctx   context.Context
 	path  string
 	off   int64
@@ -199,60 +213,60 @@ type localSource struct {
 	f  *os.File
 }
 
-func openLocalSource(ctx context.Context, p string, r Range) (*localSource, error) {
+func openLocal(ctx context.Context, p string, r Range) (*localFile, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s: no such file", ErrNotFound, p)
+			return nil, fmt.Errorf("%w: %s: no such file", storage.ErrNotFound, p)
 		}
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, fmt.Errorf("input: %w", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, fmt.Errorf("input: %w", err)
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("storage: %s is not a regular file", p)
+		return nil, fmt.Errorf("input: %s is not a regular file", p)
 	}
 	off, n, err := r.resolve(p, st.Size())
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &localSource{ctx: ctx, path: p, off: off, n: n, size: st.Size(), mtime: st.ModTime(), f: f}, nil
+	return &localFile{ctx: ctx, path: p, off: off, n: n, size: st.Size(), mtime: st.ModTime(), f: f}, nil
 }
 
-func (l *localSource) Size() int64  { return l.n }
-func (l *localSource) Name() string { return l.path }
+func (l *localFile) Size() int64  { return l.n }
+func (l *localFile) Name() string { return l.path }
 
-func (l *localSource) Version() string {
+func (l *localFile) Version() string {
 	return fmt.Sprintf("file:%s:%d:%d%s", l.path, l.size, l.mtime.UnixNano(), Range{l.off, l.n})
 }
 
 // check fails with ErrChanged unless f has the size and modification
 // time first seen.
-func (l *localSource) check(f *os.File) error {
+func (l *localFile) check(f *os.File) error {
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return fmt.Errorf("input: %w", err)
 	}
 	if st.Size() != l.size || !st.ModTime().Equal(l.mtime) {
 		return fmt.Errorf("%w: %s: %d bytes modified %s, first seen with %d bytes modified %s",
-			ErrChanged, l.path, st.Size(), st.ModTime().Format(time.RFC3339Nano), l.size, l.mtime.Format(time.RFC3339Nano))
+			storage.ErrChanged, l.path, st.Size(), st.ModTime().Format(time.RFC3339Nano), l.size, l.mtime.Format(time.RFC3339Nano))
 	}
 	return nil
 }
 
 // open returns a newly opened file checked against the pinned version.
-func (l *localSource) open() (*os.File, error) {
+func (l *localFile) open() (*os.File, error) {
 	f, err := os.Open(l.path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s was removed", ErrChanged, l.path)
+			return nil, fmt.Errorf("%w: %s was removed", storage.ErrChanged, l.path)
 		}
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, fmt.Errorf("input: %w", err)
 	}
 	if err := l.check(f); err != nil {
 		f.Close()
@@ -261,7 +275,7 @@ func (l *localSource) open() (*os.File, error) {
 	return f, nil
 }
 
-func (l *localSource) ReadAt(p []byte, off int64) (int, error) {
+func (l *localFile) ReadAt(p []byte, off int64) (int, error) {
 	if err := l.ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -277,7 +291,7 @@ func (l *localSource) ReadAt(p []byte, off int64) (int, error) {
 	f := l.f
 	l.mu.Unlock()
 	if off < 0 {
-		return 0, fmt.Errorf("storage: read %s: negative offset %d", l.path, off)
+		return 0, fmt.Errorf("input: read %s: negative offset %d", l.path, off)
 	}
 	if off >= l.n {
 		if len(p) == 0 {
@@ -294,12 +308,12 @@ func (l *localSource) ReadAt(p []byte, off int64) (int, error) {
 		err = io.EOF
 	}
 	if err == io.EOF && n < len(p) {
-		err = fmt.Errorf("%w: %s is shorter than when it was opened", ErrChanged, l.path)
+		err = fmt.Errorf("%w: %s is shorter than when it was opened", storage.ErrChanged, l.path)
 	}
 	return n, err
 }
 
-func (l *localSource) Close() error {
+func (l *localFile) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
@@ -310,7 +324,7 @@ func (l *localSource) Close() error {
 	return err
 }
 
-func (l *localSource) Stream(ctx context.Context) io.ReadCloser {
+func (l *localFile) Stream(ctx context.Context) io.ReadCloser {
 	f, err := l.open()
 	if err != nil {
 		return errReader{err}
@@ -318,11 +332,11 @@ func (l *localSource) Stream(ctx context.Context) io.ReadCloser {
 	return &localStream{ctx: ctx, src: l, f: f, r: io.NewSectionReader(f, l.off, l.n)}
 }
 
-// localStream reads a local source's range and checks at the end that
+// localStream reads a local file's range and checks at the end that
 // the file is still the version first seen and that all of it was read.
 type localStream struct {
 	ctx  context.Context
-	src  *localSource
+	src  *localFile
 	f    *os.File
 	r    *io.SectionReader
 	read int64
@@ -336,7 +350,7 @@ func (s *localStream) Read(p []byte) (int, error) {
 	s.read += int64(n)
 	if err == io.EOF {
 		if s.read != s.src.n {
-			return n, fmt.Errorf("%w: %s: read %d of %d bytes", ErrChanged, s.src.path, s.read, s.src.n)
+			return n, fmt.Errorf("%w: %s: read %d of %d bytes", storage.ErrChanged, s.src.path, s.read, s.src.n)
 		}
 		if cerr := s.src.check(s.f); cerr != nil {
 			return n, cerr
@@ -352,7 +366,7 @@ func (s *localStream) Read(p []byte) (int, error) {
 // Read does.
 func (s *localStream) WriteTo(w io.Writer) (int64, error) {
 	if _, err := s.f.Seek(s.src.off+s.read, io.SeekStart); err != nil {
-		return 0, fmt.Errorf("storage: %w", err)
+		return 0, fmt.Errorf("input: %w", err)
 	}
 	var total int64
 	for s.read < s.src.n {
@@ -370,7 +384,7 @@ func (s *localStream) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	if s.read != s.src.n {
-		return total, fmt.Errorf("%w: %s: read %d of %d bytes", ErrChanged, s.src.path, s.read, s.src.n)
+		return total, fmt.Errorf("%w: %s: read %d of %d bytes", storage.ErrChanged, s.src.path, s.read, s.src.n)
 	}
 	return total, s.src.check(s.f)
 }

@@ -1,4 +1,4 @@
-package storage_test
+package input_test
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/framefs/framefs/internal/s3test"
+	"github.com/framefs/framefs/table/input"
 	"github.com/framefs/framefs/table/storage"
 )
 
@@ -28,7 +29,7 @@ type sourceKind struct {
 	name string
 	// put stores data under name and returns its path or URI.
 	put     func(t *testing.T, name string, data []byte) string
-	sources *storage.Sources
+	sources *input.Opener
 }
 
 func sourceKinds(t *testing.T) []sourceKind {
@@ -42,7 +43,7 @@ func sourceKinds(t *testing.T) []sourceKind {
 			}
 			return p
 		},
-		sources: storage.NewSources(storage.S3Options{}),
+		sources: input.NewOpener(storage.S3Options{}),
 	}}
 	srv := s3test.Start(t)
 	kinds = append(kinds, sourceKind{
@@ -51,15 +52,25 @@ func sourceKinds(t *testing.T) []sourceKind {
 			srv.PutObject(t, "sources/"+name, data)
 			return srv.URI("sources/" + name)
 		},
-		sources: storage.NewSources(srv.Options()),
+		sources: input.NewOpener(srv.Options()),
 	})
 	return kinds
 }
 
-func readStream(ctx context.Context, src storage.Source) ([]byte, error) {
+func readStream(ctx context.Context, src input.File) ([]byte, error) {
 	rc := src.Stream(ctx)
 	defer rc.Close()
 	return io.ReadAll(rc)
+}
+
+// copySource returns the S3 range an input reads, which a store copies.
+func copySource(t *testing.T, f input.File) storage.CopySource {
+	t.Helper()
+	cs, ok := input.CopySourceOf(f)
+	if !ok {
+		t.Fatalf("%s is not an S3 input", f.Name())
+	}
+	return cs
 }
 
 // TestSourceRanges: a source is its whole file or object or a range of
@@ -67,11 +78,11 @@ func readStream(ctx context.Context, src storage.Source) ([]byte, error) {
 // sources are refused with errors that name them.
 func TestSourceRanges(t *testing.T) {
 	ctx := context.Background()
-	data := randomBytes(10<<20+4321, 1) // streams of two chunks and more
+	data := s3test.RandomBytes(10<<20+4321, 1) // streams of two chunks and more
 	for _, k := range sourceKinds(t) {
 		t.Run(k.name, func(t *testing.T) {
 			uri := k.put(t, "data.bin", data)
-			for _, r := range []storage.Range{{}, {Offset: 1000, Length: 9<<20 + 1}, {Offset: 5000}, {Offset: int64(len(data)) - 1, Length: 1}} {
+			for _, r := range []input.Range{{}, {Offset: 1000, Length: 9<<20 + 1}, {Offset: 5000}, {Offset: int64(len(data)) - 1, Length: 1}} {
 				src, err := k.sources.Open(ctx, uri, r)
 				if err != nil {
 					t.Fatalf("%v: %v", r, err)
@@ -106,14 +117,14 @@ func TestSourceRanges(t *testing.T) {
 				}
 			}
 			size := int64(len(data))
-			for _, r := range []storage.Range{{Offset: size}, {Offset: size - 10, Length: 11}, {Offset: -1}, {Length: -5}, {Offset: size + 100, Length: 1}} {
+			for _, r := range []input.Range{{Offset: size}, {Offset: size - 10, Length: 11}, {Offset: -1}, {Length: -5}, {Offset: size + 100, Length: 1}} {
 				_, err := k.sources.Open(ctx, uri, r)
-				if !errors.Is(err, storage.ErrOutOfRange) || !strings.Contains(err.Error(), uri) {
+				if !errors.Is(err, input.ErrOutOfRange) || !strings.Contains(err.Error(), uri) {
 					t.Errorf("range %+v: %v", r, err)
 				}
 			}
 			missing := strings.Replace(uri, "data.bin", "missing.bin", 1)
-			if _, err := k.sources.Open(ctx, missing, storage.Range{}); !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), missing) {
+			if _, err := k.sources.Open(ctx, missing, input.Range{}); !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), missing) {
 				t.Errorf("missing source: %v", err)
 			}
 			if ok, err := k.sources.Exists(ctx, missing); ok || err != nil {
@@ -130,11 +141,11 @@ func TestSourceRanges(t *testing.T) {
 // its stream and (S3) by its reads, never read as a mix of versions.
 func TestSourceChanged(t *testing.T) {
 	ctx := context.Background()
-	data := randomBytes(3<<20, 2)
+	data := s3test.RandomBytes(3<<20, 2)
 	for _, k := range sourceKinds(t) {
 		t.Run(k.name, func(t *testing.T) {
 			uri := k.put(t, "v.bin", data)
-			src, err := k.sources.Open(ctx, uri, storage.Range{Offset: 100})
+			src, err := k.sources.Open(ctx, uri, input.Range{Offset: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +154,7 @@ func TestSourceChanged(t *testing.T) {
 			}
 			src.Close()
 			time.Sleep(10 * time.Millisecond) // a new modification time
-			k.put(t, "v.bin", randomBytes(len(data), 3))
+			k.put(t, "v.bin", s3test.RandomBytes(len(data), 3))
 			if _, err := readStream(ctx, src); !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), uri) {
 				t.Fatalf("stream of a replaced source: %v", err)
 			}
@@ -160,10 +171,10 @@ func TestSourceChanged(t *testing.T) {
 func TestS3SourceSmallReads(t *testing.T) {
 	ctx := context.Background()
 	srv := s3test.Start(t)
-	data := randomBytes(8<<20, 4)
+	data := s3test.RandomBytes(8<<20, 4)
 	srv.PutObject(t, "small/v.bin", data)
-	sources := storage.NewSources(srv.Options())
-	src, err := sources.Open(ctx, srv.URI("small/v.bin"), storage.Range{Offset: 12345, Length: 7 << 20})
+	sources := input.NewOpener(srv.Options())
+	src, err := sources.Open(ctx, srv.URI("small/v.bin"), input.Range{Offset: 12345, Length: 7 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,18 +213,18 @@ func TestS3SourceSmallReads(t *testing.T) {
 func TestS3SourceFaults(t *testing.T) {
 	ctx := context.Background()
 	srv := s3test.Start(t)
-	data := randomBytes(17<<20, 5)
+	data := s3test.RandomBytes(17<<20, 5)
 	srv.PutObject(t, "faulty/v.bin", data)
 	proxy := s3test.StartFaultProxy(t, srv.Endpoint, s3test.Faults{
 		Error: 0.1, DropBefore: 0.05, DropAfter: 0.05, Truncate: 0.2, MaxDelay: 5 * time.Millisecond,
 	}, 11)
 	opts := srv.Options()
 	opts.Endpoint, opts.MaxBackoff = proxy.Endpoint, 20*time.Millisecond
-	sources := storage.NewSources(opts)
+	sources := input.NewOpener(opts)
 	uri := srv.URI("faulty/v.bin")
 	ok := 0
 	for i := 0; i < 4; i++ {
-		src, err := sources.Open(ctx, uri, storage.Range{Offset: 777})
+		src, err := sources.Open(ctx, uri, input.Range{Offset: 777})
 		if err != nil {
 			t.Logf("open: %v", err)
 			continue
@@ -237,7 +248,7 @@ func TestS3SourceFaults(t *testing.T) {
 		t.Errorf("retries do not carry streams through faults: %d of 4", ok)
 	}
 	proxy.SetFaults(s3test.Faults{})
-	src, err := sources.Open(ctx, uri, storage.Range{})
+	src, err := sources.Open(ctx, uri, input.Range{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,27 +271,28 @@ func TestS3SourceFaults(t *testing.T) {
 func TestS3PutPieces(t *testing.T) {
 	ctx := context.Background()
 	srv := s3test.Start(t)
-	a, b := randomBytes(6<<20, 6), randomBytes(9<<20, 7)
+	a, b := s3test.RandomBytes(6<<20, 6), s3test.RandomBytes(9<<20, 7)
 	srv.PutObject(t, "src/a.bin", a)
 	srv.PutObject(t, "src/b.bin", b)
-	sources := storage.NewSources(srv.Options())
+	sources := input.NewOpener(srv.Options())
 	store := srv.Open(t, "tbl", func(o *storage.S3Options) { o.PartSize = 5 << 20 })
-	srcA, err := sources.Open(ctx, srv.URI("src/a.bin"), storage.Range{})
+	srcA, err := sources.Open(ctx, srv.URI("src/a.bin"), input.Range{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srcB, err := sources.Open(ctx, srv.URI("src/b.bin"), storage.Range{Offset: 1 << 20, Length: 7 << 20})
+	srcB, err := sources.Open(ctx, srv.URI("src/b.bin"), input.Range{Offset: 1 << 20, Length: 7 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	small, _ := sources.Open(ctx, srv.URI("src/b.bin"), storage.Range{Length: 1 << 20})
-	if !store.CanCopy(srcA) || !store.CanCopy(srcB) || store.CanCopy(small) {
-		t.Fatal("CanCopy: copies need S3 sources of 5 MiB to 5 GiB on the same server")
+	small, _ := sources.Open(ctx, srv.URI("src/b.bin"), input.Range{Length: 1 << 20})
+	copyA, copyB, copySmall := copySource(t, srcA), copySource(t, srcB), copySource(t, small)
+	if !store.CanCopy(copyA) || !store.CanCopy(copyB) || store.CanCopy(copySmall) {
+		t.Fatal("CanCopy: copies need S3 ranges of 5 MiB to 5 GiB on the same server")
 	}
-	tail := randomBytes(6<<20+99, 8)
+	tail := s3test.RandomBytes(6<<20+99, 8)
 	pieces := []storage.Piece{
-		{Copy: srcA, Size: srcA.Size()},
-		{Copy: srcB, Size: srcB.Size()},
+		{Copy: &copyA, Size: srcA.Size()},
+		{Copy: &copyB, Size: srcB.Size()},
 		{R: bytes.NewReader(tail[:1<<20]), Size: 1 << 20},
 		{R: bytes.NewReader(tail[1<<20:]), Size: int64(len(tail) - 1<<20)},
 	}
@@ -304,8 +316,8 @@ func TestS3PutPieces(t *testing.T) {
 	}
 
 	// A source replaced between its opening and the copy: refused.
-	srv.PutObject(t, "src/a.bin", randomBytes(6<<20, 9))
-	_, err = store.PutPieces(ctx, "video/q.video", []storage.Piece{{Copy: srcA, Size: srcA.Size()}, {R: bytes.NewReader(tail), Size: int64(len(tail))}})
+	srv.PutObject(t, "src/a.bin", s3test.RandomBytes(6<<20, 9))
+	_, err = store.PutPieces(ctx, "video/q.video", []storage.Piece{{Copy: &copyA, Size: srcA.Size()}, {R: bytes.NewReader(tail), Size: int64(len(tail))}})
 	if !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), srv.URI("src/a.bin")) {
 		t.Fatalf("copy of a replaced source: %v", err)
 	}
@@ -316,7 +328,7 @@ func TestS3PutPieces(t *testing.T) {
 		t.Fatalf("a refused copy left uploads: %v %v", ups, err)
 	}
 	// Pieces out of order are refused before anything is written.
-	if _, err := store.PutPieces(ctx, "video/r.video", []storage.Piece{{R: bytes.NewReader(tail), Size: int64(len(tail))}, {Copy: srcB, Size: srcB.Size()}}); err == nil {
+	if _, err := store.PutPieces(ctx, "video/r.video", []storage.Piece{{R: bytes.NewReader(tail), Size: int64(len(tail))}, {Copy: &copyB, Size: srcB.Size()}}); err == nil {
 		t.Fatal("a copy after streamed bytes was accepted")
 	}
 }
@@ -327,7 +339,7 @@ func TestS3PutPieces(t *testing.T) {
 func TestS3CopyOfChecksummedSource(t *testing.T) {
 	ctx := context.Background()
 	srv := s3test.Start(t)
-	data := randomBytes(8<<20, 10)
+	data := s3test.RandomBytes(8<<20, 10)
 	sum := sha256.Sum256(data)
 	key := "src/checksummed.bin"
 	_, err := srv.Client(t).PutObject(ctx, &s3.PutObjectInput{
@@ -337,14 +349,15 @@ func TestS3CopyOfChecksummedSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sources := storage.NewSources(srv.Options())
+	sources := input.NewOpener(srv.Options())
 	store := srv.Open(t, "tbl", nil)
-	for _, r := range []storage.Range{{}, {Offset: 1 << 20, Length: 6 << 20}} {
+	for _, r := range []input.Range{{}, {Offset: 1 << 20, Length: 6 << 20}} {
 		src, err := sources.Open(ctx, srv.URI(key), r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		digests, err := store.PutPieces(ctx, "video/c.video", []storage.Piece{{Copy: src, Size: src.Size()}, {R: strings.NewReader("index"), Size: 5}})
+		cs := copySource(t, src)
+		digests, err := store.PutPieces(ctx, "video/c.video", []storage.Piece{{Copy: &cs, Size: src.Size()}, {R: strings.NewReader("index"), Size: 5}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,12 +375,12 @@ func TestS3CopyOfChecksummedSource(t *testing.T) {
 func TestLocalStreamToFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	data := randomBytes(3<<20+5, 5)
+	data := s3test.RandomBytes(3<<20+5, 5)
 	p := filepath.Join(dir, "v.bin")
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sources := storage.NewSources(storage.S3Options{})
+	sources := input.NewOpener(storage.S3Options{})
 	copyTo := func(rc io.Reader, head int) ([]byte, error) {
 		out, err := os.Create(filepath.Join(dir, "out.bin"))
 		if err != nil {
@@ -384,7 +397,7 @@ func TestLocalStreamToFile(t *testing.T) {
 		}
 		return os.ReadFile(out.Name())
 	}
-	for _, r := range []storage.Range{{}, {Offset: 4097, Length: 2 << 20}, {Offset: 1 << 20}} {
+	for _, r := range []input.Range{{}, {Offset: 4097, Length: 2 << 20}, {Offset: 1 << 20}} {
 		for _, head := range []int{0, 1000} {
 			src, err := sources.Open(ctx, p, r)
 			if err != nil {
@@ -406,7 +419,7 @@ func TestLocalStreamToFile(t *testing.T) {
 			}
 		}
 	}
-	src, err := sources.Open(ctx, p, storage.Range{Offset: 10})
+	src, err := sources.Open(ctx, p, input.Range{Offset: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package storage
+package input
 
 import (
 	"context"
@@ -6,81 +6,61 @@ import (
 	"io"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
 	"github.com/framefs/framefs/internal/readruns"
+	"github.com/framefs/framefs/table/storage"
 )
 
-// s3Source is a range of an S3 object read for ingest: any key of any
+// s3File is a range of an S3 object read for ingest: any key of any
 // bucket the credentials reach, not only keys a table writes.
-type s3Source struct {
-	obj      *s3Object // the whole object, pinned to its ETag
-	uri      string
-	off, n   int64
-	sha256   string // the object's own full-object SHA-256 checksum (base64), if it has one
-	reads    *blockReader
-	closeErr error
+type s3File struct {
+	ctx    context.Context // from Open: ReadAt fails once it ends
+	obj    *storage.PinnedObject
+	off, n int64
+	reads  *blockReader
 }
 
-// openSource HEADs key (a raw key of the bucket) for its size and ETag
-// and returns the range r of it.
-func (s *S3) openSource(ctx context.Context, key string, r Range) (*s3Source, error) {
-	uri := "s3://" + s.bucket + "/" + key
-	s.shared.stats.heads.Add(1)
-	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key, ChecksumMode: types.ChecksumModeEnabled})
-	if err != nil {
-		return nil, s.wrap("HEAD", key, err)
-	}
-	size := aws.ToInt64(out.ContentLength)
-	if out.ContentLength == nil || size < 0 {
-		return nil, fmt.Errorf("storage: HEAD %s: no object size in the answer", uri)
-	}
-	off, n, err := r.resolve(uri, size)
+// openS3 HEADs key (a raw key of the bucket) for its size and ETag with
+// client and returns the range r of it.
+func openS3(ctx context.Context, client *storage.S3, bucket, key string, r Range) (*s3File, error) {
+	obj, err := client.OpenPinned(ctx, bucket, key)
 	if err != nil {
 		return nil, err
 	}
-	etag := aws.ToString(out.ETag)
-	if etag == "" {
-		// Without an ETag a changed object could not be told apart.
-		return nil, fmt.Errorf("storage: HEAD %s: the server gave no ETag", uri)
+	off, n, err := r.resolve(obj.URI(), obj.Size())
+	if err != nil {
+		return nil, err
 	}
-	src := &s3Source{
-		obj: &s3Object{s: s, key: key, full: key, size: size, etag: etag, ctx: ctx},
-		uri: uri, off: off, n: n,
-	}
-	if out.ChecksumType == types.ChecksumTypeFullObject || out.ChecksumType == "" {
-		src.sha256 = aws.ToString(out.ChecksumSHA256)
-	}
-	src.reads = newBlockReader(ctx, n, func(ctx context.Context, at int64, p []byte) error {
-		return src.obj.fetch(ctx, off+at, p)
+	f := &s3File{ctx: ctx, obj: obj, off: off, n: n}
+	f.reads = newBlockReader(ctx, n, func(ctx context.Context, at int64, p []byte) error {
+		return obj.Fetch(ctx, off+at, p)
 	})
-	return src, nil
+	return f, nil
 }
 
-func (s *s3Source) Size() int64  { return s.n }
-func (s *s3Source) Name() string { return s.uri }
-func (s *s3Source) Version() string {
-	return fmt.Sprintf("%s:%s%s", s.uri, s.obj.etag, Range{s.off, s.n})
+func (f *s3File) Size() int64  { return f.n }
+func (f *s3File) Name() string { return f.obj.URI() }
+func (f *s3File) Version() string {
+	return fmt.Sprintf("%s:%s%s", f.obj.URI(), f.obj.ETag(), Range{f.off, f.n})
 }
-func (s *s3Source) Close() error { return nil }
+func (f *s3File) Close() error { return nil }
 
-func (s *s3Source) ReadAt(p []byte, off int64) (int, error) {
-	if err := s.obj.ctx.Err(); err != nil {
-		return 0, s.obj.s.wrap("GET", s.obj.key, err)
+func (f *s3File) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("storage: GET %s: %w", f.obj.URI(), err)
 	}
-	return s.reads.ReadAt(p, off)
+	return f.reads.ReadAt(p, off)
 }
 
-// wholeObject reports whether the range is the whole object.
-func (s *s3Source) wholeObject() bool { return s.off == 0 && s.n == s.obj.size }
+// copySource is the range as a store copies it server-side.
+func (f *s3File) copySource() storage.CopySource {
+	return storage.CopySource{Object: f.obj, Offset: f.off, Length: f.n}
+}
 
-// Stream implements Source: ranged GETs of streamChunk bytes, streamAhead
+// Stream implements File: ranged GETs of streamChunk bytes, streamAhead
 // at a time, each pinned to the ETag, delivered in order.
-func (s *s3Source) Stream(ctx context.Context) io.ReadCloser {
-	return newChunkStream(ctx, s.n, func(ctx context.Context, at int64, p []byte) error {
-		return s.obj.fetch(ctx, s.off+at, p)
+func (f *s3File) Stream(ctx context.Context) io.ReadCloser {
+	return newChunkStream(ctx, f.n, func(ctx context.Context, at int64, p []byte) error {
+		return f.obj.Fetch(ctx, f.off+at, p)
 	})
 }
 
@@ -180,12 +160,12 @@ func (cs *chunkStream) Read(p []byte) (int, error) {
 func (cs *chunkStream) Close() error {
 	cs.cancel()
 	if cs.err == nil {
-		cs.err = fmt.Errorf("storage: read of a closed stream: %w", context.Canceled)
+		cs.err = fmt.Errorf("input: read of a closed stream: %w", context.Canceled)
 	}
 	return nil
 }
 
-// blockReader serves the reads of a source through a few blocks kept in
+// blockReader serves the reads of an S3 input through a few blocks kept in
 // memory. A read that no block holds fetches a new block starting where
 // it starts: minBlock bytes after a jump (box headers, one fragment's
 // moof), twice the last block's size for a read that continues where its
@@ -220,7 +200,7 @@ func newBlockReader(ctx context.Context, size int64, fetch fetchFunc) *blockRead
 
 func (r *blockReader) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
-		return 0, fmt.Errorf("storage: negative offset %d", off)
+		return 0, fmt.Errorf("input: negative offset %d", off)
 	}
 	if off >= r.size {
 		if len(p) == 0 {

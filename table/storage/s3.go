@@ -109,7 +109,7 @@ type s3Counters struct {
 type S3Stats struct {
 	GETs, HEADs, PUTs, LISTs, DELETEs int64
 	BytesRead, BytesWritten           int64
-	// Copies counts server-side copies of a source range into a part
+	// Copies counts server-side copies of an object range into a part
 	// (UploadPartCopy), BytesCopied their bytes, which never passed
 	// through this machine.
 	Copies, BytesCopied int64
