@@ -1,4 +1,4 @@
-package table
+package query
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
 
@@ -139,10 +140,10 @@ func runDuckDB(t *testing.T, glob string, exprs []string) []struct {
 }
 
 // filterTestSchema has a column of each type, nullable, and a partition.
-func filterTestSchema() Schema {
-	return Schema{
+func filterTestSchema() table.Schema {
+	return table.Schema{
 		PartitionColumns: []string{"task"},
-		Columns: []Column{
+		Columns: []table.Column{
 			{Name: "task", Type: "string"},
 			{Name: "speed", Type: "float64", Nullable: true},
 			{Name: "ratio", Type: "float32", Nullable: true},
@@ -161,10 +162,10 @@ func filterTestSchema() Schema {
 // filterTestTable makes a table of eight episodes in three partitions,
 // with random rows (nulls in every nullable column), committed in two
 // snapshots so that there are two data files.
-func filterTestTable(t *testing.T, store storage.Store) (*Table, *Snapshot) {
+func filterTestTable(t *testing.T, store storage.Store) (*table.Table, *table.Snapshot) {
 	t.Helper()
 	ctx := context.Background()
-	tbl, err := Create(ctx, store, filterTestSchema(), Options{})
+	tbl, err := table.Create(ctx, store, filterTestSchema(), table.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,9 +181,9 @@ func filterTestTable(t *testing.T, store storage.Store) (*Table, *Snapshot) {
 		return v
 	}
 	base := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
-	var snap *Snapshot
+	var snap *table.Snapshot
 	for batch := 0; batch < 2; batch++ {
-		var inputs []EpisodeInput
+		var inputs []table.EpisodeInput
 		for k := 0; k < 4; k++ {
 			i := batch*4 + k
 			ep := fmt.Sprintf("ep%02d", i)
@@ -222,14 +223,14 @@ func filterTestTable(t *testing.T, store storage.Store) (*Table, *Snapshot) {
 				line, _ := json.Marshal(row)
 				b.Write(append(line, '\n'))
 			}
-			sc, err := ParseSidecar(ep+".jsonl", []byte(b.String()))
+			sc, err := table.ParseSidecar(ep+".jsonl", []byte(b.String()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			inputs = append(inputs, EpisodeInput{Episode: ep, Sidecar: sc,
-				Videos: map[string]VideoFile{"": {Path: fixture("h264_faststart.mp4")}}})
+			inputs = append(inputs, table.EpisodeInput{Episode: ep, Sidecar: sc,
+				Videos: map[string]table.VideoFile{"": {Path: fixture("h264_faststart.mp4")}}})
 		}
-		if snap, err = tbl.AddEpisodes(ctx, inputs, AddOptions{}); err != nil {
+		if snap, err = tbl.AddEpisodes(ctx, inputs, table.AddOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -237,14 +238,14 @@ func filterTestTable(t *testing.T, store storage.Store) (*Table, *Snapshot) {
 }
 
 // selectRows returns the matching rows as "episode#row", in order.
-func selectRows(t *testing.T, tbl *Table, snap *Snapshot, text string) ([]string, SelectStats, error) {
+func selectRows(t *testing.T, tbl *table.Table, snap *table.Snapshot, text string) ([]string, SelectStats, error) {
 	t.Helper()
 	ctx := context.Background()
-	f, err := tbl.CompileFilter(ctx, snap, text)
+	f, err := CompileFilter(ctx, tbl, snap, text)
 	if err != nil {
 		return nil, SelectStats{}, err
 	}
-	sel, err := tbl.Select(ctx, snap, f, SelectOptions{})
+	sel, err := Select(ctx, tbl, snap, f, SelectOptions{})
 	if err != nil {
 		t.Fatalf("%s: %v", text, err)
 	}
@@ -261,7 +262,7 @@ func selectRows(t *testing.T, tbl *Table, snap *Snapshot, text string) ([]string
 			}
 		}
 	}
-	count, _, err := tbl.Count(ctx, snap, f)
+	count, _, err := Count(ctx, tbl, snap, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestFiltersMatchDuckDB(t *testing.T) {
 	}
 	tbl, snap := filterTestTable(t, store)
 	want := runDuckDB(t, filepath.Join(dir, "data", "*.parquet"), duckdbMatrix)
-	check := func(t *testing.T, tbl *Table) (skipped int) {
+	check := func(t *testing.T, tbl *table.Table) (skipped int) {
 		matched := 0
 		defer func() {
 			t.Logf("%d filters, %d matching rows in all, %d episodes decided by statistics", len(duckdbMatrix), matched, skipped)
@@ -317,7 +318,7 @@ func TestFiltersMatchDuckDB(t *testing.T) {
 	// The same table as an older framefs wrote it: manifests without
 	// statistics.
 	stripStats(t, dir)
-	old, err := Open(context.Background(), store, Options{})
+	old, err := table.Open(context.Background(), store, table.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package table_test
+package query
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/internal/frozentable"
-	"github.com/framefs/framefs/table"
 )
 
 // TestFrozenViews checks what the views of every frozen table show (the
@@ -17,7 +16,7 @@ func TestFrozenViews(t *testing.T) {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			ctx := context.Background()
 			exp := frozentable.Load(t, v)
-			tbl := openFrozen(t, v)
+			tbl := frozentable.Open(t, v)
 			for _, want := range exp.Selections {
 				view, err := tbl.View(ctx, want.View)
 				if err != nil {
@@ -27,13 +26,13 @@ func TestFrozenViews(t *testing.T) {
 				if err != nil || snap.ID != want.Snapshot {
 					t.Fatalf("view %s resolves to %+v, %v; want snapshot %d", want.View, snap, err, want.Snapshot)
 				}
-				f, err := tbl.CompileFilter(ctx, snap, view.Where)
+				f, err := CompileFilter(ctx, tbl, snap, view.Where)
 				if err != nil {
 					t.Fatal(err)
 				}
 				var got []frozentable.ViewEpisode
 				if view.Window != nil {
-					cs, err := tbl.SelectClips(ctx, snap, f, *view.Window, table.SelectOptions{GroupBy: view.GroupBy})
+					cs, err := SelectClips(ctx, tbl, snap, f, *view.Window, SelectOptions{GroupBy: view.GroupBy})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -45,7 +44,7 @@ func TestFrozenViews(t *testing.T) {
 						got = append(got, ve)
 					}
 				} else {
-					sel, err := tbl.Select(ctx, snap, f, table.SelectOptions{GroupBy: view.GroupBy})
+					sel, err := Select(ctx, tbl, snap, f, SelectOptions{GroupBy: view.GroupBy})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -63,7 +62,7 @@ func TestFrozenViews(t *testing.T) {
 						got = append(got, ve)
 					}
 				}
-				if ok, g, w := jsonEqual(t, got, want.Episodes); !ok {
+				if ok, g, w := frozentable.SameJSON(t, got, want.Episodes); !ok {
 					t.Errorf("view %s shows\n%s\nwant\n%s", want.View, g, w)
 				}
 			}

@@ -1,4 +1,4 @@
-package table
+package query
 
 import (
 	"context"
@@ -19,13 +19,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/framefs/framefs/query/filter"
+	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
 
 // FilterSchema returns the columns a filter on snapshot rows may name: the
 // episode column and the user columns (partition columns included), as
 // Arrow fields.
-func FilterSchema(s *Schema) (*arrow.Schema, error) {
+func FilterSchema(s *table.Schema) (*arrow.Schema, error) {
 	fields := []arrow.Field{{Name: s.EpisodeColumn, Type: arrow.BinaryTypes.String}}
 	for _, c := range s.Columns {
 		dt, err := c.Type.Arrow()
@@ -38,8 +39,8 @@ func FilterSchema(s *Schema) (*arrow.Schema, error) {
 }
 
 // CompileFilter checks filter text against the schema of a snapshot.
-// Errors wrap ErrInvalidInput and filter.ErrInvalid.
-func (t *Table) CompileFilter(ctx context.Context, snap *Snapshot, text string) (*filter.Filter, error) {
+// Errors wrap table.ErrInvalidInput and filter.ErrInvalid.
+func CompileFilter(ctx context.Context, t *table.Table, snap *table.Snapshot, text string) (*filter.Filter, error) {
 	s, err := t.Schema(ctx, snap.SchemaID)
 	if err != nil {
 		return nil, err
@@ -47,14 +48,14 @@ func (t *Table) CompileFilter(ctx context.Context, snap *Snapshot, text string) 
 	return compileFilter(s, text)
 }
 
-func compileFilter(s *Schema, text string) (*filter.Filter, error) {
+func compileFilter(s *table.Schema, text string) (*filter.Filter, error) {
 	fs, err := FilterSchema(s)
 	if err != nil {
 		return nil, err
 	}
 	f, err := filter.Compile(text, fs)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+		return nil, fmt.Errorf("%w: %w", table.ErrInvalidInput, err)
 	}
 	return f, nil
 }
@@ -82,7 +83,7 @@ type Selection struct {
 
 // SelectedEpisode is an episode with matching rows.
 type SelectedEpisode struct {
-	Entry EpisodeEntry
+	Entry table.EpisodeEntry
 	// Frames counts its matching rows.
 	Frames int64
 	// Parts are the matching rows, by group (one part without GroupBy).
@@ -125,7 +126,7 @@ type SelectStats struct {
 // values and per-episode column statistics in the manifests, then by
 // Parquet row-group statistics, and only then by reading the filter's
 // columns of the remaining row groups and evaluating f over them.
-func (t *Table) Select(ctx context.Context, snap *Snapshot, f *filter.Filter, opts SelectOptions) (*Selection, error) {
+func Select(ctx context.Context, t *table.Table, snap *table.Snapshot, f *filter.Filter, opts SelectOptions) (*Selection, error) {
 	schema, err := t.Schema(ctx, snap.SchemaID)
 	if err != nil {
 		return nil, err
@@ -144,7 +145,7 @@ func (t *Table) Select(ctx context.Context, snap *Snapshot, f *filter.Filter, op
 		if err != nil {
 			return nil, err
 		}
-		eps = []EpisodeEntry{e}
+		eps = []table.EpisodeEntry{e}
 	}
 	sel := &Selection{Stats: SelectStats{Episodes: len(eps)}}
 	results := make([]*SelectedEpisode, len(eps))
@@ -168,7 +169,7 @@ func (t *Table) Select(ctx context.Context, snap *Snapshot, f *filter.Filter, op
 		work = append(work, scanItem{index: i, entry: e, decided: d})
 	}
 	if len(work) > 0 {
-		scanned, err := t.scan(ctx, schema, f, work, opts)
+		scanned, err := scan(ctx, t, schema, f, work, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -192,24 +193,24 @@ func (t *Table) Select(ctx context.Context, snap *Snapshot, f *filter.Filter, op
 
 // Count returns the number of rows of a snapshot that match f, reading
 // rows only where statistics cannot decide.
-func (t *Table) Count(ctx context.Context, snap *Snapshot, f *filter.Filter) (int64, SelectStats, error) {
-	sel, err := t.Select(ctx, snap, f, SelectOptions{CountOnly: true})
+func Count(ctx context.Context, t *table.Table, snap *table.Snapshot, f *filter.Filter) (int64, SelectStats, error) {
+	sel, err := Select(ctx, t, snap, f, SelectOptions{CountOnly: true})
 	if err != nil {
 		return 0, SelectStats{}, err
 	}
 	return sel.Frames, sel.Stats, nil
 }
 
-func checkGroupColumn(s *Schema, name string) error {
+func checkGroupColumn(s *table.Schema, name string) error {
 	if name == s.EpisodeColumn {
 		return nil
 	}
 	c, ok := s.Column(name)
 	if !ok {
-		return fmt.Errorf("%w: group-by column %q is not a column of the table", ErrInvalidInput, name)
+		return fmt.Errorf("%w: group-by column %q is not a column of the table", table.ErrInvalidInput, name)
 	}
 	if _, isList := c.Type.Elem(); isList {
-		return fmt.Errorf("%w: group-by column %q is a list; group by a column of single values", ErrInvalidInput, name)
+		return fmt.Errorf("%w: group-by column %q is a list; group by a column of single values", table.ErrInvalidInput, name)
 	}
 	return nil
 }
@@ -217,9 +218,9 @@ func checkGroupColumn(s *Schema, name string) error {
 // groupsConstant reports whether every group-by column has one value per
 // episode (partition columns and the episode id), so that groups follow
 // from the manifest.
-func groupsConstant(s *Schema, groupBy []string) bool {
+func groupsConstant(s *table.Schema, groupBy []string) bool {
 	for _, g := range groupBy {
-		if g != s.EpisodeColumn && !s.isPartition(g) {
+		if g != s.EpisodeColumn && !s.IsPartition(g) {
 			return false
 		}
 	}
@@ -228,7 +229,7 @@ func groupsConstant(s *Schema, groupBy []string) bool {
 
 // episodeConstants returns the values an episode holds in every row: its
 // id and its partition values.
-func episodeConstants(s *Schema, e *EpisodeEntry) map[string]filter.Value {
+func episodeConstants(s *table.Schema, e *table.EpisodeEntry) map[string]filter.Value {
 	out := map[string]filter.Value{s.EpisodeColumn: filter.String(e.Episode)}
 	for _, p := range s.PartitionColumns {
 		c, _ := s.Column(p)
@@ -241,7 +242,7 @@ func episodeConstants(s *Schema, e *EpisodeEntry) map[string]filter.Value {
 
 // manifestStats returns the statistics a manifest entry gives: its
 // constants, and its column statistics when withColumns is set.
-func manifestStats(s *Schema, e *EpisodeEntry, withColumns bool) filter.StatsFunc {
+func manifestStats(s *table.Schema, e *table.EpisodeEntry, withColumns bool) filter.StatsFunc {
 	consts := episodeConstants(s, e)
 	return func(name string) (filter.ColumnStats, bool) {
 		if v, ok := consts[name]; ok {
@@ -263,7 +264,7 @@ func manifestStats(s *Schema, e *EpisodeEntry, withColumns bool) filter.StatsFun
 }
 
 // wholeEpisode selects every row of an episode whose groups are constant.
-func wholeEpisode(s *Schema, e *EpisodeEntry, opts SelectOptions) *SelectedEpisode {
+func wholeEpisode(s *table.Schema, e *table.EpisodeEntry, opts SelectOptions) *SelectedEpisode {
 	out := &SelectedEpisode{Entry: *e, Frames: e.Rows}
 	if !opts.CountOnly {
 		out.Parts = []SelectedPart{{Group: constantGroup(s, e, opts.GroupBy)}}
@@ -271,7 +272,7 @@ func wholeEpisode(s *Schema, e *EpisodeEntry, opts SelectOptions) *SelectedEpiso
 	return out
 }
 
-func constantGroup(s *Schema, e *EpisodeEntry, groupBy []string) string {
+func constantGroup(s *table.Schema, e *table.EpisodeEntry, groupBy []string) string {
 	var vals []any
 	for _, g := range groupBy {
 		if g == s.EpisodeColumn {
@@ -285,7 +286,7 @@ func constantGroup(s *Schema, e *EpisodeEntry, groupBy []string) string {
 
 type scanItem struct {
 	index   int
-	entry   *EpisodeEntry
+	entry   *table.EpisodeEntry
 	decided filter.Decision
 }
 
@@ -307,7 +308,7 @@ func scanConcurrency() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
 // scan reads the row groups of the items, grouped by data file, and
 // evaluates the filter over them.
-func (t *Table) scan(ctx context.Context, s *Schema, f *filter.Filter, items []scanItem, opts SelectOptions) (*scanOutcome, error) {
+func scan(ctx context.Context, t *table.Table, s *table.Schema, f *filter.Filter, items []scanItem, opts SelectOptions) (*scanOutcome, error) {
 	byFile := map[string][]scanItem{}
 	var files []string
 	for _, it := range items {
@@ -325,7 +326,7 @@ func (t *Table) scan(ctx context.Context, s *Schema, f *filter.Filter, items []s
 	for _, key := range files {
 		its := byFile[key]
 		g.Go(func() error {
-			res, err := t.scanFile(gctx, s, f, key, its, opts, &rows)
+			res, err := scanFile(gctx, t, s, f, key, its, opts, &rows)
 			if err != nil {
 				return err
 			}
@@ -349,15 +350,15 @@ func (t *Table) scan(ctx context.Context, s *Schema, f *filter.Filter, items []s
 // which bounds memory on files of thousands of episodes.
 const maxRowGroupsPerRead = 64
 
-func (t *Table) scanFile(ctx context.Context, s *Schema, f *filter.Filter, key string, items []scanItem,
+func scanFile(ctx context.Context, t *table.Table, s *table.Schema, f *filter.Filter, key string, items []scanItem,
 	opts SelectOptions, rows *atomic.Int64) (*scanOutcome, error) {
-	obj, err := t.store.Open(ctx, key)
+	obj, err := t.Store().Open(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", key, err)
 	}
 	defer obj.Close()
-	if ix := t.chunkIndexFor(ctx, key); ix != nil {
-		out, ok, err := t.scanIndexed(ctx, obj, ix, s, f, key, items, opts)
+	if ix := t.ChunkIndex(ctx, key); ix != nil {
+		out, ok, err := scanIndexed(ctx, t, obj, ix, s, f, key, items, opts)
 		if err != nil || ok {
 			if out != nil {
 				for _, it := range items {
@@ -369,12 +370,12 @@ func (t *Table) scanFile(ctx context.Context, s *Schema, f *filter.Filter, key s
 	}
 	pf, err := file.NewParquetReader(io.NewSectionReader(obj, 0, obj.Size()))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+		return nil, fmt.Errorf("%w: %s: %v", table.ErrCorrupt, key, err)
 	}
 	defer pf.Close()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+		return nil, fmt.Errorf("%w: %s: %v", table.ErrCorrupt, key, err)
 	}
 	leaves := leafColumns(pf.MetaData())
 	out := &scanOutcome{}
@@ -383,10 +384,10 @@ func (t *Table) scanFile(ctx context.Context, s *Schema, f *filter.Filter, key s
 	for _, it := range items {
 		e := it.entry
 		if e.RowGroup < 0 || e.RowGroup >= pf.NumRowGroups() {
-			return nil, fmt.Errorf("%w: %s has no row group %d (episode %q)", ErrCorrupt, key, e.RowGroup, e.Episode)
+			return nil, fmt.Errorf("%w: %s has no row group %d (episode %q)", table.ErrCorrupt, key, e.RowGroup, e.Episode)
 		}
 		if n := pf.MetaData().RowGroup(e.RowGroup).NumRows(); n != e.Rows {
-			return nil, fmt.Errorf("%w: %s row group %d has %d rows, the manifest says %d", ErrCorrupt, key, e.RowGroup, n, e.Rows)
+			return nil, fmt.Errorf("%w: %s row group %d has %d rows, the manifest says %d", table.ErrCorrupt, key, e.RowGroup, n, e.Rows)
 		}
 		if it.decided == filter.Some && e.Stats == nil {
 			switch f.Prune(rowGroupStats(s, e, pf.MetaData(), leaves)) {
@@ -444,7 +445,7 @@ func leafColumns(md *metadata.FileMetaData) map[string][]int {
 // rowGroupStats returns the statistics Parquet keeps for an episode's row
 // group, with the episode's constants. Float bounds are not used: writers
 // leave NaN out of them.
-func rowGroupStats(s *Schema, e *EpisodeEntry, md *metadata.FileMetaData, leaves map[string][]int) filter.StatsFunc {
+func rowGroupStats(s *table.Schema, e *table.EpisodeEntry, md *metadata.FileMetaData, leaves map[string][]int) filter.StatsFunc {
 	consts := episodeConstants(s, e)
 	rg := md.RowGroup(e.RowGroup)
 	return func(name string) (filter.ColumnStats, bool) {
@@ -496,7 +497,7 @@ func rowGroupStats(s *Schema, e *EpisodeEntry, md *metadata.FileMetaData, leaves
 
 // evalRowGroups reads the given columns of the items' row groups (in
 // row-group order) and evaluates the filter over them.
-func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *Schema, f *filter.Filter, key string,
+func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *table.Schema, f *filter.Filter, key string,
 	items []scanItem, cols []int, opts SelectOptions) ([]scanResult, error) {
 	rgs := make([]int, len(items))
 	var total int64
@@ -532,11 +533,11 @@ func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *Schema, f *fi
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+		return nil, fmt.Errorf("%w: %s: %v", table.ErrCorrupt, key, err)
 	}
 	defer tbl.Release()
 	if tbl.NumRows() != total {
-		return nil, fmt.Errorf("%w: %s: read %d rows, the manifest says %d", ErrCorrupt, key, tbl.NumRows(), total)
+		return nil, fmt.Errorf("%w: %s: read %d rows, the manifest says %d", table.ErrCorrupt, key, tbl.NumRows(), total)
 	}
 	// Walk the table's chunks alongside the row groups: a chunk may span
 	// row groups and a row group several chunks.
@@ -575,7 +576,7 @@ func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *Schema, f *fi
 		}
 	}
 	if err := reader.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+		return nil, fmt.Errorf("%w: %s: %v", table.ErrCorrupt, key, err)
 	}
 	for _, sel := range selected {
 		sel.normalize()
@@ -585,14 +586,14 @@ func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *Schema, f *fi
 
 // neededColumns returns the columns a scan reads: the filter's and the
 // group-by columns that vary within an episode.
-func neededColumns(s *Schema, f *filter.Filter, opts SelectOptions) map[string]bool {
+func neededColumns(s *table.Schema, f *filter.Filter, opts SelectOptions) map[string]bool {
 	need := map[string]bool{}
 	for _, c := range f.Columns() {
 		need[c] = true
 	}
 	if !opts.CountOnly {
 		for _, g := range opts.GroupBy {
-			if g != s.EpisodeColumn && !s.isPartition(g) {
+			if g != s.EpisodeColumn && !s.IsPartition(g) {
 				need[g] = true
 			}
 		}
@@ -607,7 +608,7 @@ type groupArrays struct {
 	cols  []arrow.Array
 }
 
-func varyingGroups(s *Schema, opts SelectOptions, columns func(string) arrow.Array) *groupArrays {
+func varyingGroups(s *table.Schema, opts SelectOptions, columns func(string) arrow.Array) *groupArrays {
 	if opts.CountOnly || groupsConstant(s, opts.GroupBy) {
 		return nil
 	}
@@ -621,7 +622,7 @@ func varyingGroups(s *Schema, opts SelectOptions, columns func(string) arrow.Arr
 
 // addMatch records a matching row: row ordinal of episode e, row i of the
 // batch groups come from.
-func (sel *SelectedEpisode) addMatch(s *Schema, e *EpisodeEntry, opts SelectOptions, groups *groupArrays, i int, ordinal int64) {
+func (sel *SelectedEpisode) addMatch(s *table.Schema, e *table.EpisodeEntry, opts SelectOptions, groups *groupArrays, i int, ordinal int64) {
 	sel.Frames++
 	if opts.CountOnly {
 		return
@@ -634,18 +635,18 @@ func (sel *SelectedEpisode) addMatch(s *Schema, e *EpisodeEntry, opts SelectOpti
 }
 
 // rowGroup names the group of row i of a batch.
-func rowGroup(s *Schema, e *EpisodeEntry, names []string, cols []arrow.Array, i int) string {
+func rowGroup(s *table.Schema, e *table.EpisodeEntry, names []string, cols []arrow.Array, i int) string {
 	vals := make([]any, len(names))
 	for k, g := range names {
 		switch {
 		case g == s.EpisodeColumn:
 			vals[k] = e.Episode
-		case s.isPartition(g):
+		case s.IsPartition(g):
 			vals[k] = e.Partition[g]
 		case cols[k] == nil:
 			vals[k] = nil
 		default:
-			vals[k] = arrowValue(cols[k], i)
+			vals[k] = table.RowValue(cols[k], i)
 		}
 	}
 	return GroupFolder(names, vals)
@@ -674,7 +675,7 @@ func (e *SelectedEpisode) normalize() {
 // the column chunks it needs, located by the file's chunk index; ok is
 // false when the index cannot serve (an episode without manifest
 // statistics, a list column), and the footer is used instead.
-func (t *Table) scanIndexed(ctx context.Context, obj storage.Object, ix *chunkIndex, s *Schema, f *filter.Filter, key string,
+func scanIndexed(ctx context.Context, t *table.Table, obj storage.Object, ix *table.ChunkIndex, s *table.Schema, f *filter.Filter, key string,
 	items []scanItem, opts SelectOptions) (*scanOutcome, bool, error) {
 	need := neededColumns(s, f, opts)
 	out := &scanOutcome{}
@@ -690,18 +691,18 @@ func (t *Table) scanIndexed(ctx context.Context, obj storage.Object, ix *chunkIn
 		if e.Stats == nil && it.decided == filter.Some {
 			return nil, false, nil // row-group statistics first: the footer has them
 		}
-		if e.RowGroup < 0 || e.RowGroup >= len(ix.groups) || ix.groups[e.RowGroup].rows != e.Rows {
+		if rows, ok := ix.Rows(e.RowGroup); !ok || rows != e.Rows {
 			return nil, false, nil
 		}
 		es, err := t.Schema(ctx, e.SchemaID)
 		if err != nil {
 			return nil, false, err
 		}
-		ps, err := t.parquetSchema(es)
+		ps, err := t.ParquetSchema(es)
 		if err != nil {
 			return nil, false, err
 		}
-		as, err := arrowSchema(es)
+		as, err := table.DataFileSchema(es)
 		if err != nil {
 			return nil, false, err
 		}
@@ -711,7 +712,7 @@ func (t *Table) scanIndexed(ctx context.Context, obj storage.Object, ix *chunkIn
 			if len(fi) == 0 {
 				continue // added after this file was written: NULL
 			}
-			idx, ok := ix.columns[name]
+			idx, ok := ix.Column(name)
 			leaf := ps.ColumnIndexByName(name)
 			if !ok || leaf < 0 {
 				return nil, false, nil // a list: the footer path reads it
@@ -727,11 +728,11 @@ func (t *Table) scanIndexed(ctx context.Context, obj storage.Object, ix *chunkIn
 		e := it.entry
 		arrays := map[string]arrow.Array{}
 		for _, c := range plan[k] {
-			loc := ix.groups[e.RowGroup].chunks[c.index]
-			if loc.offset < 0 || loc.length <= 0 || loc.offset+loc.length > obj.Size() {
-				return nil, true, fmt.Errorf("%w: %s: chunk index points outside the file", ErrCorrupt, key)
+			off, n := ix.Chunk(e.RowGroup, c.index)
+			if off < 0 || n <= 0 || off+n > obj.Size() {
+				return nil, true, fmt.Errorf("%w: %s: chunk index points outside the file", table.ErrCorrupt, key)
 			}
-			arr, err := readChunk(obj, loc, ix.codec, c.descr, e.Rows, c.dt)
+			arr, err := readChunk(obj, off, n, ix.Codec(), c.descr, e.Rows, c.dt)
 			if err != nil {
 				for _, a := range arrays {
 					a.Release()
@@ -739,7 +740,7 @@ func (t *Table) scanIndexed(ctx context.Context, obj storage.Object, ix *chunkIn
 				if ctx.Err() != nil {
 					return nil, true, ctx.Err()
 				}
-				return nil, true, fmt.Errorf("%w: %s row group %d column %s: %v", ErrCorrupt, key, e.RowGroup, c.name, err)
+				return nil, true, fmt.Errorf("%w: %s row group %d column %s: %v", table.ErrCorrupt, key, e.RowGroup, c.name, err)
 			}
 			arrays[c.name] = arr
 		}

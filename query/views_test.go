@@ -1,16 +1,14 @@
-package table
+package query
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
 
@@ -63,22 +61,22 @@ func TestPartitionFilterReadsOnlyItsPartition(t *testing.T) {
 		files[e.DataFile][e.Partition["task"]] = true
 	}
 	rec.take()
-	f, err := tbl.CompileFilter(ctx, snap, "task = 'stack'")
+	f, err := CompileFilter(ctx, tbl, snap, "task = 'stack'")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, st, err := tbl.Count(ctx, snap, f)
+	n, st, err := Count(ctx, tbl, snap, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if opened := rec.take(); len(opened) != 0 || n == 0 || st.MatchedByManifest == 0 {
 		t.Errorf("count of a partition: %d frames, opened %v (stats %+v); want frames from the manifests alone", n, opened, st)
 	}
-	f, err = tbl.CompileFilter(ctx, snap, "task = 'stack' AND speed > 40")
+	f, err = CompileFilter(ctx, tbl, snap, "task = 'stack' AND speed > 40")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.Select(ctx, snap, f, SelectOptions{}); err != nil {
+	if _, err := Select(ctx, tbl, snap, f, SelectOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range rec.take() {
@@ -107,11 +105,11 @@ func TestSelectStatistics(t *testing.T) {
 		{"task IN ('pick', 'place', 'stack')", func(st SelectStats) bool { return st.MatchedByManifest == 8 && st.Scanned == 0 }},
 		{"gear = 2", func(st SelectStats) bool { return st.Scanned == 8 && st.RowsScanned > 0 }},
 	} {
-		f, err := tbl.CompileFilter(ctx, snap, tc.filter)
+		f, err := CompileFilter(ctx, tbl, snap, tc.filter)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, st, err := tbl.Count(ctx, snap, f)
+		_, st, err := Count(ctx, tbl, snap, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,11 +126,11 @@ func TestGroupBy(t *testing.T) {
 		t.Fatal(err)
 	}
 	tbl, snap := filterTestTable(t, local)
-	f, err := tbl.CompileFilter(ctx, snap, "speed > 30")
+	f, err := CompileFilter(ctx, tbl, snap, "speed > 30")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel, err := tbl.Select(ctx, snap, f, SelectOptions{GroupBy: []string{"label", "task"}})
+	sel, err := Select(ctx, tbl, snap, f, SelectOptions{GroupBy: []string{"label", "task"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +161,7 @@ func TestGroupBy(t *testing.T) {
 	if _, ok := groups["label="+NullGroup+"/task=pick"]; !ok || len(groups) < 6 {
 		t.Errorf("groups %v", groups)
 	}
-	if _, err := tbl.Select(ctx, snap, f, SelectOptions{GroupBy: []string{"state"}}); !errors.Is(err, ErrInvalidInput) {
+	if _, err := Select(ctx, tbl, snap, f, SelectOptions{GroupBy: []string{"state"}}); !errors.Is(err, table.ErrInvalidInput) {
 		t.Errorf("grouping by a list: %v", err)
 	}
 }
@@ -195,44 +193,44 @@ func TestViews(t *testing.T) {
 	}
 	tbl, snap := filterTestTable(t, local)
 	first := snap.ID - 1
-	if _, err := tbl.CreateView(ctx, View{Name: "fast", Where: "speed >= 60"}); err != nil {
+	if _, err := CreateView(ctx, tbl, table.View{Name: "fast", Where: "speed >= 60"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tbl.CreateTag(ctx, "v1", first); err != nil {
 		t.Fatal(err)
 	}
-	pinned, err := tbl.CreateView(ctx, View{Name: "old-picks", Where: "task = 'pick'", Tag: "v1",
-		GroupBy: []string{"label"}, Image: &ViewImage{Format: "png", MaxSide: 128}})
+	pinned, err := CreateView(ctx, tbl, table.View{Name: "old-picks", Where: "task = 'pick'", Tag: "v1",
+		GroupBy: []string{"label"}, Image: &table.ViewImage{Format: "png", MaxSide: 128}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pinned.Snapshot != first || pinned.FormatVersion != ViewFormatVersion {
+	if pinned.Snapshot != first || pinned.FormatVersion != table.ViewFormatVersion {
 		t.Errorf("pinned view %+v", pinned)
 	}
-	if _, err := tbl.CreateView(ctx, View{Name: "fast", Where: "speed >= 70"}); !errors.Is(err, ErrExists) {
+	if _, err := CreateView(ctx, tbl, table.View{Name: "fast", Where: "speed >= 70"}); !errors.Is(err, table.ErrExists) {
 		t.Errorf("second view called fast: %v", err)
 	}
 	// Bad input: each refused with an error naming the problem, nothing
 	// stored.
 	for _, tc := range []struct {
-		v    View
+		v    table.View
 		want string
 	}{
-		{View{Name: "a", Where: "spd > 1"}, `unknown column "spd"`},
-		{View{Name: "a", Where: "speed = 'fast'"}, "cannot compare column speed (a float)"},
-		{View{Name: "a", Where: "label = 'abc"}, "unterminated string"},
-		{View{Name: "a", Where: ""}, "empty"},
-		{View{Name: "a", Where: strings.Repeat("speed > 1 AND ", 8000) + "TRUE"}, "bytes long"},
-		{View{Name: "a", Where: "1=1; DROP TABLE x"}, "one condition"},
-		{View{Name: "a/b", Where: "TRUE"}, "contains '/'"},
-		{View{Name: "..", Where: "TRUE"}, "reserved"},
-		{View{Name: "x.where", Where: "TRUE"}, `ends with ".where"`},
-		{View{Name: "a", Where: "TRUE", GroupBy: []string{"nope"}}, `group-by column "nope"`},
-		{View{Name: "a", Where: "TRUE", Image: &ViewImage{Format: "gif"}}, "image format"},
-		{View{Name: "a", Where: "TRUE", Image: &ViewImage{Width: 10, MaxSide: 10}}, "not both"},
-		{View{Name: "a", Where: "TRUE", Snapshot: 99}, "snapshot 99"},
+		{table.View{Name: "a", Where: "spd > 1"}, `unknown column "spd"`},
+		{table.View{Name: "a", Where: "speed = 'fast'"}, "cannot compare column speed (a float)"},
+		{table.View{Name: "a", Where: "label = 'abc"}, "unterminated string"},
+		{table.View{Name: "a", Where: ""}, "empty"},
+		{table.View{Name: "a", Where: strings.Repeat("speed > 1 AND ", 8000) + "TRUE"}, "bytes long"},
+		{table.View{Name: "a", Where: "1=1; DROP TABLE x"}, "one condition"},
+		{table.View{Name: "a/b", Where: "TRUE"}, "contains '/'"},
+		{table.View{Name: "..", Where: "TRUE"}, "reserved"},
+		{table.View{Name: "x.where", Where: "TRUE"}, `ends with ".where"`},
+		{table.View{Name: "a", Where: "TRUE", GroupBy: []string{"nope"}}, `group-by column "nope"`},
+		{table.View{Name: "a", Where: "TRUE", Image: &table.ViewImage{Format: "gif"}}, "image format"},
+		{table.View{Name: "a", Where: "TRUE", Image: &table.ViewImage{Width: 10, MaxSide: 10}}, "not both"},
+		{table.View{Name: "a", Where: "TRUE", Snapshot: 99}, "snapshot 99"},
 	} {
-		_, err := tbl.CreateView(ctx, tc.v)
+		_, err := CreateView(ctx, tbl, tc.v)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("view %q where %.40q: error %v, want %q", tc.v.Name, tc.v.Where, err, tc.want)
 		}
@@ -246,10 +244,10 @@ func TestViews(t *testing.T) {
 	if err := tbl.DeleteTag(ctx, "v1"); err != nil {
 		t.Fatal(err)
 	}
-	if dropped, err := tbl.Expire(ctx, ExpireOptions{KeepLast: 1}); err != nil || len(dropped) != 0 {
+	if dropped, err := tbl.Expire(ctx, table.ExpireOptions{KeepLast: 1}); err != nil || len(dropped) != 0 {
 		t.Fatalf("expire dropped %v (%v)", dropped, err)
 	}
-	if _, err := tbl.GC(ctx, GCOptions{Grace: time.Nanosecond}); err != nil {
+	if _, err := tbl.GC(ctx, table.GCOptions{Grace: time.Nanosecond}); err != nil {
 		t.Fatal(err)
 	}
 	if problems, err := tbl.Verify(ctx); err != nil || len(problems) != 0 {
@@ -263,27 +261,27 @@ func TestViews(t *testing.T) {
 	if err != nil || s.ID != first {
 		t.Fatalf("pinned view resolves to %v, %v", s, err)
 	}
-	f, _ := tbl.CompileFilter(ctx, s, v.Where)
-	if n, _, err := tbl.Count(ctx, s, f); err != nil || n == 0 {
+	f, _ := CompileFilter(ctx, tbl, s, v.Where)
+	if n, _, err := Count(ctx, tbl, s, f); err != nil || n == 0 {
 		t.Fatalf("pinned view after gc: %d rows, %v", n, err)
 	}
 	// Deleted, the view no longer pins: expire drops the snapshot.
 	if err := tbl.DeleteView(ctx, "old-picks"); err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.DeleteView(ctx, "old-picks"); !errors.Is(err, ErrNotFound) {
+	if err := tbl.DeleteView(ctx, "old-picks"); !errors.Is(err, table.ErrNotFound) {
 		t.Errorf("deleting a deleted view: %v", err)
 	}
-	if dropped, err := tbl.Expire(ctx, ExpireOptions{KeepLast: 1}); err != nil || len(dropped) != 1 || dropped[0] != first {
+	if dropped, err := tbl.Expire(ctx, table.ExpireOptions{KeepLast: 1}); err != nil || len(dropped) != 1 || dropped[0] != first {
 		t.Fatalf("expire after the view went: %v (%v)", dropped, err)
 	}
 	// A view of a newer format is listed with an error, and not deleted
 	// by mistake for one of this version.
 	newer := `{"format_version": 1, "features": ["time_travel_joins"], "view": "clips", "where": "TRUE", "time": "2026-01-01T00:00:00Z"}`
-	if err := local.PutIfAbsent(ctx, viewKey("clips"), []byte(newer)); err != nil {
+	if err := local.PutIfAbsent(ctx, table.ViewKey("clips"), []byte(newer)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.View(ctx, "clips"); !errors.Is(err, ErrUnsupportedFormat) {
+	if _, err := tbl.View(ctx, "clips"); !errors.Is(err, table.ErrUnsupportedFormat) {
 		t.Errorf("view with an unknown feature: %v", err)
 	}
 	views, errs, err := tbl.Views(ctx)
@@ -292,98 +290,32 @@ func TestViews(t *testing.T) {
 	}
 }
 
-// runViewWorker (the test binary run with
-// FRAMEFS_TEST_VIEWS=URI|PREFIX|COUNT, see TestMain) creates COUNT views PREFIX-N (every third pinned to the
-// head of the moment), deleting every other one again, and checks each
-// step. The views it keeps are PREFIX-N for odd N.
-func runViewWorker(spec string) int {
-	parts := strings.Split(spec, "|")
-	var count int
-	fmt.Sscan(parts[2], &count)
+// TestVerifyViews: a view whose filter does not fit its snapshot's schema
+// (stored without CheckView) is a problem VerifyViews reports and
+// table.Verify leaves to it; table.CreateView refuses to store a view
+// without a check.
+func TestVerifyViews(t *testing.T) {
 	ctx := context.Background()
-	tbl, err := openTestTable(parts[0])
+	local, err := storage.NewLocal(t.TempDir())
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		t.Fatal(err)
 	}
-	for i := 0; i < count; i++ {
-		v := View{Name: fmt.Sprintf("%s-%03d", parts[1], i), Where: fmt.Sprintf("note IS NULL OR note != '%d'", i)}
-		if i%3 == 0 {
-			head, err := tbl.Resolve(ctx, 0, "")
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-			v.Snapshot = head.ID
-		}
-		if _, err := tbl.CreateView(ctx, v); err != nil {
-			fmt.Fprintf(os.Stderr, "create %s: %v\n", v.Name, err)
-			return 1
-		}
-		if _, err := tbl.View(ctx, v.Name); err != nil {
-			fmt.Fprintf(os.Stderr, "read %s: %v\n", v.Name, err)
-			return 1
-		}
-		if i%2 == 0 {
-			if err := tbl.DeleteView(ctx, v.Name); err != nil {
-				fmt.Fprintf(os.Stderr, "delete %s: %v\n", v.Name, err)
-				return 1
-			}
-		}
+	tbl, _ := filterTestTable(t, local)
+	if _, err := tbl.CreateView(ctx, table.View{Name: "unchecked", Where: "TRUE"}, nil); err == nil {
+		t.Fatal("a view was stored without a check of its filter")
 	}
-	return 0
-}
-
-// TestConcurrentViews runs four processes creating and deleting views
-// while two others commit, on local disk and S3: every view a process
-// kept is there afterwards, none it deleted is, and verify is clean.
-func TestConcurrentViews(t *testing.T) {
-	forEachStore(t, func(t *testing.T, k storeKind) {
-		uri := k.newURI(t)
-		tbl := nullableTable(t, uri)
-		ctx := context.Background()
-		if _, err := tbl.AddEpisodes(ctx, []EpisodeInput{{Episode: "seed", Videos: map[string]VideoFile{"": {Path: fixture("h264_vfr.mp4")}}}}, AddOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		const views, commits = 12, 4
-		var procs []*exec.Cmd
-		for w := 0; w < 2; w++ {
-			procs = append(procs, startWriter(t, uri, fmt.Sprintf("w%d", w), commits))
-		}
-		for v := 0; v < 4; v++ {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), fmt.Sprintf("FRAMEFS_TEST_VIEWS=%s|v%d|%d", uri, v, views))
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			procs = append(procs, cmd)
-		}
-		for _, p := range procs {
-			if err := p.Wait(); err != nil {
-				t.Fatalf("a process failed: %v", err)
-			}
-		}
-		names, err := tbl.ViewNames(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []string
-		for v := 0; v < 4; v++ {
-			for i := 1; i < views; i += 2 {
-				want = append(want, fmt.Sprintf("v%d-%03d", v, i))
-			}
-		}
-		if strings.Join(names, ",") != strings.Join(want, ",") {
-			t.Errorf("views %v\nwant  %v", names, want)
-		}
-		head, err := tbl.Resolve(ctx, 0, "")
-		if err != nil || head.Episodes != 1+2*commits {
-			t.Fatalf("head %+v, %v", head, err)
-		}
-		problems, err := tbl.Verify(ctx)
-		if err != nil || len(problems) != 0 {
-			t.Fatalf("verify: %v %v", problems, err)
-		}
-	})
+	if _, err := CreateView(ctx, tbl, table.View{Name: "good", Where: "speed > 1", GroupBy: []string{"label"}}); err != nil {
+		t.Fatal(err)
+	}
+	skip := func(*table.Schema, table.View) error { return nil }
+	if _, err := tbl.CreateView(ctx, table.View{Name: "bad", Where: "spd > 1"}, skip); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := VerifyViews(ctx, tbl)
+	if err != nil || len(problems) != 1 || problems[0].Object != table.ViewKey("bad") || !strings.Contains(problems[0].Problem, `unknown column "spd"`) {
+		t.Fatalf("VerifyViews: %+v, %v", problems, err)
+	}
+	if problems, err := tbl.Verify(ctx); err != nil || len(problems) != 0 {
+		t.Errorf("table.Verify: %+v, %v", problems, err)
+	}
 }

@@ -12,37 +12,8 @@ import (
 
 	"github.com/framefs/framefs/internal/frozentable"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
 )
-
-// openFrozen opens a copy of the frozen table of format version v.
-func openFrozen(t *testing.T, v int) *table.Table {
-	t.Helper()
-	store, err := storage.NewLocal(frozentable.CopyTable(t, v))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := table.Open(context.Background(), store, table.Options{})
-	if err != nil {
-		t.Fatalf("open the frozen table v%d: %v", v, err)
-	}
-	return tbl
-}
-
-// jsonEqual reports whether a and b marshal to the same JSON, and both.
-func jsonEqual(t *testing.T, a, b any) (bool, string, string) {
-	t.Helper()
-	ja, err := json.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jb, err := json.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Equal(ja, jb), string(ja), string(jb)
-}
 
 // TestFrozenTables reads every frozen example table (testdata/format/vN)
 // and checks that it reads exactly as its writer left it: snapshots,
@@ -54,7 +25,7 @@ func TestFrozenTables(t *testing.T) {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			ctx := context.Background()
 			exp := frozentable.Load(t, v)
-			tbl := openFrozen(t, v)
+			tbl := frozentable.Open(t, v)
 
 			ids, err := tbl.SnapshotIDs(ctx)
 			if err != nil {
@@ -90,7 +61,7 @@ func TestFrozenTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok, got, want := jsonEqual(t, tags, exp.Tags); !ok {
+			if ok, got, want := frozentable.SameJSON(t, tags, exp.Tags); !ok {
 				t.Errorf("tags read as %s, want %s", got, want)
 			}
 			for _, tag := range exp.Tags {
@@ -108,7 +79,7 @@ func TestFrozenTables(t *testing.T) {
 					t.Errorf("view %s: %v", views[i].Name, e)
 				}
 			}
-			if ok, got, want := jsonEqual(t, views, exp.Views); !ok {
+			if ok, got, want := frozentable.SameJSON(t, views, exp.Views); !ok {
 				t.Errorf("views read as %s, want %s", got, want)
 			}
 

@@ -86,7 +86,7 @@ type Table struct {
 	snapshots map[int64]*Snapshot
 	// chunkIndexes and parquetSchemas serve filters (see chunks.go); a
 	// nil index records that a data file has none.
-	chunkIndexes   map[string]*chunkIndex
+	chunkIndexes   map[string]*ChunkIndex
 	parquetSchemas map[int]*schema.Schema
 }
 
@@ -138,7 +138,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error
 		snapshots: map[int64]*Snapshot{},
 		manifests: newManifestCache(maxManifestBytes),
 
-		chunkIndexes:   map[string]*chunkIndex{},
+		chunkIndexes:   map[string]*ChunkIndex{},
 		parquetSchemas: map[int]*schema.Schema{},
 	}, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/frozentable"
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
@@ -253,7 +254,7 @@ func buildFrozen(ctx context.Context, dir string) (*frozentable.Expected, error)
 			clock = clock.Add(time.Hour)
 		}
 		for _, v := range frozenViews {
-			created, err := tbl.CreateView(ctx, v)
+			created, err := query.CreateView(ctx, tbl, v)
 			if err != nil {
 				return fmt.Errorf("view %s: %w", v.Name, err)
 			}

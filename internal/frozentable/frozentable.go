@@ -11,6 +11,8 @@
 package frozentable
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -23,6 +25,7 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/storage"
 )
 
 // Root returns the directory holding one folder per format version
@@ -198,6 +201,35 @@ func CopyTable(t testing.TB, v int) string {
 		t.Fatalf("copy frozen table v%d: %v", v, err)
 	}
 	return dst
+}
+
+// Open opens a copy of the frozen table of version v (CopyTable).
+func Open(t testing.TB, v int) *table.Table {
+	t.Helper()
+	store, err := storage.NewLocal(CopyTable(t, v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := table.Open(context.Background(), store, table.Options{})
+	if err != nil {
+		t.Fatalf("open the frozen table v%d: %v", v, err)
+	}
+	return tbl
+}
+
+// SameJSON reports whether a and b marshal to the same JSON, and returns
+// both for messages.
+func SameJSON(t testing.TB, a, b any) (same bool, ja, jb string) {
+	t.Helper()
+	x, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Equal(x, y), string(x), string(y)
 }
 
 // CopyDir copies the regular files under src to dst, which must not
