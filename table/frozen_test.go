@@ -21,114 +21,111 @@ import (
 // payloads byte for byte with their frame indexes, and the stored frame
 // sizes; Verify finds nothing wrong.
 func TestFrozenTables(t *testing.T) {
-	for _, v := range frozentable.Versions(t) {
-		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
-			ctx := context.Background()
-			exp := frozentable.Load(t, v)
-			tbl := frozentable.Open(t, v)
+	frozentable.Run(t, func(t *testing.T, v int, exp *frozentable.Expected) {
+		ctx := context.Background()
+		tbl := frozentable.Open(t, v)
 
-			ids, err := tbl.SnapshotIDs(ctx)
+		ids, err := tbl.SnapshotIDs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != len(exp.Snapshots) {
+			t.Fatalf("snapshots %v, want %d", ids, len(exp.Snapshots))
+		}
+		snaps := map[int64]*table.Snapshot{}
+		for i, want := range exp.Snapshots {
+			got, err := tbl.Snapshot(ctx, ids[i])
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(ids) != len(exp.Snapshots) {
-				t.Fatalf("snapshots %v, want %d", ids, len(exp.Snapshots))
+			if !reflect.DeepEqual(*got, want) {
+				t.Errorf("snapshot %d reads as\n%+v\nwant\n%+v", ids[i], *got, want)
 			}
-			snaps := map[int64]*table.Snapshot{}
-			for i, want := range exp.Snapshots {
-				got, err := tbl.Snapshot(ctx, ids[i])
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !reflect.DeepEqual(*got, want) {
-					t.Errorf("snapshot %d reads as\n%+v\nwant\n%+v", ids[i], *got, want)
-				}
-				snaps[got.ID] = got
+			snaps[got.ID] = got
+		}
+		head, err := tbl.Head(ctx)
+		if err != nil || head.ID != exp.Snapshots[len(exp.Snapshots)-1].ID {
+			t.Errorf("head %+v, %v", head, err)
+		}
+		schema, err := tbl.LatestSchema(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(*schema, exp.Schema) {
+			t.Errorf("schema reads as\n%+v\nwant\n%+v", *schema, exp.Schema)
+		}
+
+		tags, err := tbl.Tags(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, got, want := frozentable.SameJSON(t, tags, exp.Tags); !ok {
+			t.Errorf("tags read as %s, want %s", got, want)
+		}
+		for _, tag := range exp.Tags {
+			snap, err := tbl.Resolve(ctx, 0, tag.Name)
+			if err != nil || snap.ID != tag.Snapshot {
+				t.Errorf("tag %s resolves to %+v, %v", tag.Name, snap, err)
 			}
-			head, err := tbl.Head(ctx)
-			if err != nil || head.ID != exp.Snapshots[len(exp.Snapshots)-1].ID {
-				t.Errorf("head %+v, %v", head, err)
+		}
+		views, errs, err := tbl.Views(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range errs {
+			if e != nil {
+				t.Errorf("view %s: %v", views[i].Name, e)
 			}
-			schema, err := tbl.LatestSchema(ctx)
+		}
+		if ok, got, want := frozentable.SameJSON(t, views, exp.Views); !ok {
+			t.Errorf("views read as %s, want %s", got, want)
+		}
+
+		for _, se := range exp.Episodes {
+			snap := snaps[se.Snapshot]
+			eps, err := tbl.Episodes(ctx, snap)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(*schema, exp.Schema) {
-				t.Errorf("schema reads as\n%+v\nwant\n%+v", *schema, exp.Schema)
+			if !reflect.DeepEqual(eps, se.Episodes) {
+				t.Errorf("snapshot %d episodes read as\n%+v\nwant\n%+v", snap.ID, eps, se.Episodes)
 			}
-
-			tags, err := tbl.Tags(ctx)
+			for _, want := range se.Episodes {
+				got, err := tbl.Episode(ctx, snap, want.Episode)
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("snapshot %d: Episode(%s) = %+v, %v", snap.ID, want.Episode, got, err)
+				}
+			}
+		}
+		for _, er := range exp.Rows {
+			snap := snaps[er.Snapshot]
+			e, err := tbl.Episode(ctx, snap, er.Episode)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok, got, want := frozentable.SameJSON(t, tags, exp.Tags); !ok {
-				t.Errorf("tags read as %s, want %s", got, want)
+			rows, err := tbl.Rows(ctx, snap, e)
+			if err != nil {
+				t.Fatalf("rows of %s: %v", er.Episode, err)
 			}
-			for _, tag := range exp.Tags {
-				snap, err := tbl.Resolve(ctx, 0, tag.Name)
-				if err != nil || snap.ID != tag.Snapshot {
-					t.Errorf("tag %s resolves to %+v, %v", tag.Name, snap, err)
-				}
-			}
-			views, errs, err := tbl.Views(ctx)
+			got, err := json.Marshal(rows)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, e := range errs {
-				if e != nil {
-					t.Errorf("view %s: %v", views[i].Name, e)
-				}
+			var want bytes.Buffer
+			if err := json.Compact(&want, er.Rows); err != nil {
+				t.Fatal(err)
 			}
-			if ok, got, want := frozentable.SameJSON(t, views, exp.Views); !ok {
-				t.Errorf("views read as %s, want %s", got, want)
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Errorf("snapshot %d episode %s: rows read as\n%s\nwant\n%s", snap.ID, er.Episode, got, want.Bytes())
 			}
+		}
+		checkFrozenVideos(t, tbl, exp)
 
-			for _, se := range exp.Episodes {
-				snap := snaps[se.Snapshot]
-				eps, err := tbl.Episodes(ctx, snap)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !reflect.DeepEqual(eps, se.Episodes) {
-					t.Errorf("snapshot %d episodes read as\n%+v\nwant\n%+v", snap.ID, eps, se.Episodes)
-				}
-				for _, want := range se.Episodes {
-					got, err := tbl.Episode(ctx, snap, want.Episode)
-					if err != nil || !reflect.DeepEqual(got, want) {
-						t.Errorf("snapshot %d: Episode(%s) = %+v, %v", snap.ID, want.Episode, got, err)
-					}
-				}
-			}
-			for _, er := range exp.Rows {
-				snap := snaps[er.Snapshot]
-				e, err := tbl.Episode(ctx, snap, er.Episode)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rows, err := tbl.Rows(ctx, snap, e)
-				if err != nil {
-					t.Fatalf("rows of %s: %v", er.Episode, err)
-				}
-				got, err := json.Marshal(rows)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want bytes.Buffer
-				if err := json.Compact(&want, er.Rows); err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got, want.Bytes()) {
-					t.Errorf("snapshot %d episode %s: rows read as\n%s\nwant\n%s", snap.ID, er.Episode, got, want.Bytes())
-				}
-			}
-			checkFrozenVideos(t, tbl, exp)
-
-			probs, err := tbl.Verify(ctx)
-			if err != nil || len(probs) > 0 {
-				t.Errorf("verify: %+v, %v", probs, err)
-			}
-		})
-	}
+		probs, err := tbl.Verify(ctx)
+		if err != nil || len(probs) > 0 {
+			t.Errorf("verify: %+v, %v", probs, err)
+		}
+	})
 }
 
 // checkFrozenVideos checks every stored payload: its bytes are the source

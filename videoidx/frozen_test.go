@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,15 +17,14 @@ import (
 // byte, from the index of their source video (or, for an index made by an
 // FFmpeg scan, which needs the decoder, from the decoded index).
 func TestFrozenFrameIndexes(t *testing.T) {
-	for _, v := range frozentable.Versions(t) {
-		exp := frozentable.Load(t, v)
+	frozentable.Run(t, func(t *testing.T, v int, exp *frozentable.Expected) {
 		n := 0
 		for _, e := range exp.Encodings {
 			if e.Kind != "FVIX" {
 				continue
 			}
 			n++
-			t.Run(fmt.Sprintf("v%d/%s", v, filepath.Base(e.File)), func(t *testing.T) {
+			t.Run(filepath.Base(e.File), func(t *testing.T) {
 				bin, err := os.ReadFile(filepath.Join(frozentable.Dir(v), e.File))
 				if err != nil {
 					t.Fatal(err)
@@ -66,5 +64,5 @@ func TestFrozenFrameIndexes(t *testing.T) {
 		if n == 0 {
 			t.Errorf("the frozen table v%d holds no frame index", v)
 		}
-	}
+	})
 }

@@ -16,31 +16,28 @@ import (
 // of the source videos, recorded when the table was written; `framefs
 // verify` finds the table intact.
 func TestFrozenFrames(t *testing.T) {
-	for _, v := range frozentable.Versions(t) {
-		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
-			exp := frozentable.Load(t, v)
-			dir := frozentable.CopyTable(t, v)
-			if len(exp.Frames) == 0 {
-				t.Fatal("the frozen table lists no reference frames")
+	frozentable.Run(t, func(t *testing.T, v int, exp *frozentable.Expected) {
+		dir := frozentable.CopyTable(t, v)
+		if len(exp.Frames) == 0 {
+			t.Fatal("the frozen table lists no reference frames")
+		}
+		for _, f := range exp.Frames {
+			out := mustRun(t, "frame", dir, "--snapshot", strconv.FormatInt(f.Snapshot, 10), "--episode", f.Episode,
+				"--column", f.Column, "--frame", strconv.FormatInt(f.Row, 10), "--format", "ppm")
+			w, h, pix, err := parsePPM(out)
+			if err != nil {
+				t.Fatalf("%s %s row %d: %v", f.Episode, f.Column, f.Row, err)
 			}
-			for _, f := range exp.Frames {
-				out := mustRun(t, "frame", dir, "--snapshot", strconv.FormatInt(f.Snapshot, 10), "--episode", f.Episode,
-					"--column", f.Column, "--frame", strconv.FormatInt(f.Row, 10), "--format", "ppm")
-				w, h, pix, err := parsePPM(out)
-				if err != nil {
-					t.Fatalf("%s %s row %d: %v", f.Episode, f.Column, f.Row, err)
-				}
-				sum := sha256.Sum256(pix)
-				if w != f.Width || h != f.Height || hex.EncodeToString(sum[:]) != f.RGB24SHA256 {
-					t.Errorf("snapshot %d %s %s row %d (video frame %d): %dx%d pixels with SHA-256 %x, want %dx%d %s",
-						f.Snapshot, f.Episode, f.Column, f.Row, f.VideoFrame, w, h, sum, f.Width, f.Height, f.RGB24SHA256)
-				}
+			sum := sha256.Sum256(pix)
+			if w != f.Width || h != f.Height || hex.EncodeToString(sum[:]) != f.RGB24SHA256 {
+				t.Errorf("snapshot %d %s %s row %d (video frame %d): %dx%d pixels with SHA-256 %x, want %dx%d %s",
+					f.Snapshot, f.Episode, f.Column, f.Row, f.VideoFrame, w, h, sum, f.Width, f.Height, f.RGB24SHA256)
 			}
-			if out := mustRunString(t, "verify", dir); out != "ok\n" {
-				t.Errorf("verify: %s", out)
-			}
-		})
-	}
+		}
+		if out := mustRunString(t, "verify", dir); out != "ok\n" {
+			t.Errorf("verify: %s", out)
+		}
+	})
 }
 
 // parsePPM returns the size and pixels of a binary PPM (P6, maxval 255).

@@ -76,6 +76,15 @@ func Versions(t testing.TB) []int {
 	return vs
 }
 
+// Run runs check as a subtest "vN" for every frozen table, with what the
+// table of that version must read as.
+func Run(t *testing.T, check func(t *testing.T, v int, exp *Expected)) {
+	t.Helper()
+	for _, v := range Versions(t) {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { check(t, v, Load(t, v)) })
+	}
+}
+
 // Expected is what a frozen table holds, as its writer knew it.
 type Expected struct {
 	FormatVersion int                `json:"format_version"`
