@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/cache/blockcache"
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/s3test"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
-	"github.com/framefs/framefs/table/storage/blockcache"
 	"github.com/framefs/framefs/videoidx"
 )
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 )
 
@@ -33,10 +34,10 @@ func frameNames(t *testing.T, dir string) []string {
 func TestViewLayout(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "late", Where: "t >= 25"}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "late", Where: "t >= 25"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "picks", Where: "task = 'pick' AND t < 3", Snapshot: 1}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "picks", Where: "task = 'pick' AND t < 3", Snapshot: 1}); err != nil {
 		t.Fatal(err)
 	}
 	views := f.path("robot", "views")
@@ -102,10 +103,10 @@ func TestViewLayout(t *testing.T) {
 func TestViewFollowsHeadAndPinnedSurvivesExpire(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "all-late", Where: "t >= 35"}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "all-late", Where: "t >= 35"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "pinned", Where: "t >= 35", Snapshot: 1}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "pinned", Where: "t >= 35", Snapshot: 1}); err != nil {
 		t.Fatal(err)
 	}
 	follow := f.path("robot", "views", "all-late")
@@ -233,7 +234,7 @@ func TestViewFromShell(t *testing.T) {
 
 func TestViewReadOnly(t *testing.T) {
 	f := newFixture(t, Options{})
-	if _, err := f.tbl.CreateView(context.Background(), table.View{Name: "v", Where: "t < 5"}); err != nil {
+	if _, err := query.CreateView(context.Background(), f.tbl, table.View{Name: "v", Where: "t < 5"}); err != nil {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "v")
@@ -253,14 +254,14 @@ func TestViewReadOnly(t *testing.T) {
 func TestViewGroupByAndImage(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "parity", Where: "t < 6", GroupBy: []string{"task", "t"}}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "parity", Where: "t < 6", GroupBy: []string{"task", "t"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "thumbs", Where: "t < 4",
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "thumbs", Where: "t < 4",
 		Image: &table.ViewImage{MaxSide: 64}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "bmp", Where: "t = 2",
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "bmp", Where: "t = 2",
 		Image: &table.ViewImage{Format: "bmp", Width: 100, Height: 50}}); err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func TestViewImageFolder(t *testing.T) {
 	py := requireTorchvision(t)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "odd", Where: "t >= 20 AND t < 33", GroupBy: []string{"task"}}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "odd", Where: "t >= 20 AND t < 33", GroupBy: []string{"task"}}); err != nil {
 		t.Fatal(err)
 	}
 	// ImageFolder's samples over the view: exactly the matching frames,

@@ -104,7 +104,8 @@ func CheckViewName(name string) error {
 	return nil
 }
 
-func viewKey(name string) string { return prefixView + name + ".json" }
+// ViewKey is the object key of view NAME.
+func ViewKey(name string) string { return prefixView + name + ".json" }
 
 // Validate checks a view's image setting.
 func (img *ViewImage) Validate() error {
@@ -137,11 +138,20 @@ func (img *ViewImage) Validate() error {
 	return nil
 }
 
-// CreateView stores a new view. Its filter and group-by columns are
-// checked against the schema of the snapshot it will show (the pinned
-// one, or the head's); nothing is stored if anything is wrong, and an
-// existing view of the same name is an error (ErrExists).
-func (t *Table) CreateView(ctx context.Context, v View) (View, error) {
+// ViewCheck checks what this package cannot about a view: that its filter
+// and group-by columns fit the schema s of the snapshot it will show.
+// The filter language is the query engine's (query.CheckView).
+type ViewCheck func(s *Schema, v View) error
+
+// CreateView stores a new view. Its name, image setting and window are
+// checked, its tag resolved, and check called with the schema of the
+// snapshot it will show (the pinned one, or the head's); nothing is
+// stored if anything is wrong, and an existing view of the same name is
+// an error (ErrExists). query.CreateView calls it with query.CheckView.
+func (t *Table) CreateView(ctx context.Context, v View, check ViewCheck) (View, error) {
+	if check == nil {
+		return View{}, errors.New("table: CreateView needs a ViewCheck for the view's filter (query.CheckView)")
+	}
 	if err := CheckViewName(v.Name); err != nil {
 		return View{}, err
 	}
@@ -177,13 +187,8 @@ func (t *Table) CreateView(ctx context.Context, v View) (View, error) {
 	} else if schema, err = t.LatestSchema(ctx); err != nil {
 		return View{}, err
 	}
-	if _, err := compileFilter(schema, v.Where); err != nil {
+	if err := check(schema, v); err != nil {
 		return View{}, fmt.Errorf("view %q: %w", v.Name, err)
-	}
-	for _, g := range v.GroupBy {
-		if err := checkGroupColumn(schema, g); err != nil {
-			return View{}, fmt.Errorf("view %q: %w", v.Name, err)
-		}
 	}
 	v.FormatVersion, v.Features, v.Time = ViewFormatVersion, []string{}, t.opts.Now().UTC()
 	if v.Window != nil {
@@ -192,7 +197,7 @@ func (t *Table) CreateView(ctx context.Context, v View) (View, error) {
 	if v.Image != nil && v.Image.Format == "npy" {
 		v.Features = append(v.Features, FeatureNPYImages)
 	}
-	if err := t.store.PutIfAbsent(ctx, viewKey(v.Name), marshal(v)); err != nil {
+	if err := t.store.PutIfAbsent(ctx, ViewKey(v.Name), marshal(v)); err != nil {
 		if errors.Is(err, storage.ErrExists) {
 			return View{}, fmt.Errorf("%w: view %q (views are immutable: delete it first)", ErrExists, v.Name)
 		}
@@ -202,7 +207,7 @@ func (t *Table) CreateView(ctx context.Context, v View) (View, error) {
 		// As with tags: a concurrent expire may have removed the snapshot
 		// between the check and the write.
 		if _, err := t.store.ReadAll(ctx, snapshotKey(v.Snapshot)); errors.Is(err, storage.ErrNotFound) {
-			_ = t.store.Delete(ctx, viewKey(v.Name))
+			_ = t.store.Delete(ctx, ViewKey(v.Name))
 			return View{}, fmt.Errorf("%w: snapshot %d was expired while the view was created", ErrNotFound, v.Snapshot)
 		}
 	}
@@ -214,7 +219,7 @@ func (t *Table) DeleteView(ctx context.Context, name string) error {
 	if _, err := t.View(ctx, name); err != nil && !errors.Is(err, ErrUnsupportedFormat) && !errors.Is(err, ErrCorrupt) {
 		return err
 	}
-	return t.store.Delete(ctx, viewKey(name))
+	return t.store.Delete(ctx, ViewKey(name))
 }
 
 // View returns a view by name.
@@ -223,7 +228,7 @@ func (t *Table) View(ctx context.Context, name string) (View, error) {
 		return View{}, err
 	}
 	var v View
-	if err := t.readJSON(ctx, viewKey(name), &v); err != nil {
+	if err := t.readJSON(ctx, ViewKey(name), &v); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return View{}, fmt.Errorf("%w: view %q", ErrNotFound, name)
 		}
@@ -239,7 +244,7 @@ func (t *Table) View(ctx context.Context, name string) (View, error) {
 		}
 	}
 	if v.Name != name {
-		return v, fmt.Errorf("%w: %s names view %q", ErrCorrupt, viewKey(name), v.Name)
+		return v, fmt.Errorf("%w: %s names view %q", ErrCorrupt, ViewKey(name), v.Name)
 	}
 	if clips := slices.Contains(v.Features, FeatureClipWindows); clips != (v.Window != nil) {
 		return v, fmt.Errorf("%w: view %q: feature %s and its window go together", ErrCorrupt, name, FeatureClipWindows)

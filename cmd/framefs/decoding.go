@@ -9,7 +9,7 @@ import (
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/table/input"
 	"github.com/framefs/framefs/videoidx"
 )
 
@@ -51,13 +51,13 @@ func withDecoder(fn func(*serving.Server) error) error {
 }
 
 // withIngestTable opens a table whose ingest stores per-frame image sizes
-// (decoding every frame once) unless noSizes is set, reading its sources
-// through sources (nil: files and the default S3 configuration), and runs
+// (decoding every frame once) unless noSizes is set, reading its inputs
+// through opener (nil: files and the default S3 configuration), and runs
 // fn with it.
-func withIngestTable(ctx context.Context, stores *storeFlags, path string, noSizes bool, sources *storage.Sources, fn func(*table.Table) error) error {
+func withIngestTable(ctx context.Context, stores *storeFlags, path string, noSizes bool, opener *input.Opener, fn func(*table.Table) error) error {
 	if noSizes {
 		opts := tableOptions()
-		opts.Sources = sources
+		opts.Inputs = opener
 		tbl, err := stores.openTableWith(ctx, path, opts)
 		if err != nil {
 			return err
@@ -66,7 +66,7 @@ func withIngestTable(ctx context.Context, stores *storeFlags, path string, noSiz
 	}
 	return withDecoder(func(frames *serving.Server) error {
 		opts := tableOptions()
-		opts.Sizer, opts.Sources = frameSizer{frames: frames}, sources
+		opts.Sizer, opts.Inputs = frameSizer{frames: frames}, opener
 		tbl, err := stores.openTableWith(ctx, path, opts)
 		if err != nil {
 			return err

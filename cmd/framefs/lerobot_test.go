@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -33,6 +34,10 @@ func TestMain(m *testing.M) {
 		os.Args = append([]string{"framefs"}, strings.Split(args, "\x1f")...)
 		main()
 		os.Exit(0)
+	}
+	flag.Parse()
+	if *writeFrozenTable {
+		os.Exit(writeFrozen())
 	}
 	code := m.Run()
 	lerobottest.RemoveCache()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 )
 
@@ -116,7 +117,7 @@ optional for a clip view).`,
 			if err != nil {
 				return err
 			}
-			v, err = tbl.CreateView(cmd.Context(), v)
+			v, err = query.CreateView(cmd.Context(), tbl, v)
 			if err != nil {
 				return err
 			}
