@@ -23,6 +23,7 @@ import (
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/frozentable"
 	"github.com/framefs/framefs/query"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
@@ -211,7 +212,7 @@ func buildFrozen(ctx context.Context, dir string) (*frozentable.Expected, error)
 		return nil, err
 	}
 	exp := &frozentable.Expected{FormatVersion: table.FormatVersion}
-	err = withDecoder(func(frames *decoder.FrameSource) error {
+	err = withDecoder(func(frames *serving.Server) error {
 		clock := time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)
 		opts := tableOptions()
 		opts.Sizer = frameSizer{frames: frames}
