@@ -115,11 +115,17 @@ func newFixture(t *testing.T, opts Options) *fixture {
 // newFixtureOf is newFixture with the table newTable creates in the
 // warehouse.
 func newFixtureOf(t *testing.T, opts Options, newTable func(t *testing.T, wh string) *table.Table) *fixture {
+	return newFixtureServing(t, opts, newTable, serving.Options{CacheBytes: 16 << 20})
+}
+
+// newFixtureServing is newFixtureOf with a frame server of the given
+// options.
+func newFixtureServing(t *testing.T, opts Options, newTable func(t *testing.T, wh string) *table.Table, frames serving.Options) *fixture {
 	requireFUSE(t)
 	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	os.MkdirAll(f.mnt, 0o755)
 	f.tbl = newTable(t, f.wh)
-	f.frames = serving.New(decoder.Codec{}, serving.Options{CacheBytes: 16 << 20})
+	f.frames = serving.New(decoder.Codec{}, frames)
 	f.mount(t, dirWarehouse(t, f.wh), opts)
 	return f
 }
