@@ -20,6 +20,9 @@
 #   pyav     the mount's first epoch vs a PyAV Dataset seeking per item
 #   random   300 random frames, one reader: mount (PIL decode of each file)
 #            vs PyAV exact seek, wall time and CPU per frame
+#   cores    the daemon's CPU use (cores busy) over a shuffled epoch read by
+#            2 loader workers and by 8: fills of different GOPs run on
+#            every core
 #   rss      peak daemon RSS under 16 random readers vs the configured caches
 #   forget   daemon RSS after stat of every frame of a 54,000-frame episode
 #            and after drop_caches
@@ -34,7 +37,7 @@ bin=$(realpath "${1:-$root/bin/framefs}")
 . "$root/scripts/lib.sh"
 cache="$root/.cache/bench"
 episodes=${EPISODES:-4}
-parts=${PARTS:-epochs views disk pyav random rss forget}
+parts=${PARTS:-epochs views disk pyav random cores rss forget}
 py=/usr/bin/python3
 pyd="$root/scripts/py"
 mkdir -p "$cache"
@@ -259,6 +262,24 @@ if want random; then
 		emit "ratio:random300_daemon_cpu_vs_pyav_cpu_gop$gop" "$(ratio "$mc" "$pc")" x
 		emit "random300_decoded_per_served_gop$gop" "$(median "${mdec[@]}")" frames
 	done
+fi
+
+# The daemon's CPU use over one shuffled epoch with 2 and with 8 loader
+# workers: CPU seconds per wall second, i.e. cores kept busy.
+if want cores; then
+	for workers in 2 8; do
+		busy=() rates=()
+		for _ in $(seq "$RUNS"); do
+			mount_wh --cache-bytes "$fit"
+			out=$("$py" "$pyd/shuffled_epochs.py" "$mnt/gop30/latest" --epochs 1 --workers "$workers" --daemon-pid "$daemon_pid" --stats "$mnt/.stats")
+			rates+=("$(epoch_field 1 5)")
+			busy+=("$(ratio "$(epoch_field 1 6)" "$(epoch_field 1 4)")")
+			unmount_wh
+		done
+		emit "cores_${workers}_workers_epoch1" "$(median "${rates[@]}")" images/s
+		emit "cores_${workers}_workers_daemon_cores_busy" "$(median "${busy[@]}")" cores
+	done
+	emit cores_available "$(nproc)" cores
 fi
 
 # Peak RSS of the daemon under 16 readers of random frames (60 s).

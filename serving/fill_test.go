@@ -84,7 +84,8 @@ func TestFillsStopWhenWasted(t *testing.T) {
 func TestDemoteServed(t *testing.T) {
 	c := &countingCodec{}
 	v := countingVideo(t, "v", 100, 10)
-	jpeg := media.ImageSetting{}
+	// Small images, which fills keep as they are.
+	jpeg := media.ImageSetting{Width: 160}
 	imageBytes := int64(10 * (len(countingImage(v.Key, 0, jpeg)) + cache.EntryOverhead))
 	// Room for four and a half GOPs of images (fills may take a quarter,
 	// so one GOP at a time).
@@ -171,13 +172,13 @@ func TestPackedFillsServeRawFormats(t *testing.T) {
 	if peak > cacheBytes {
 		t.Errorf("the cache held %d bytes, limit %d", peak, cacheBytes)
 	}
-	// JPEG images of the same frames are smaller than packed pictures.
+	// Scaled-down JPEG images are much smaller than packed pictures.
 	before := c.packed.Load()
 	srv2 := New(c, Options{CacheBytes: cacheBytes, PictureCacheBytes: -1, Readahead: -1})
 	defer srv2.Close()
-	shuffledRead(t, srv2, countingVideo(t, "c", 300, 30), media.ImageSetting{}, 5, -1)
+	shuffledRead(t, srv2, countingVideo(t, "c", 300, 30), media.ImageSetting{Width: 160}, 5, -1)
 	if fs := srv2.FillStats(); fs.FramesPacked != 0 || c.packed.Load() != before || fs.FramesFilled == 0 {
-		t.Errorf("JPEG fills %+v: want the siblings kept as images", fs)
+		t.Errorf("fills of small JPEG images %+v: want the siblings kept as images", fs)
 	}
 }
 

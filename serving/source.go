@@ -563,8 +563,8 @@ func (fs *Server) readahead(v media.Video, setting media.ImageSetting, from, to 
 	job.end = to
 	for n := from; n < to; n++ {
 		k := frameKey{video: v.Key, stream: v.Index.Stream, ordinal: n, setting: setting}
-		if fs.inStore(v, k) {
-			continue // the reader will find it there
+		if fs.inStore(v, k) || fs.cache.Contains(k.packedKey()) {
+			continue // the reader will find it there, or render it from its packed picture
 		}
 		if p, ok := fs.cache.Promise(k); ok {
 			job.pending = append(job.pending, p)
