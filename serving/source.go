@@ -816,12 +816,12 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 	}
 
 	// The images are made anyway: the frames read next find them (or the
-	// pictures packed) in the cache, in a quarter of it at most, and in
-	// the store.
+	// pictures packed) in the cache, in half of it at most, and in the
+	// store.
 	if fs.opts.Store != nil {
 		fs.digests.verify(ctx, fs.ctx, v)
 	}
-	keep := &sizeKeep{budget: fs.opts.CacheBytes / 4, packed: fs.opts.Store == nil && fs.fills.packs(v, setting)}
+	keep := &sizeKeep{budget: fs.opts.CacheBytes / 2, packed: fs.opts.Store == nil && fs.fills.packs(v, setting)}
 	workers := min(fs.opts.SizeWorkers, fs.pool.opts.maxPerVideo)
 	chunks := gopChunks(v, workers)
 	workers = min(workers, len(chunks))
