@@ -204,3 +204,44 @@ func TestFrameSizesKeepImages(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameSizeThenRead: a loader that stats each file before reading it,
+// in a shuffled order, through a view whose image sizes are not stored
+// (PNG, or JPEG at another size): each frame's size is worked out when it
+// is first asked for, its GOP filled, and each frame decoded once in all.
+// A stat of every frame in order decodes each once too.
+func TestFrameSizeThenRead(t *testing.T) {
+	png := media.ImageSetting{Format: media.FormatPNG}
+	c := &countingCodec{}
+	srv := New(c, Options{CacheBytes: 64 << 20, PictureCacheBytes: -1, DemoteServed: true})
+	v := countingVideo(t, "v", 600, 30)
+	for _, i := range rand.New(rand.NewPCG(4, 4)).Perm(600) {
+		n, err := srv.FrameSize(context.Background(), v, i, png)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := srv.Frame(context.Background(), v, i, png)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(b)) != n || !bytes.Equal(b, countingImage(v.Key, i, png)) {
+			t.Fatalf("frame %d: size %d, then %d bytes read; want its own image's", i, n, len(b))
+		}
+	}
+	srv.Close()
+	if d := c.decoded.Load(); d != 600 {
+		t.Errorf("%d pictures decoded for 600 stats and reads in a shuffled order, want 600 (fills %+v)", d, srv.FillStats())
+	}
+
+	c = &countingCodec{}
+	srv = New(c, Options{CacheBytes: 64 << 20, PictureCacheBytes: -1})
+	defer srv.Close()
+	for i := range 600 {
+		if _, err := srv.FrameSize(context.Background(), v, i, png); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := c.decoded.Load(); d > 630 {
+		t.Errorf("%d pictures decoded for a stat of 600 frames in order, want about 600", d)
+	}
+}

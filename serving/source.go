@@ -257,17 +257,41 @@ func (fs *Server) DigestChecks() (hashed, failed int64) { return fs.digests.stat
 // and must not be modified. Errors wrapping media.ErrFrameDecode concern
 // this frame only; media.ErrFrameRange means there is no such frame.
 func (fs *Server) Frame(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) ([]byte, error) {
+	b, key, err := fs.image(ctx, v, ordinal, setting)
+	if err != nil {
+		return nil, err
+	}
+	fs.served(key)
+	fs.fills.servedBytes(key.setting, len(b))
+	return b, nil
+}
+
+// FrameSize returns the size of frame ordinal's image with setting, as a
+// file system's stat must before the image is read. The image is made as
+// Frame makes it (from the cache, a packed picture, a fill of its GOP or
+// alone) and stays in the cache, not yet served, for the read that follows
+// the stat: a loader that stats each file before reading it, in a shuffled
+// order, decodes each frame once. A stat of every frame in order reads
+// ahead, like a sequential reader.
+func (fs *Server) FrameSize(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) (int64, error) {
+	b, _, err := fs.image(ctx, v, ordinal, setting)
+	return int64(len(b)), err
+}
+
+// image makes (or finds) frame ordinal's image, and reads ahead of a
+// reader that walks the video in order.
+func (fs *Server) image(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) ([]byte, frameKey, error) {
 	if fs.closed.Load() {
-		return nil, ErrClosed
+		return nil, frameKey{}, ErrClosed
 	}
 	if err := setting.Validate(); err != nil {
-		return nil, err
+		return nil, frameKey{}, err
 	}
 	if err := checkVideo(v); err != nil {
-		return nil, err
+		return nil, frameKey{}, err
 	}
 	if ordinal < 0 || ordinal >= v.Index.Frames() {
-		return nil, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", media.ErrFrameRange, ordinal, v.Key, v.Index.Frames())
+		return nil, frameKey{}, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", media.ErrFrameRange, ordinal, v.Key, v.Index.Frames())
 	}
 	setting = setting.Normalize()
 	key := frameKey{video: v.Key, stream: v.Index.Stream, ordinal: ordinal, setting: setting}
@@ -275,16 +299,14 @@ func (fs *Server) Frame(ctx context.Context, v media.Video, ordinal int, setting
 	if !ok {
 		var err error
 		if b, err = fs.load(ctx, v, key); err != nil {
-			return nil, err
+			return nil, key, err
 		}
 	}
-	fs.served(key)
-	fs.fills.servedBytes(setting, len(b))
 	if from, to := fs.ra.Observe(readerKey{v.Key, v.Index.Stream, setting}, ordinal); from < to {
 		_, end := v.Span()
 		fs.readahead(v, setting, from, min(to, end))
 	}
-	return b, nil
+	return b, key, nil
 }
 
 // load makes the image of key, which the cache does not hold: from a load
