@@ -166,7 +166,7 @@ func TestPackedFillsServeRawFormats(t *testing.T) {
 	if d := c.decoded.Load(); d != 600 {
 		t.Errorf("%d pictures decoded for 600 frames served (fills %+v), want each decoded once", d, fs)
 	}
-	if fs.FramesPacked == 0 || fs.Unpacked < fs.FramesPacked-int64(len(videos)*10) || c.packed.Load() != fs.FramesPacked {
+	if fs.FramesPacked == 0 || fs.Unpacked < fs.FramesPacked-int64(len(videos)*10) || c.packed.Load() != fs.FramesPacked+fs.Fills {
 		t.Errorf("fills %+v, %d packed by the codec: want the siblings packed and rendered from their packed pictures", fs, c.packed.Load())
 	}
 	if peak > cacheBytes {
@@ -243,5 +243,25 @@ func TestFrameSizeThenRead(t *testing.T) {
 	}
 	if d := c.decoded.Load(); d > 630 {
 		t.Errorf("%d pictures decoded for a stat of 600 frames in order, want about 600", d)
+	}
+}
+
+// TestSecondEpochFromPackedPictures: after a shuffled epoch of BMP frames,
+// the cache holds the packed pictures, not the served BMPs (which the
+// caller keeps), so a second epoch whose caller lost its copies renders
+// them again without decoding.
+func TestSecondEpochFromPackedPictures(t *testing.T) {
+	c := &countingCodec{}
+	v := countingVideo(t, "v", 300, 30)
+	// Room for the packed pictures of every frame, not for their BMPs.
+	srv := New(c, Options{CacheBytes: 24 << 20, PictureCacheBytes: -1, Readahead: -1, DemoteServed: true})
+	defer srv.Close()
+	shuffledRead(t, srv, v, bmp, 1, -1)
+	if d := c.decoded.Load(); d != 300 {
+		t.Fatalf("epoch 1 decoded %d pictures for 300 frames", d)
+	}
+	shuffledRead(t, srv, v, bmp, 2, -1)
+	if d := c.decoded.Load(); d != 300 {
+		t.Errorf("epoch 2 decoded %d more pictures, want none (fills %+v, cache %+v)", d-300, srv.FillStats(), srv.CacheStats())
 	}
 }

@@ -263,6 +263,14 @@ func (fs *Server) Frame(ctx context.Context, v media.Video, ordinal int, setting
 	}
 	fs.served(key)
 	fs.fills.servedBytes(key.setting, len(b))
+	if _, raw := media.PredictSize(key.setting, 1, 1); raw && fs.opts.DemoteServed && fs.cache.Contains(key.packedKey()) {
+		// The caller keeps the image (in the kernel's page cache); should it
+		// lose it, the frame's packed picture, a fraction of a raw image's
+		// size, makes it again without decoding. Keeping the raw image too
+		// would push packed pictures out of the cache.
+		fs.cache.Remove(key)
+		fs.cache.Demote(key.packedKey())
+	}
 	return b, nil
 }
 
@@ -444,7 +452,7 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	if fs.closed.Load() {
 		return
 	}
-	job := &raJob{v: v, setting: key.setting, end: to, more: make(chan struct{}, 1)}
+	job := &raJob{v: v, setting: key.setting, end: to, more: make(chan struct{}, 1), packed: packed}
 	for _, o := range missing {
 		k := key.at(o)
 		if packed && o != key.ordinal {
@@ -547,6 +555,10 @@ type raJob struct {
 	// left: readaheadLinger for a sequential reader's job, which expects
 	// the reader's next range; nothing for a fill.
 	linger time.Duration
+	// packed says the job is a fill that packs its siblings: the frame it
+	// renders for its request is packed too, so that every frame of the
+	// GOP has a packed picture once it is served (see Frame).
+	packed bool
 }
 
 // readahead has frames [from, to) of v decoded into the cache on other
@@ -675,6 +687,11 @@ func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 					} else {
 						b, err = r.Encode(w.pic, k.setting)
 						fs.fills.measuredEncode(time.Since(start))
+						if err == nil && job.packed {
+							if pb, perr := fs.pool.codec.Pack(w.pic); perr == nil {
+								fs.cache.Add(k.packedKey(), pb)
+							}
+						}
 					}
 					w.pic.Release()
 					if err != nil {
