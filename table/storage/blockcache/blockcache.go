@@ -10,6 +10,10 @@
 // Block files end in a CRC-32C of their content; a file that fails the
 // check (a torn write, a disk error, someone editing the cache) is deleted
 // and fetched again, so a damaged cache costs a GET, never wrong bytes.
+// Block files are opened without following links and only if they are
+// regular files of the block's size, so that nothing put in the directory
+// (a FIFO, a link to a device or out of the directory, a huge sparse file)
+// can block a reader or make it allocate more than a block.
 package blockcache
 
 import (
@@ -24,7 +28,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -35,6 +38,7 @@ import (
 	"github.com/framefs/framefs/table/storage/internal/readruns"
 
 	"github.com/framefs/framefs/cache/fileindex"
+	"github.com/framefs/framefs/internal/regfile"
 )
 
 // Options configure a Cache. The zero value of every field means its default.
@@ -104,6 +108,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // process. It is safe for concurrent use.
 type Cache struct {
 	opts Options
+	// dir is the open cache directory, held for the life of the process
+	// (caches are shared, never closed): block files are reached from it
+	// without following a link.
+	dir *regfile.Dir
 	// flightMu guards flights: the fetches in progress, by block name.
 	flightMu sync.Mutex
 	flights  map[string]*flight
@@ -153,52 +161,66 @@ func Open(opts Options) (*Cache, error) {
 		return nil, errors.New("blockcache: no cache directory given")
 	}
 	opts.applyDefaults()
-	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+	dir, err := regfile.OpenDir(opts.Dir)
+	if err != nil {
 		return nil, fmt.Errorf("blockcache: %w", err)
 	}
 	c := &Cache{
 		opts:          opts,
+		dir:           dir,
 		prefetchSlots: make(chan struct{}, 4),
 		files:         fileindex.New(opts.MaxBytes),
 		prefetchSet:   map[string]bool{},
 		flights:       map[string]*flight{},
 	}
-	type found struct {
-		name  string
-		size  int64
-		mtime int64
-	}
-	var files []found
-	err := filepath.WalkDir(opts.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), ".tmp-") {
-			os.Remove(p) // a write interrupted by a crash
-			return nil
-		}
-		if !strings.HasSuffix(d.Name(), ".blk") {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		files = append(files, found{d.Name(), info.Size(), info.ModTime().UnixNano()})
-		return nil
-	})
+	files, err := c.scan()
 	if err != nil {
+		dir.Close()
 		return nil, fmt.Errorf("blockcache: scan %s: %w", opts.Dir, err)
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].mtime < files[j].mtime })
+	sort.Slice(files, func(i, j int) bool { return files[i].ModTime.Before(files[j].ModTime) })
 	c.mu.Lock()
 	for _, f := range files {
-		c.files.Put(f.name, f.size, 0)
+		c.files.Put(f.Name, f.Size, 0)
 	}
 	victims := c.evictLocked()
 	c.mu.Unlock()
 	c.remove(victims)
 	return c, nil
+}
+
+// scan lists the block files of the directory: regular files in real
+// folders named by their first two characters. Links are neither followed
+// nor counted, and temporary files of interrupted writes are removed.
+func (c *Cache) scan() ([]regfile.FileInfo, error) {
+	folders, err := c.dir.Entries()
+	if err != nil {
+		return nil, err
+	}
+	var files []regfile.FileInfo
+	for _, e := range folders {
+		if e.Type != fs.ModeDir || len(e.Name) != 2 {
+			continue
+		}
+		folder, err := c.dir.Sub(e.Name, false)
+		if err != nil {
+			continue
+		}
+		entries, _ := folder.Entries()
+		for _, fe := range entries {
+			switch {
+			case !fe.Type.IsRegular():
+			case strings.HasPrefix(fe.Name, ".tmp-"):
+				folder.Remove(fe.Name) // a write interrupted by a crash
+			case strings.HasSuffix(fe.Name, ".blk") && strings.HasPrefix(fe.Name, e.Name):
+				if info, err := folder.Stat(fe.Name); err == nil {
+					files = append(files, info)
+				}
+			}
+		}
+		folder.Close()
+	}
+	return files, nil
 }
 
 // Wait waits for the background prefetches in flight to finish.
@@ -229,8 +251,15 @@ func blockName(id ObjectID, idx int64) string {
 	return hex.EncodeToString(h[:16]) + "-" + strconv.FormatInt(idx, 10) + ".blk"
 }
 
+// path is the block file name's path, for messages and tests.
 func (c *Cache) path(name string) string {
 	return filepath.Join(c.opts.Dir, name[:2], name)
+}
+
+// folder opens the folder of the block file name; with create, it is made
+// when missing (and a link or file in its place replaced).
+func (c *Cache) folder(name string, create bool) (*regfile.Dir, error) {
+	return c.dir.Sub(name[:2], create)
 }
 
 // blockLen is the number of object bytes in block idx.
@@ -327,21 +356,54 @@ func (c *Cache) lookup(name string, want int64) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	raw, err := os.ReadFile(c.path(name))
-	if err != nil {
+	raw, err := c.readBlock(name, want)
+	if err == nil {
+		return raw[:want], true
+	}
+	if regfile.IsNotExist(err) {
 		// Evicted meanwhile, or deleted behind our back.
 		c.forget(name)
 		return nil, false
 	}
-	if int64(len(raw)) != want+trailerSize ||
-		binary.BigEndian.Uint32(raw[want:]) != crc32.Checksum(raw[:want], castagnoli) {
-		c.corrupt.Add(1)
-		slog.Warn("blockcache: damaged block file removed", "file", c.path(name))
-		c.forget(name)
-		os.Remove(c.path(name))
-		return nil, false
+	c.corrupt.Add(1)
+	slog.Warn("blockcache: damaged block file removed", "file", c.path(name), "problem", err)
+	c.forget(name)
+	if folder, ferr := c.folder(name, false); ferr == nil {
+		folder.Remove(name)
+		folder.Close()
 	}
-	return raw[:want], true
+	return nil, false
+}
+
+// readBlock reads the block file name, which must be a regular file of a
+// block of want bytes and its checksum; the size is checked before
+// anything is allocated.
+func (c *Cache) readBlock(name string, want int64) ([]byte, error) {
+	folder, err := c.folder(name, false)
+	if err != nil {
+		return nil, err
+	}
+	defer folder.Close()
+	f, err := folder.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() != want+trailerSize {
+		return nil, fmt.Errorf("%d bytes, want %d", st.Size(), want+trailerSize)
+	}
+	raw := make([]byte, want+trailerSize)
+	if _, err := io.ReadFull(f, raw); err != nil {
+		return nil, err
+	}
+	if binary.BigEndian.Uint32(raw[want:]) != crc32.Checksum(raw[:want], castagnoli) {
+		return nil, errors.New("checksum mismatch")
+	}
+	return raw, nil
 }
 
 func (c *Cache) forget(name string) {
@@ -353,9 +415,8 @@ func (c *Cache) forget(name string) {
 // store writes a block file (temporary name, then rename) and indexes it.
 // Failing to cache is not an error for the reader: it logs and goes on.
 func (c *Cache) store(name string, data []byte) {
-	p := c.path(name)
-	if err := c.writeFile(p, data); err != nil {
-		slog.Warn("blockcache: cannot write block", "file", p, "err", err)
+	if err := c.writeFile(name, data); err != nil {
+		slog.Warn("blockcache: cannot write block", "file", c.path(name), "err", err)
 		return
 	}
 	size := int64(len(data)) + trailerSize
@@ -366,14 +427,16 @@ func (c *Cache) store(name string, data []byte) {
 	c.remove(victims)
 }
 
-func (c *Cache) writeFile(p string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+func (c *Cache) writeFile(name string, data []byte) error {
+	folder, err := c.folder(name, true)
+	if err != nil {
 		return err
 	}
+	defer folder.Close()
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(filepath.Dir(p), ".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp := ".tmp-" + hex.EncodeToString(rnd[:])
+	f, err := folder.Create(tmp)
 	if err != nil {
 		return err
 	}
@@ -387,10 +450,10 @@ func (c *Cache) writeFile(p string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, p)
+		err = folder.Rename(tmp, folder, name)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		folder.Remove(tmp)
 	}
 	return err
 }
@@ -404,7 +467,10 @@ func (c *Cache) evictLocked() []string {
 func (c *Cache) remove(names []string) {
 	for _, name := range names {
 		c.evictions.Add(1)
-		os.Remove(c.path(name))
+		if folder, err := c.folder(name, false); err == nil {
+			folder.Remove(name)
+			folder.Close()
+		}
 	}
 }
 

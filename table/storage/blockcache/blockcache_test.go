@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -252,6 +253,106 @@ func TestDamagedFiles(t *testing.T) {
 	}
 	src2.fail.Store(false)
 	checkRead(t, r2, src2, 0, 10)
+}
+
+// TestHostileFiles: what someone else put in the directory under block
+// names (a FIFO, links to /dev/zero and to a good block outside, a sparse
+// 1 GiB file, a folder linked outside) is neither waited on, followed nor
+// read whole: reads return the right bytes promptly, fetching those blocks
+// again, and a reopened cache counts none of it.
+func TestHostileFiles(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	opts := Options{Dir: dir, BlockSize: 4096, Prefetch: -1}
+	c, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Wait)
+	src := newSource(5*4096, 5)
+	r := c.NewReader(context.Background(), src.id("h"), src.fetch)
+	checkRead(t, r, src, 0, len(src.data))
+	other := newSource(4096, 6)
+	ro := c.NewReader(context.Background(), other.id("o"), other.fetch)
+	checkRead(t, ro, other, 0, len(other.data))
+	block := func(id ObjectID, i int64) string { return c.path(blockName(id, i)) }
+
+	good := filepath.Join(outside, "good.blk")
+	if data, err := os.ReadFile(block(src.id("h"), 2)); err != nil || os.WriteFile(good, data, 0o600) != nil {
+		t.Fatal(err)
+	}
+	fifo := block(src.id("h"), 0)
+	os.Remove(fifo)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []struct {
+		i      int64
+		target string
+	}{{1, "/dev/zero"}, {2, good}} {
+		os.Remove(block(src.id("h"), link.i))
+		if err := os.Symlink(link.target, block(src.id("h"), link.i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sparse := block(src.id("h"), 3)
+	if err := os.Truncate(sparse, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Dir(block(other.id("o"), 0))
+	if folder == filepath.Dir(fifo) {
+		t.Fatal("both objects' blocks share a folder; pick other keys")
+	}
+	moved := filepath.Join(outside, "folder")
+	if err := os.Rename(folder, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, folder); err != nil {
+		t.Fatal(err)
+	}
+
+	before := src.calls.Load() + other.calls.Load()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		checkRead(t, r, src, 0, len(src.data))
+		checkRead(t, ro, other, 0, len(other.data))
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("reads blocked for 10 s")
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		<-done
+	}
+	if got := src.calls.Load() + other.calls.Load() - before; got != 5 {
+		t.Errorf("%d blocks fetched again, want the 5 planted", got)
+	}
+	if st, err := os.Lstat(fifo); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("the FIFO was not replaced by the block: %v", err)
+	}
+	if data, err := os.ReadFile(good); err != nil || len(data) != 4096+trailerSize {
+		t.Errorf("the block outside the cache changed: %v", err)
+	}
+	if entries, _ := os.ReadDir(moved); len(entries) != 1 {
+		t.Errorf("the folder outside holds %d files, want its one block", len(entries))
+	}
+	// A reopened cache counts the real block files only: plant a link to
+	// a huge file again.
+	huge := filepath.Join(outside, "huge")
+	os.Remove(sparse)
+	if os.WriteFile(huge, nil, 0o600) != nil || os.Truncate(huge, 1<<30) != nil || os.Symlink(huge, sparse) != nil ||
+		os.Symlink(moved, filepath.Join(dir, "zz")) != nil {
+		t.Fatal("cannot plant the links")
+	}
+	c2, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := c2.Stats(); st.Blocks != 5 || st.Bytes != 5*(4096+trailerSize) {
+		t.Errorf("reopened: %+v, want the 5 regular block files", st)
+	}
 }
 
 func TestSequentialPrefetch(t *testing.T) {
