@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/framefs/framefs/internal/regfile"
 )
 
 // ErrOutOfRange means a byte range does not lie inside its file or object.
@@ -200,7 +202,9 @@ type localSource struct {
 }
 
 func openLocalSource(ctx context.Context, p string, r Range) (*localSource, error) {
-	f, err := os.Open(p)
+	// A FIFO or a device is refused before it is opened: opening a FIFO
+	// blocks until someone writes to it.
+	f, err := regfile.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s: no such file", ErrNotFound, p)
@@ -211,10 +215,6 @@ func openLocalSource(ctx context.Context, p string, r Range) (*localSource, erro
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("storage: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("storage: %s is not a regular file", p)
 	}
 	off, n, err := r.resolve(p, st.Size())
 	if err != nil {
@@ -247,7 +247,7 @@ func (l *localSource) check(f *os.File) error {
 
 // open returns a newly opened file checked against the pinned version.
 func (l *localSource) open() (*os.File, error) {
-	f, err := os.Open(l.path)
+	f, err := regfile.Open(l.path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s was removed", ErrChanged, l.path)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,6 +152,31 @@ func TestSourceChanged(t *testing.T) {
 				t.Fatalf("read of a replaced source: %v", err)
 			}
 		})
+	}
+}
+
+// TestLocalSourceFIFO: a FIFO given as a video is refused at once, with
+// an error naming it, never opened (which would wait for a writer).
+func TestLocalSourceFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "cam.mp4")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := storage.NewSources(storage.S3Options{}).Open(context.Background(), fifo, storage.Range{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), fifo+" is a FIFO") {
+			t.Fatalf("open of a FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		t.Fatalf("open of a FIFO blocked for 10 s (then: %v)", <-done)
 	}
 }
 
