@@ -126,6 +126,14 @@ func (ds *Dataset) TableSchema(cols []Column, partition string) (table.Schema, e
 		}
 		s.PartitionColumns = []string{partition}
 	}
+	// Column names were checked where they come from; what is left to
+	// refuse comes from info.json (its features and robot type are kept
+	// in the schema's properties).
+	if err := s.Check(); err != nil {
+		ps := newProblems(ds.Dir)
+		ps.add(RuleInfo, InfoPath, -1, -1, "the table schema made from it is refused: %v", err)
+		return table.Schema{}, ps.err()
+	}
 	return s, nil
 }
 
