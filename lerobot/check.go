@@ -21,12 +21,17 @@ import (
 // be from frame_index / fps.
 const DefaultTimestampTolerance = 1e-4
 
+// ExactTimestamps is a TimestampTolerance that accepts no difference at
+// all (0 would mean the default).
+const ExactTimestamps = -1.0
+
 // CheckOptions tune Check.
 type CheckOptions struct {
 	// Episodes selects the episodes to check (nil: all).
 	Episodes []int64
 	// TimestampTolerance is the largest |timestamp - frame_index / fps|
-	// accepted, in seconds (0: DefaultTimestampTolerance).
+	// accepted, in seconds (0: DefaultTimestampTolerance; ExactTimestamps,
+	// or any negative value: none).
 	TimestampTolerance float64
 	// Indexer counts a video's frames (nil: MP4 sample tables, as
 	// videoidx.ReadMP4 reads them).
@@ -39,8 +44,11 @@ type CheckOptions struct {
 }
 
 func (o CheckOptions) withDefaults() CheckOptions {
-	if o.TimestampTolerance == 0 {
+	switch {
+	case o.TimestampTolerance == 0:
 		o.TimestampTolerance = DefaultTimestampTolerance
+	case o.TimestampTolerance < 0:
+		o.TimestampTolerance = 0
 	}
 	if o.Indexer == nil {
 		o.Indexer = func(ctx context.Context, r io.ReaderAt, size int64) (*videoidx.Index, error) {

@@ -35,7 +35,8 @@ const (
 type ImportOptions struct {
 	// Episodes selects the episodes to import (nil: all).
 	Episodes []int64
-	// TimestampTolerance is passed to Check (0: the default).
+	// TimestampTolerance is passed to Check (0: the default;
+	// ExactTimestamps: none).
 	TimestampTolerance float64
 	// Partition names a column to partition a new table by (e.g. "task").
 	Partition string

@@ -34,7 +34,7 @@ func newRootCommand() *cobra.Command {
 		Short:         "Mount versioned video-frame tables as a filesystem",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			level := slog.LevelWarn
 			if debug {
 				level = slog.LevelDebug
@@ -42,6 +42,7 @@ func newRootCommand() *cobra.Command {
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			slog.SetDefault(logger)
 			decoder.RouteLogs(logger)
+			return checkFlags(cmd.Flags())
 		},
 	}
 	stores.register(root.PersistentFlags())
