@@ -508,6 +508,10 @@ type whereFileNode struct {
 
 	mu   sync.Mutex // guards the fields below
 	data []byte
+	// refused is the largest size a write or truncation asked for that
+	// went over maxWhereBytes (0: none): the file holds a part of what was
+	// written, which must not become a view.
+	refused int64
 	// done is set once the view was created: the file is its filter now.
 	done bool
 }
@@ -541,6 +545,7 @@ func (n *whereFileNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.S
 			return syscall.EEXIST
 		}
 		if size > maxWhereBytes {
+			n.refused = max(n.refused, int64(size))
 			n.mu.Unlock()
 			return syscall.EFBIG
 		}
@@ -574,6 +579,7 @@ func (h *whereHandle) Write(ctx context.Context, data []byte, off int64) (uint32
 	}
 	end := off + int64(len(data))
 	if end > maxWhereBytes {
+		n.refused = max(n.refused, end)
 		return 0, syscall.EFBIG
 	}
 	if end > int64(len(n.data)) {
@@ -598,10 +604,14 @@ func (h *whereHandle) Flush(ctx context.Context) syscall.Errno {
 		return 0
 	}
 	text := strings.TrimSpace(string(n.data))
+	refused := n.refused
 	n.mu.Unlock()
 	t := n.views.t
-	_, err := t.tbl.CreateView(ctx, table.View{Name: n.name, Where: text})
-	if err != nil {
+	if refused > 0 {
+		// What the file holds is a part of the filter: no view.
+		t.viewFailed(n.name, fmt.Sprintf("the filter written to %s.where is longer than the %d bytes a filter may have (a write up to byte %d was refused with EFBIG); no view was made\n",
+			n.name, filter.MaxLength, refused))
+	} else if _, err := t.tbl.CreateView(ctx, table.View{Name: n.name, Where: text}); err != nil {
 		msg := err.Error()
 		if errors.Is(err, table.ErrExists) {
 			msg = fmt.Sprintf("view %q exists already; delete it (rm -r views/%s) to define it anew", n.name, n.name)

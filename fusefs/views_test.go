@@ -231,6 +231,25 @@ func TestViewFromShell(t *testing.T) {
 	}
 }
 
+// TestViewWhereTooLarge: a NAME.where written past the filter limit
+// fails with EFBIG, makes no view, and NAME.error says so (it said the
+// filter was empty).
+func TestViewWhereTooLarge(t *testing.T) {
+	f := newFixture(t, Options{})
+	where := filepath.Join(f.path("robot", "views"), "big.where")
+	huge := strings.Repeat("t > 1 OR ", 100<<10/9) + "t > 2"
+	if err := os.WriteFile(where, []byte(huge), 0o644); !errors.Is(err, syscall.EFBIG) {
+		t.Fatalf("writing %d bytes to big.where: %v, want EFBIG", len(huge), err)
+	}
+	msg, err := os.ReadFile(filepath.Join(f.path("robot", "views"), "big.error"))
+	if err != nil || !strings.Contains(string(msg), "is longer than the 65536 bytes a filter may have") {
+		t.Errorf("big.error: %q %v", msg, err)
+	}
+	if _, err := f.tbl.View(context.Background(), "big"); !errors.Is(err, table.ErrNotFound) {
+		t.Errorf("view big exists: %v", err)
+	}
+}
+
 func TestViewReadOnly(t *testing.T) {
 	f := newFixture(t, Options{})
 	if _, err := f.tbl.CreateView(context.Background(), table.View{Name: "v", Where: "t < 5"}); err != nil {
