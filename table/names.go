@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/framefs/framefs/internal/safetext"
 )
 
 // maxNameBytes bounds every user-chosen name; it stays well under the
@@ -13,9 +15,11 @@ const maxNameBytes = 200
 
 // CheckName validates a user-chosen name (a table, tag, episode or column):
 // it becomes a directory or file name in the mount and part of object keys,
-// so it must be valid UTF-8 without '/', '\', NUL, control characters or
-// leading/trailing spaces, and must not be "." or "..". kind names the
-// thing in the error ("table", "tag", ...).
+// so it must be valid UTF-8 without '/', '\', NUL, control characters,
+// invisible characters that change how text is shown (bidi controls such
+// as U+202E and other format characters) or leading/trailing spaces, and
+// must not be "." or "..". kind names the thing in the error ("table",
+// "tag", ...).
 func CheckName(kind, name string) error {
 	switch {
 	case name == "":
@@ -32,8 +36,12 @@ func CheckName(kind, name string) error {
 		return fmt.Errorf("%w: %s name %q starts with '.', which hides it in listings", ErrInvalidName, kind, name)
 	}
 	for _, r := range name {
-		if r == '/' || r == '\\' || unicode.IsControl(r) {
+		switch {
+		case r == '/' || r == '\\' || unicode.IsControl(r):
 			return fmt.Errorf("%w: %s name %q contains %q; use letters, digits, '-', '_', '.' or spaces", ErrInvalidName, kind, name, r)
+		case safetext.Hidden(r):
+			return fmt.Errorf("%w: %s name %q contains %U, an invisible character that changes how the text around it is shown; names cannot hold one",
+				ErrInvalidName, kind, name, r)
 		}
 	}
 	return nil
