@@ -17,6 +17,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/internal/safetext"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/filter"
@@ -236,7 +237,11 @@ func (n *tableNode) views(ctx context.Context, force bool) (map[string]*viewCont
 	return fresh, nil
 }
 
+// viewFailed sets the text of NAME.error ("" removes it); what it echoes
+// of the user's filter or name is escaped, so that cat NAME.error shows
+// control characters rather than acting on them.
 func (n *tableNode) viewFailed(name, msg string) {
+	msg = safetext.Escape(msg)
 	n.viewList.mu.Lock()
 	defer n.viewList.mu.Unlock()
 	if n.viewList.failed == nil {
@@ -415,7 +420,11 @@ func (n *viewsNode) Create(ctx context.Context, name string, flags uint32, mode 
 		return nil, nil, 0, syscall.EPERM // only NAME.where files are made here
 	}
 	if err := table.CheckViewName(base); err != nil {
-		n.t.viewFailed(base, err.Error()+"\n")
+		// A name that changes how listings read (U+202E, ...) gets no
+		// NAME.error beside it: it is not shown at all.
+		if !strings.ContainsFunc(base, safetext.Hidden) {
+			n.t.viewFailed(base, err.Error()+"\n")
+		}
 		return nil, nil, 0, syscall.EINVAL
 	}
 	if _, errno := n.view(ctx, base); errno == 0 {

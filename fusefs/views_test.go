@@ -250,6 +250,29 @@ func TestViewWhereTooLarge(t *testing.T) {
 	}
 }
 
+// TestViewNamesShown: a view name with a bidi override is refused and
+// not listed (not even as NAME.error), and NAME.error shows the control
+// characters of a bad filter escaped.
+func TestViewNamesShown(t *testing.T) {
+	f := newFixture(t, Options{})
+	views := f.path("robot", "views")
+	if err := os.WriteFile(filepath.Join(views, "abc\u202egpj.where"), []byte("TRUE"), 0o644); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("a view name with U+202E: %v, want EINVAL", err)
+	}
+	if err := os.WriteFile(filepath.Join(views, "bell.where"), []byte("task = '\x1b]0;owned\x07"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := os.ReadFile(filepath.Join(views, "bell.error"))
+	if err != nil || strings.ContainsAny(string(msg), "\x1b\x07") || !strings.Contains(string(msg), `\x1b]0;owned\x07`) {
+		t.Errorf("bell.error: %q %v, want the filter's ESC and BEL escaped", msg, err)
+	}
+	for _, name := range names(t, views) {
+		if strings.ContainsRune(name, '\u202e') || len(name) > 255 {
+			t.Errorf("views/ lists %q", name)
+		}
+	}
+}
+
 func TestViewReadOnly(t *testing.T) {
 	f := newFixture(t, Options{})
 	if _, err := f.tbl.CreateView(context.Background(), table.View{Name: "v", Where: "t < 5"}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/safetext"
 )
 
 func main() {
@@ -21,7 +22,9 @@ func main() {
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "framefs: %v\n", err)
+		// Errors echo arguments, file names and filters: their control
+		// characters are shown, not sent to the terminal.
+		fmt.Fprintf(os.Stderr, "framefs: %s\n", safetext.Escape(err.Error()))
 		os.Exit(1)
 	}
 }
