@@ -36,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sort"
@@ -218,12 +217,6 @@ func (c *Cache) path(name string) string {
 	return filepath.Join(c.opts.Dir, name[:2], name)
 }
 
-// folder opens the folder of the entry file name; with create, it is made
-// when missing (and a link or file in its place replaced).
-func (c *Cache) folder(name string, create bool) (*regfile.Dir, error) {
-	return c.dir.Sub(name[:2], create)
-}
-
 // Get returns the value stored under key, checked.
 func (c *Cache) Get(key string) ([]byte, bool) {
 	name := fileName(key)
@@ -252,7 +245,7 @@ func (c *Cache) read(name, key string) (value []byte, size int64, ok bool) {
 		c.forget(name)
 		return nil, 0, false
 	}
-	folder, err := c.folder(name, false)
+	folder, err := c.dir.Shard(name, false)
 	if err != nil {
 		// A link where the folder belongs is not followed; Put
 		// replaces it.
@@ -328,7 +321,7 @@ func (c *Cache) Contains(key string) bool {
 	if known {
 		return true
 	}
-	folder, err := c.folder(name, false)
+	folder, err := c.dir.Shard(name, false)
 	if err != nil {
 		return false
 	}
@@ -373,7 +366,7 @@ func (c *Cache) Put(key string, value []byte) {
 // write writes an entry file under a temporary name and renames it into
 // place, so that readers in any process see all of it or nothing.
 func (c *Cache) write(name, key string, value []byte) (int64, error) {
-	folder, err := c.folder(name, true)
+	folder, err := c.dir.Shard(name, true)
 	if err != nil {
 		return 0, err
 	}
@@ -434,10 +427,7 @@ func (c *Cache) evictLocked() []string {
 func (c *Cache) remove(names []string) {
 	for _, name := range names {
 		c.evictions.Add(1)
-		if folder, err := c.folder(name, false); err == nil {
-			folder.Remove(name)
-			folder.Close()
-		}
+		c.dir.RemoveFromShard(name)
 	}
 }
 
@@ -469,34 +459,19 @@ func (c *Cache) startScan() {
 // real folders are indexed: links are neither followed nor counted.
 func (c *Cache) scan(epoch uint64) {
 	var files []regfile.FileInfo
-	folders, _ := c.dir.Entries()
-	for _, e := range folders {
-		if e.Type != fs.ModeDir || len(e.Name) != 2 && e.Name != tmpDir {
-			continue
+	_ = c.dir.WalkShards(func(_ *regfile.Dir, f regfile.FileInfo) {
+		if strings.HasSuffix(f.Name, entryExt) {
+			files = append(files, f)
 		}
-		folder, err := c.dir.Sub(e.Name, false)
-		if err != nil {
-			continue
-		}
-		entries, _ := folder.Entries()
-		for _, fe := range entries {
-			if !fe.Type.IsRegular() {
-				continue
-			}
-			info, err := folder.Stat(fe.Name)
-			if err != nil {
-				continue
-			}
-			switch {
-			case e.Name == tmpDir:
-				if strings.HasPrefix(fe.Name, tmpPrefix) && time.Since(info.ModTime) > staleTemp {
-					folder.Remove(fe.Name)
-				}
-			case strings.HasSuffix(fe.Name, entryExt) && strings.HasPrefix(fe.Name, e.Name):
-				files = append(files, info)
+	})
+	if tmp, err := c.dir.Sub(tmpDir, false); err == nil {
+		entries, _ := tmp.Entries()
+		for _, e := range entries {
+			if info, err := tmp.Stat(e.Name); err == nil && strings.HasPrefix(e.Name, tmpPrefix) && time.Since(info.ModTime) > staleTemp {
+				tmp.Remove(e.Name)
 			}
 		}
-		folder.Close()
+		tmp.Close()
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].ModTime.After(files[j].ModTime) })
 	onDisk := make(map[string]bool, len(files))

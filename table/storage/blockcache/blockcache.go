@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sort"
@@ -193,34 +192,16 @@ func Open(opts Options) (*Cache, error) {
 // folders named by their first two characters. Links are neither followed
 // nor counted, and temporary files of interrupted writes are removed.
 func (c *Cache) scan() ([]regfile.FileInfo, error) {
-	folders, err := c.dir.Entries()
-	if err != nil {
-		return nil, err
-	}
 	var files []regfile.FileInfo
-	for _, e := range folders {
-		if e.Type != fs.ModeDir || len(e.Name) != 2 {
-			continue
+	err := c.dir.WalkShards(func(shard *regfile.Dir, f regfile.FileInfo) {
+		switch {
+		case strings.HasPrefix(f.Name, ".tmp-"):
+			shard.Remove(f.Name) // a write interrupted by a crash
+		case strings.HasSuffix(f.Name, ".blk"):
+			files = append(files, f)
 		}
-		folder, err := c.dir.Sub(e.Name, false)
-		if err != nil {
-			continue
-		}
-		entries, _ := folder.Entries()
-		for _, fe := range entries {
-			switch {
-			case !fe.Type.IsRegular():
-			case strings.HasPrefix(fe.Name, ".tmp-"):
-				folder.Remove(fe.Name) // a write interrupted by a crash
-			case strings.HasSuffix(fe.Name, ".blk") && strings.HasPrefix(fe.Name, e.Name):
-				if info, err := folder.Stat(fe.Name); err == nil {
-					files = append(files, info)
-				}
-			}
-		}
-		folder.Close()
-	}
-	return files, nil
+	})
+	return files, err
 }
 
 // Wait waits for the background prefetches in flight to finish.
@@ -254,12 +235,6 @@ func blockName(id ObjectID, idx int64) string {
 // path is the block file name's path, for messages and tests.
 func (c *Cache) path(name string) string {
 	return filepath.Join(c.opts.Dir, name[:2], name)
-}
-
-// folder opens the folder of the block file name; with create, it is made
-// when missing (and a link or file in its place replaced).
-func (c *Cache) folder(name string, create bool) (*regfile.Dir, error) {
-	return c.dir.Sub(name[:2], create)
 }
 
 // blockLen is the number of object bytes in block idx.
@@ -368,10 +343,7 @@ func (c *Cache) lookup(name string, want int64) ([]byte, bool) {
 	c.corrupt.Add(1)
 	slog.Warn("blockcache: damaged block file removed", "file", c.path(name), "problem", err)
 	c.forget(name)
-	if folder, ferr := c.folder(name, false); ferr == nil {
-		folder.Remove(name)
-		folder.Close()
-	}
+	c.dir.RemoveFromShard(name)
 	return nil, false
 }
 
@@ -379,7 +351,7 @@ func (c *Cache) lookup(name string, want int64) ([]byte, bool) {
 // block of want bytes and its checksum; the size is checked before
 // anything is allocated.
 func (c *Cache) readBlock(name string, want int64) ([]byte, error) {
-	folder, err := c.folder(name, false)
+	folder, err := c.dir.Shard(name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +400,7 @@ func (c *Cache) store(name string, data []byte) {
 }
 
 func (c *Cache) writeFile(name string, data []byte) error {
-	folder, err := c.folder(name, true)
+	folder, err := c.dir.Shard(name, true)
 	if err != nil {
 		return err
 	}
@@ -467,10 +439,7 @@ func (c *Cache) evictLocked() []string {
 func (c *Cache) remove(names []string) {
 	for _, name := range names {
 		c.evictions.Add(1)
-		if folder, err := c.folder(name, false); err == nil {
-			folder.Remove(name)
-			folder.Close()
-		}
+		c.dir.RemoveFromShard(name)
 	}
 }
 
