@@ -29,7 +29,6 @@
 package diskcache
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -37,6 +36,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -102,7 +102,7 @@ const (
 	// first two characters of their name; temporary files start with
 	// tmpPrefix and are in tmpDir.
 	entryExt  = ".ent"
-	tmpPrefix = ".tmp-"
+	tmpPrefix = regfile.TempPrefix
 	tmpDir    = "tmp"
 	// staleTemp is the age after which a temporary file is taken for a
 	// crashed writer's and removed.
@@ -376,33 +376,22 @@ func (c *Cache) write(name, key string, value []byte) (int64, error) {
 		return 0, err
 	}
 	defer tmp.Close()
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmpName := tmpPrefix + hex.EncodeToString(rnd[:])
 	buf := make([]byte, headerSize, headerSize+len(key)+len(value))
 	copy(buf, magic)
 	binary.BigEndian.PutUint32(buf[4:], uint32(len(key)))
 	binary.BigEndian.PutUint64(buf[8:], uint64(len(value)))
 	buf = append(append(buf, key...), value...)
 	binary.BigEndian.PutUint32(buf[16:], crc32.Checksum(buf[headerSize:], castagnoli))
-	f, err := tmp.Create(tmpName)
-	if err != nil {
-		return 0, err
-	}
-	_, err = f.Write(buf)
-	if err == nil {
+	err = folder.Replace(tmp, name, func(f *os.File) error {
+		if _, err := f.Write(buf); err != nil {
+			return err
+		}
 		// Start writing the pages back and let the clean ones go: the
 		// value is about to be served from memory, not from this file.
 		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = tmp.Rename(tmpName, folder, name)
-	}
+		return nil
+	})
 	if err != nil {
-		tmp.Remove(tmpName)
 		return 0, err
 	}
 	return int64(len(buf)), nil

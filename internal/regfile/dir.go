@@ -1,6 +1,8 @@
 package regfile
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -192,3 +194,32 @@ func (d *Dir) Touch(name string) error {
 
 // IsNotExist reports whether err says a file is missing.
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// TempPrefix starts the names of the temporary files Replace writes.
+const TempPrefix = ".tmp-"
+
+// Replace writes the file name of d whole or not at all: write fills a
+// new temporary file in tmp (another folder of the same file system, or
+// d), which is then renamed into place, replacing what is there (a link
+// is replaced, not followed). The temporary file is removed if anything
+// fails.
+func (d *Dir) Replace(tmp *Dir, name string, write func(f *os.File) error) error {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmpName := TempPrefix + hex.EncodeToString(rnd[:])
+	f, err := tmp.Create(tmpName)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = tmp.Rename(tmpName, d, name)
+	}
+	if err != nil {
+		tmp.Remove(tmpName)
+	}
+	return err
+}

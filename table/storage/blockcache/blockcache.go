@@ -18,7 +18,6 @@ package blockcache
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -27,6 +26,7 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -195,7 +195,7 @@ func (c *Cache) scan() ([]regfile.FileInfo, error) {
 	var files []regfile.FileInfo
 	err := c.dir.WalkShards(func(shard *regfile.Dir, f regfile.FileInfo) {
 		switch {
-		case strings.HasPrefix(f.Name, ".tmp-"):
+		case strings.HasPrefix(f.Name, regfile.TempPrefix):
 			shard.Remove(f.Name) // a write interrupted by a crash
 		case strings.HasSuffix(f.Name, ".blk"):
 			files = append(files, f)
@@ -405,29 +405,15 @@ func (c *Cache) writeFile(name string, data []byte) error {
 		return err
 	}
 	defer folder.Close()
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := ".tmp-" + hex.EncodeToString(rnd[:])
-	f, err := folder.Create(tmp)
-	if err != nil {
+	return folder.Replace(folder, name, func(f *os.File) error {
+		var sum [trailerSize]byte
+		binary.BigEndian.PutUint32(sum[:], crc32.Checksum(data, castagnoli))
+		if _, err := f.Write(data); err != nil {
+			return err
+		}
+		_, err := f.Write(sum[:])
 		return err
-	}
-	var sum [trailerSize]byte
-	binary.BigEndian.PutUint32(sum[:], crc32.Checksum(data, castagnoli))
-	_, err = f.Write(data)
-	if err == nil {
-		_, err = f.Write(sum[:])
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = folder.Rename(tmp, folder, name)
-	}
-	if err != nil {
-		folder.Remove(tmp)
-	}
-	return err
+	})
 }
 
 // evictLocked drops least recently used entries until the cache fits and
