@@ -13,6 +13,11 @@ import (
 // 255-byte file name limit of common filesystems once suffixes are added.
 const maxNameBytes = 200
 
+// MaxFileName is the longest file name Linux file systems take (NAME_MAX):
+// a folder the mount makes of a column name and a value (COL=VALUE, for a
+// partition or a group) must fit it.
+const MaxFileName = 255
+
 // CheckName validates a user-chosen name (a table, tag, episode or column):
 // it becomes a directory or file name in the mount and part of object keys,
 // so it must be valid UTF-8 without '/', '\', NUL, control characters,

@@ -204,7 +204,7 @@ func (sc *Sidecar) parseParquet(data []byte) error {
 		i := 0
 		for _, chunk := range tbl.Column(c).Data().Chunks() {
 			for k := 0; k < chunk.Len(); k++ {
-				if v := arrowValue(chunk, k); v != nil {
+				if v := RowValue(chunk, k); v != nil {
 					sc.Frames[i][name] = v
 				}
 				i++

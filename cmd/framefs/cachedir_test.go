@@ -123,9 +123,9 @@ func diskEntries(t *testing.T, dir, sha string) map[int]string {
 			return nil
 		}
 		keyLen := int(binary.BigEndian.Uint32(data[4:]))
-		// frame/sha256:HEX/STREAM/ORDINAL/IDENTITY
-		parts := strings.SplitN(string(data[20:20+keyLen]), "/", 5)
-		if len(parts) == 5 && parts[1] == "sha256:"+sha {
+		// frame2/sha256:HEX/STREAM/ORDINAL/IDENTITY (serving's storeKey)
+		parts := strings.SplitN(string(data[20:min(20+keyLen, len(data))]), "/", 5)
+		if len(parts) == 5 && parts[0] == "frame2" && parts[1] == "sha256:"+sha {
 			if ord, err := strconv.Atoi(parts[3]); err == nil {
 				out[ord] = p
 			}
