@@ -87,6 +87,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzChunkIndex$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table
 	$(GO) test -run '^$$' -fuzz '^FuzzInfo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
 	$(GO) test -run '^$$' -fuzz '^FuzzParquet$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONLines$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
 
 # 16 readers of random frames through a real mount for 60 s.
 soak:

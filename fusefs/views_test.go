@@ -232,6 +232,48 @@ func TestViewFromShell(t *testing.T) {
 	}
 }
 
+// TestViewWhereTooLarge: a NAME.where written past the filter limit
+// fails with EFBIG, makes no view, and NAME.error says so (it said the
+// filter was empty).
+func TestViewWhereTooLarge(t *testing.T) {
+	f := newFixture(t, Options{})
+	where := filepath.Join(f.path("robot", "views"), "big.where")
+	huge := strings.Repeat("t > 1 OR ", 100<<10/9) + "t > 2"
+	if err := os.WriteFile(where, []byte(huge), 0o644); !errors.Is(err, syscall.EFBIG) {
+		t.Fatalf("writing %d bytes to big.where: %v, want EFBIG", len(huge), err)
+	}
+	msg, err := os.ReadFile(filepath.Join(f.path("robot", "views"), "big.error"))
+	if err != nil || !strings.Contains(string(msg), "is longer than the 65536 bytes a filter may have") {
+		t.Errorf("big.error: %q %v", msg, err)
+	}
+	if _, err := f.tbl.View(context.Background(), "big"); !errors.Is(err, table.ErrNotFound) {
+		t.Errorf("view big exists: %v", err)
+	}
+}
+
+// TestViewNamesShown: a view name with a bidi override is refused and
+// not listed (not even as NAME.error), and NAME.error shows the control
+// characters of a bad filter escaped.
+func TestViewNamesShown(t *testing.T) {
+	f := newFixture(t, Options{})
+	views := f.path("robot", "views")
+	if err := os.WriteFile(filepath.Join(views, "abc\u202egpj.where"), []byte("TRUE"), 0o644); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("a view name with U+202E: %v, want EINVAL", err)
+	}
+	if err := os.WriteFile(filepath.Join(views, "bell.where"), []byte("task = '\x1b]0;owned\x07"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := os.ReadFile(filepath.Join(views, "bell.error"))
+	if err != nil || strings.ContainsAny(string(msg), "\x1b\x07") || !strings.Contains(string(msg), `\x1b]0;owned\x07`) {
+		t.Errorf("bell.error: %q %v, want the filter's ESC and BEL escaped", msg, err)
+	}
+	for _, name := range names(t, views) {
+		if strings.ContainsRune(name, '\u202e') || len(name) > 255 {
+			t.Errorf("views/ lists %q", name)
+		}
+	}
+}
+
 func TestViewReadOnly(t *testing.T) {
 	f := newFixture(t, Options{})
 	if _, err := query.CreateView(context.Background(), f.tbl, table.View{Name: "v", Where: "t < 5"}); err != nil {

@@ -170,15 +170,36 @@ func (s Schema) foldEpisodeColumn() (Schema, error) {
 	return s, nil
 }
 
+// CheckColumnName validates the name of a column (kind names it in the
+// error): a name like any other (CheckName) that does not start with '_',
+// which is reserved.
+func CheckColumnName(kind, name string) error {
+	if err := CheckName(kind, name); err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, "_") {
+		return fmt.Errorf("%w: %s %q: names starting with '_' are reserved", ErrInvalidName, kind, name)
+	}
+	return nil
+}
+
+// Check reports what Create would refuse in s, once s has its defaults:
+// a caller building a schema from someone else's description can say
+// where the problem came from.
+func (s Schema) Check() error {
+	s, err := s.withDefaults().foldEpisodeColumn()
+	if err != nil {
+		return err
+	}
+	return s.Validate()
+}
+
 // Validate checks names, types and the roles of columns.
 func (s *Schema) Validate() error {
 	seen := map[string]bool{}
 	add := func(kind, name string) error {
-		if err := CheckName(kind, name); err != nil {
+		if err := CheckColumnName(kind, name); err != nil {
 			return err
-		}
-		if strings.HasPrefix(name, "_") {
-			return fmt.Errorf("%w: %s %q: names starting with '_' are reserved", ErrInvalidName, kind, name)
 		}
 		if seen[name] {
 			return fmt.Errorf("%w: column %q is defined twice", ErrInvalidInput, name)

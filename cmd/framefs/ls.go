@@ -68,6 +68,7 @@ first frame, frame indices), as a clip view shows them.`,
 		},
 	}
 	cmd.Flags().Int64Var(&f.snapshot, "snapshot", 0, "read this snapshot (default: the head)")
+	positive(cmd.Flags(), "snapshot")
 	cmd.Flags().StringVar(&f.tag, "tag", "", "read the snapshot of this tag")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
 	cmd.Flags().StringVar(&f.where.where, "where", "", "list only the frames whose row matches this filter (SQL WHERE syntax)")

@@ -51,6 +51,7 @@ as for ingest.`,
 	cmd.Flags().StringVar(&f.episode, "episode", "", "episode id")
 	cmd.Flags().StringVar(&f.column, "column", "", "video column (needed when the table has several)")
 	cmd.Flags().Int64Var(&f.firstFrame, "first-frame", 0, "video frame of the first row")
+	nonNegative(cmd.Flags(), "first-frame")
 	cmd.Flags().BoolVar(&f.noSizes, "no-sizes", false, "do not compute per-frame image sizes now")
 	cmd.MarkFlagRequired("episode")
 	return cmd

@@ -32,7 +32,8 @@ func (f *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.endpoint, "s3-endpoint", "", "URL of an S3-compatible server (default: AWS_ENDPOINT_URL, else AWS S3)")
 	fs.StringVar(&f.pathStyle, "s3-path-style", "auto", "path-style S3 addressing: auto (on with a custom endpoint), true or false")
 	fs.StringVar(&f.cacheDir, "s3-cache-dir", "", "local block cache for S3 reads (default $XDG_CACHE_HOME/framefs/s3 or ~/.cache/framefs/s3; \"off\" disables)")
-	fs.Int64Var(&f.cacheBytes, "s3-cache-bytes", 1<<30, "size limit of the S3 block cache, in bytes")
+	fs.Int64Var(&f.cacheBytes, "s3-cache-bytes", 1<<30, "size limit of the S3 block cache, in bytes (0: no cache)")
+	nonNegative(fs, "s3-cache-bytes")
 }
 
 // s3Options maps the flags onto storage options.
