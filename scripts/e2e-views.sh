@@ -46,7 +46,7 @@ bad() {
 	grep -q -- "$want" "$work/err" || fail "$*: error $(cat "$work/err"), want $want"
 }
 bad 'unknown column "spd"' ls "$tbl" --where "spd > 1" --count
-bad 'cannot compare column speed (a float) with "fast"' view create "$tbl" v1 --where "speed = 'fast'"
+bad "cannot compare speed (DOUBLE) with 'fast'" view create "$tbl" v1 --where "speed = 'fast'"
 bad 'unterminated string' view create "$tbl" v2 --where "task = 'pick"
 bad 'give the view' view create "$tbl" v3 --where ""
 bad 'bytes long' view create "$tbl" v4 --where "$(head -c 102400 /dev/zero | tr '\0' ' ')speed > 1"

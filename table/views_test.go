@@ -219,7 +219,7 @@ func TestViews(t *testing.T) {
 		want string
 	}{
 		{View{Name: "a", Where: "spd > 1"}, `unknown column "spd"`},
-		{View{Name: "a", Where: "speed = 'fast'"}, "cannot compare column speed (a float)"},
+		{View{Name: "a", Where: "speed = 'fast'"}, "cannot compare speed (DOUBLE) with 'fast'"},
 		{View{Name: "a", Where: "label = 'abc"}, "unterminated string"},
 		{View{Name: "a", Where: ""}, "empty"},
 		{View{Name: "a", Where: strings.Repeat("speed > 1 AND ", 8000) + "TRUE"}, "bytes long"},

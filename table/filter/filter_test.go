@@ -30,30 +30,63 @@ func TestCompileErrors(t *testing.T) {
 		{"   ", "empty"},
 		{"spd > 3", `unknown column "spd" (did you mean "speed"?)`},
 		{"nope = 1", `unknown column "nope"; the columns are`},
-		{"speed = 'fast'", "cannot compare column speed (a float) with \"fast\" (a string)"},
-		{"task = 3", "cannot compare column task (a string)"},
+		{"speed = 'fast'", `cannot compare speed (DOUBLE) with 'fast': cannot cast "fast" to DOUBLE: not a number`},
+		{"task > 3", "cannot order task (VARCHAR) against 3 (INTEGER); cast one of them: CAST(task AS INTEGER)"},
 		{"task = 'abc", "unterminated string"},
 		{`"task = 'a'`, "unterminated quoted name"},
 		{"1=1; DROP TABLE x", "one condition"},
 		{"speed > 1 ORDER BY speed", "one condition"},
 		{"speed > 1 UNION SELECT * FROM y", "one condition"},
 		{"speed > (SELECT 1)", "subqueries"},
-		{"speed + 1 > 2", "operator"},
-		{"speed", "must be a condition"},
-		{"speed > 1 AND gear", "not a condition"},
-		{"state > 1", "is a list"},
-		{"lower(task) = 'a'", "function lower is not supported"},
-		{"task LIKE 3", "LIKE takes a 'pattern'"},
-		{"speed LIKE 'a%'", "LIKE matches strings"},
+		{"speed IN (SELECT 1)", "subqueries"},
+		{"EXISTS (SELECT 1)", "subqueries"},
+		{"speed > 1 > 0", "cannot follow another comparison of its kind without parentheses: write (speed > 1) > ..."},
+		{"speed ^ 2 > 1", "the power operator ^ is not supported"},
+		{"speed -> 1", "operator -> is not supported"},
+		{"regexp_matches(task, 'a')", "function regexp_matches is not supported in filters; the functions are abs, lower"},
+		{"CASE WHEN flag THEN 1 END = 1", "CASE is not supported"},
+		{"ts > TIMESTAMP '2026-01-02' - INTERVAL 1 DAY", "INTERVAL is not supported"},
+		{"task SIMILAR TO 'a'", "SIMILAR is not supported in filters; match patterns with LIKE or ILIKE"},
+		{"task GLOB 'a*'", "GLOB is not supported"},
+		{"CAST(speed AS SMALLINT) = 1", "type SMALLINT is not supported in filters; the types are BOOLEAN, INTEGER"},
+		{"CAST(ts AS INTEGER) = 1", "does not cast to INTEGER"},
+		{"speed = ANY([1])", "ANY (...) is not supported"},
+		{"speed > ?", "placeholders such as ? are not supported"},
+		{"(speed, gear) = (1, 2)", "row values"},
+		{"count(*) > 1", "aggregate calls"},
+		{"flag + 1 > 0", "flag is BOOLEAN, and + takes numbers; CAST(flag AS INTEGER) makes it one"},
+		{"ts + 1 > 0", "arithmetic on timestamps is not supported"},
+		{"state > 1", "cannot compare state (FLOAT[]) with 1 (INTEGER)"},
+		{"state", "state is FLOAT[], not a condition"},
+		{"ts", "not a condition"},
+		{"task LIKE gear", "LIKE takes a constant 'pattern' string; gear is not one"},
+		{"speed LIKE 'a%'", "LIKE matches strings; speed is DOUBLE"},
+		{"task LIKE 'a' ESCAPE 'ab'", "ESCAPE takes one character"},
+		{"task LIKE 'a\\' ESCAPE '\\'", "ends with its escape character"},
 		{"ts > TIMESTAMP 'yesterday'", "not a timestamp"},
-		{"speed IN (1, gear)", "literal values"},
+		{"ts > TIMESTAMP '2026-01-02 04:00:00+01:00'", "a TIMESTAMP has no time zone, so its offset would be ignored; write TIMESTAMPTZ '2026-01-02 04:00:00+01:00'"},
+		{"ts > '2026-01-02 04:00:00 +01:00'", "write the offset right after the time, without a space"},
+		{"ts > '2026-01-02 04:00:00 Europe/Paris'", "time zone \"Europe/Paris\" is not supported"},
+		{"ts > TIME '04:00'", "TIME literals are not supported"},
 		{"t.speed > 1", "without a table name"},
 		{"speed >", "incomplete"},
 		{"speed > > 1", "syntax error at line 1, column"},
+		{"speed = 1 AND", "incomplete"},
 		{strings.Repeat("(", 300) + "speed > 1" + strings.Repeat(")", 300), "nests more than"},
 		{"speed > 1 OR " + strings.Repeat("speed > 1 OR ", MaxLength/10) + "speed > 1", "bytes long"},
 		{"list_extract(state, 'a') > 1", "integer position"},
-		{"len(speed) > 1", "len takes a list or a string"},
+		{"len(speed) > 1", "length takes a string or a list; speed is DOUBLE"},
+		{"list_contains(task, 'a')", "list_contains takes a list first; task is VARCHAR"},
+		{"list_contains(state, 'a')", "cannot cast \"a\" to FLOAT"},
+		{"abs(task) > 1", "abs takes a number; task is VARCHAR"},
+		{"upper(speed) = 'A'", "upper takes a string; speed is DOUBLE"},
+		{"state || 'a' = 'b'", "|| joins two lists or two strings"},
+		{"CAST(speed AS DECIMAL(40, 2)) = 1", "DECIMAL(40, 2): the width is 1 to 38 digits"},
+		{"speed = 0x10", "hexadecimal and binary numbers are not supported"},
+		{"speed = 1e999", "out of range"},
+		{"2147483647 + 1 IN (0)", "integer overflow: 2147483647 + 1 does not fit in INTEGER"},
+		{"gear = 'abc'", `cannot cast "abc" to INTEGER`},
+		{"speed[1] = 1", "list_extract takes a list; speed is DOUBLE"},
 	} {
 		_, err := Compile(tc.filter, testSchema)
 		if err == nil {
@@ -147,18 +180,18 @@ func statsOf(r rows) StatsFunc {
 		if a == nil {
 			return ColumnStats{}, false
 		}
-		k, _, _ := kindOf(a.DataType())
-		if k == KindList {
-			return ColumnStats{Nulls: int64(a.NullN()), Rows: int64(a.Len())}, true
-		}
-		v, _ := arrayVec(a, k)
+		t, _ := typeOfArrow(a.DataType())
 		s := ColumnStats{Nulls: int64(a.NullN()), Rows: int64(a.Len())}
+		if t.id == tList {
+			return s, true
+		}
+		v, _ := arrayVec(a, t)
 		for i := 0; i < a.Len(); i++ {
 			if a.IsNull(i) {
 				continue
 			}
 			var x Value
-			switch k {
+			switch t.kind() {
 			case KindBool:
 				x = Bool(v.tri[i] == triT)
 			case KindInt:
