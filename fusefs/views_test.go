@@ -71,7 +71,7 @@ func TestViewLayout(t *testing.T) {
 	}
 	// The rows files hold the view's rows, with their ordinals.
 	jsonl, err := os.ReadFile(filepath.Join(ep1, "frames.jsonl"))
-	if err != nil || bytes.Count(jsonl, []byte("\n")) != 15 || !bytes.Contains(jsonl, []byte(`"ordinal":25`)) || bytes.Contains(jsonl, []byte(`"ordinal":24`)) {
+	if err != nil || bytes.Count(jsonl, []byte("\n")) != 15 || !bytes.Contains(jsonl, []byte(`"frame":25`)) || bytes.Contains(jsonl, []byte(`"frame":24`)) {
 		t.Errorf("frames.jsonl: %s %v", jsonl, err)
 	}
 	if pq, err := os.ReadFile(filepath.Join(ep1, "frames.parquet")); err != nil || !bytes.HasPrefix(pq, []byte("PAR1")) {

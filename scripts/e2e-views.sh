@@ -34,7 +34,7 @@ PY
 # ls --where and --count.
 [ "$("$bin" ls "$tbl" --where "speed >= 80" --count)" = 18 ] || fail "count speed >= 80"
 [ "$("$bin" ls "$tbl" --where "task = 'pick' AND label = 'cat'" --count)" = 30 ] || fail "count pick cats"
-got=$("$bin" ls "$tbl" --where "speed > 87 AND task = 'place'" --json | jq -c '[.frames[] | [.episode, .frame, .speed]]')
+got=$("$bin" ls "$tbl" --where "speed > 87 AND task = 'place'" --json | jq -c '[.frames[] | [.episode_id, .frame, .speed]]')
 [ "$got" = '[["ep_b",88,88],["ep_b",89,89]]' ] || fail "ls --where --json: $got"
 "$bin" ls "$tbl" --where "speed IS NULL" | grep -q "^ep_a  *0 " || fail "ls --where text lists episode and frame"
 

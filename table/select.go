@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -23,10 +24,13 @@ import (
 )
 
 // FilterSchema returns the columns a filter on snapshot rows may name: the
-// episode column and the user columns (partition columns included), as
-// Arrow fields.
+// episode column, the user columns (partition columns included) and the
+// frame's position in its episode (FrameColumn), as Arrow fields.
 func FilterSchema(s *Schema) (*arrow.Schema, error) {
 	fields := []arrow.Field{{Name: s.EpisodeColumn, Type: arrow.BinaryTypes.String}}
+	if s.hasFrameColumn() {
+		fields = append(fields, arrow.Field{Name: FrameColumn, Type: arrow.PrimitiveTypes.Int64})
+	}
 	for _, c := range s.Columns {
 		dt, err := c.Type.Arrow()
 		if err != nil {
@@ -201,7 +205,7 @@ func (t *Table) Count(ctx context.Context, snap *Snapshot, f *filter.Filter) (in
 }
 
 func checkGroupColumn(s *Schema, name string) error {
-	if name == s.EpisodeColumn {
+	if name == s.EpisodeColumn || name == FrameColumn && s.hasFrameColumn() {
 		return nil
 	}
 	c, ok := s.Column(name)
@@ -239,6 +243,15 @@ func episodeConstants(s *Schema, e *EpisodeEntry) map[string]filter.Value {
 	return out
 }
 
+// frameStats are the statistics of the frame column of an episode of
+// rows rows: 0 to rows-1, never NULL.
+func frameStats(s *Schema, name string, rows int64) (filter.ColumnStats, bool) {
+	if name != FrameColumn || !s.hasFrameColumn() {
+		return filter.ColumnStats{}, false
+	}
+	return filter.ColumnStats{HasRange: rows > 0, Min: filter.Int(0), Max: filter.Int(rows - 1), Nulls: 0, Rows: rows}, true
+}
+
 // manifestStats returns the statistics a manifest entry gives: its
 // constants, and its column statistics when withColumns is set.
 func manifestStats(s *Schema, e *EpisodeEntry, withColumns bool) filter.StatsFunc {
@@ -246,6 +259,9 @@ func manifestStats(s *Schema, e *EpisodeEntry, withColumns bool) filter.StatsFun
 	return func(name string) (filter.ColumnStats, bool) {
 		if v, ok := consts[name]; ok {
 			return filter.Exactly(v, e.Rows), true
+		}
+		if st, ok := frameStats(s, name, e.Rows); ok {
+			return st, true
 		}
 		if !withColumns {
 			return filter.ColumnStats{}, false
@@ -451,6 +467,9 @@ func rowGroupStats(s *Schema, e *EpisodeEntry, md *metadata.FileMetaData, leaves
 		if v, ok := consts[name]; ok {
 			return filter.Exactly(v, e.Rows), true
 		}
+		if st, ok := frameStats(s, name, e.Rows); ok {
+			return st, true
+		}
 		c, ok := s.Column(name)
 		idx := leaves[name]
 		if !ok || len(idx) != 1 {
@@ -512,15 +531,18 @@ func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *Schema, f *fi
 	}
 	if len(cols) == 0 {
 		// None of the filter's columns is in this (older) file: they read
-		// as NULL in every row.
+		// as NULL in every row (but the frame column).
 		for i, it := range items {
-			match, err := f.Eval(int(it.entry.Rows), func(string) arrow.Array { return nil })
+			n := int(it.entry.Rows)
+			columns := withFrame(s, func(string) arrow.Array { return nil }, ordinalsFrom(0, n))
+			match, err := f.Eval(n, columns)
 			if err != nil {
-				return nil, err
+				return nil, episodeError(key, err, it.entry, nil)
 			}
+			groups := varyingGroups(s, opts, columns)
 			for k, m := range match {
 				if m || it.decided == filter.All {
-					selected[i].addMatch(s, it.entry, opts, nil, k, int64(k))
+					selected[i].addMatch(s, it.entry, opts, groups, k, int64(k))
 				}
 			}
 			selected[i].normalize()
@@ -544,34 +566,45 @@ func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *Schema, f *fi
 	defer reader.Release()
 	item, offset := 0, int64(0)
 	var match []bool
+	var rowItems []int
+	var ordinals []int64
 	for reader.Next() {
 		rec := reader.RecordBatch()
 		n := int(rec.NumRows())
-		columns := func(name string) arrow.Array {
-			idx := rec.Schema().FieldIndices(name)
-			if len(idx) != 1 {
-				return nil
-			}
-			return rec.Column(idx[0])
-		}
-		if cap(match) < n {
-			match = make([]bool, n)
-		}
-		match = match[:n]
-		if _, err := f.EvalInto(n, columns, match); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		groups := varyingGroups(s, opts, columns)
+		// The episode (item) and position (ordinal) of each row.
+		rowItems, ordinals = rowItems[:0], ordinals[:0]
 		for i := 0; i < n; i++ {
 			for offset == items[item].entry.Rows {
 				item++
 				offset = 0
 			}
-			it := items[item]
-			if match[i] || it.decided == filter.All {
-				selected[item].addMatch(s, it.entry, opts, groups, i, offset)
-			}
+			rowItems, ordinals = append(rowItems, item), append(ordinals, offset)
 			offset++
+		}
+		columns := withFrame(s, func(name string) arrow.Array {
+			idx := rec.Schema().FieldIndices(name)
+			if len(idx) != 1 {
+				return nil
+			}
+			return rec.Column(idx[0])
+		}, ordinals)
+		if cap(match) < n {
+			match = make([]bool, n)
+		}
+		match = match[:n]
+		if _, err := f.EvalInto(n, columns, match); err != nil {
+			var ee *filter.EvalError
+			if errors.As(err, &ee) && ee.Row < n {
+				return nil, episodeError(key, err, items[rowItems[ee.Row]].entry, &ordinals[ee.Row])
+			}
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		groups := varyingGroups(s, opts, columns)
+		for i := 0; i < n; i++ {
+			it := items[rowItems[i]]
+			if match[i] || it.decided == filter.All {
+				selected[rowItems[i]].addMatch(s, it.entry, opts, groups, i, ordinals[i])
+			}
 		}
 	}
 	if err := reader.Err(); err != nil {
@@ -597,7 +630,54 @@ func neededColumns(s *Schema, f *filter.Filter, opts SelectOptions) map[string]b
 			}
 		}
 	}
+	if s.hasFrameColumn() {
+		delete(need, FrameColumn) // not stored: withFrame supplies it
+	}
 	return need
+}
+
+// withFrame adds the frame column to the columns of a batch whose rows are
+// at the given positions of their episodes.
+func withFrame(s *Schema, columns func(string) arrow.Array, ordinals []int64) func(string) arrow.Array {
+	if !s.hasFrameColumn() {
+		return columns
+	}
+	var frames arrow.Array
+	return func(name string) arrow.Array {
+		if name != FrameColumn {
+			return columns(name)
+		}
+		if frames == nil {
+			b := array.NewInt64Builder(memory.DefaultAllocator)
+			b.AppendValues(ordinals, nil)
+			frames = b.NewArray()
+			b.Release()
+		}
+		return frames
+	}
+}
+
+// ordinalsFrom returns start, start+1, ... (n values).
+func ordinalsFrom(start int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = start + int64(i)
+	}
+	return out
+}
+
+// episodeError names the episode and frame a filter failed on (ordinal
+// nil: the frame is the row of the error within the episode).
+func episodeError(key string, err error, e *EpisodeEntry, ordinal *int64) error {
+	var ee *filter.EvalError
+	if !errors.As(err, &ee) {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	frame := int64(ee.Row)
+	if ordinal != nil {
+		frame = *ordinal
+	}
+	return fmt.Errorf("%w: episode %q, frame %d: %w", ErrInvalidInput, e.Episode, frame, err)
 }
 
 // groupArrays are the group-by columns of a batch, when some vary within
@@ -743,10 +823,13 @@ func (t *Table) scanIndexed(ctx context.Context, obj storage.Object, ix *chunkIn
 			}
 			arrays[c.name] = arr
 		}
-		columns := func(name string) arrow.Array { return arrays[name] }
+		columns := withFrame(s, func(name string) arrow.Array { return arrays[name] }, ordinalsFrom(0, int(e.Rows)))
 		match, err := f.Eval(int(e.Rows), columns)
 		if err != nil {
-			return nil, true, fmt.Errorf("%s: %w", key, err)
+			for _, a := range arrays {
+				a.Release()
+			}
+			return nil, true, episodeError(key, err, e, nil)
 		}
 		sel := &SelectedEpisode{Entry: *e}
 		groups := varyingGroups(s, opts, columns)

@@ -256,6 +256,10 @@ func (sc *Sidecar) Rows(s *Schema) ([]Row, error) {
 			if s.IsVideoColumn(k) {
 				return fmt.Errorf("%w: %s: %s sets video column %q; videos come from video files, not sidecars", ErrInvalidInput, sc.Name, where, k)
 			}
+			if k == FrameColumn && s.hasFrameColumn() {
+				return fmt.Errorf("%w: %s: %s sets %q, which is reserved: it is each row's position in its episode (0, 1, ...), which framefs knows without a sidecar; rename the column (e.g. frame_index) or leave it out",
+					ErrInvalidInput, sc.Name, where, k)
+			}
 			if !known[k] {
 				return fmt.Errorf("%w: %s: %s has unknown column %q (the schema has %s; add it with --allow-new-columns)",
 					ErrInvalidInput, sc.Name, where, k, columnList(s))
