@@ -52,7 +52,8 @@ var duckdbMatrix = []string{
 
 // duckdbFile is a Node program that runs each filter of a JSON file in
 // DuckDB over the table's Parquet files and prints the matching
-// (episode, row) pairs in the table's order.
+// (episode, row) pairs in the table's order. The rows' _index (their
+// position in the episode) is also the column frame, as framefs names it.
 const duckdbFile = `
 import { DuckDBInstance } from '%s';
 import { readFileSync } from 'node:fs';
@@ -64,7 +65,7 @@ try { await con.run("SET TimeZone = 'UTC'"); } catch (e) {}
 const out = [];
 for (const e of exprs) {
   try {
-    const r = await con.runAndReadAll(` + "`" + `SELECT episode_id, _index FROM read_parquet('${glob}') WHERE ${e} ORDER BY task, episode_id, _index` + "`" + `);
+    const r = await con.runAndReadAll(` + "`" + `SELECT episode_id, _index FROM (SELECT *, _index AS frame FROM read_parquet('${glob}')) WHERE ${e} ORDER BY task, episode_id, _index` + "`" + `);
     out.push({rows: r.getRows().map(([ep, i]) => ep + '#' + i)});
   } catch (err) {
     out.push({error: String(err.message)});
@@ -108,11 +109,15 @@ var (
 	duckdbErr     error
 )
 
-// runDuckDB runs every filter in DuckDB over the Parquet files of glob.
-func runDuckDB(t *testing.T, glob string, exprs []string) []struct {
+// duckdbResult is DuckDB's answer to one filter: the matching rows, or
+// the error it reports.
+type duckdbResult struct {
 	Rows  []string `json:"rows"`
 	Error string   `json:"error"`
-} {
+}
+
+// runDuckDB runs every filter in DuckDB over the Parquet files of glob.
+func runDuckDB(t *testing.T, glob string, exprs []string) []duckdbResult {
 	t.Helper()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "query.mjs")
@@ -128,10 +133,7 @@ func runDuckDB(t *testing.T, glob string, exprs []string) []struct {
 	if err != nil {
 		t.Fatalf("node: %v", err)
 	}
-	var res []struct {
-		Rows  []string `json:"rows"`
-		Error string   `json:"error"`
-	}
+	var res []duckdbResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("DuckDB output: %v: %s", err, out)
 	}
