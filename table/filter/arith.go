@@ -52,6 +52,10 @@ func (a *arithExpr) eval(b *batch) *vec {
 				out.ints[j] = v
 			}
 		case tFloat32, tFloat64:
+			if a.op == opIntDiv && r.flts[ri] == 0 {
+				out.setNull(j) // // by zero is NULL, for floats too
+				continue
+			}
 			out.flts[j] = floatArith(a.op, l.flts[li], r.flts[ri], a.t.id == tFloat32)
 		case tDecimal:
 			v, null, err := decimalArith(a.op, l.decs[li], int(l.t.scale), r.decs[ri], int(r.t.scale), a.t)
@@ -126,7 +130,8 @@ func magnitude(x int64) uint64 {
 
 // floatArith computes x op y in DOUBLE, or in FLOAT (rounding the double
 // result, which for + - * / is the correctly rounded float result). No
-// float operation fails: 1/0 is infinity, 0/0 NaN, as in DuckDB.
+// float operation fails: 1/0 is infinity, 0/0 NaN, as in DuckDB; // of
+// floats divides as / does (DuckDB's), but is NULL for a zero divisor.
 func floatArith(op arithOp, x, y float64, single bool) float64 {
 	var v float64
 	switch op {

@@ -49,6 +49,7 @@ func (e *Expr) Compile(schema *arrow.Schema) (*Filter, error) {
 	if err := checkConstants(root); err != nil {
 		return nil, err
 	}
+	markSelecting(root)
 	f := &Filter{text: e.text, root: root}
 	for c := range b.used {
 		f.columns = append(f.columns, c)
@@ -311,14 +312,28 @@ func (b *binder) coerce(e expr, t sqlType, n node) (expr, error) {
 	return &castExpr{x: e, to: t}, nil
 }
 
-// fold evaluates an expression of constants into one constant; a value
-// that fails is an error of the filter.
+// fold evaluates an expression of constants into one constant. One whose
+// value fails stays as it is: an operator above it may not need it
+// (NULL <= CAST(3000000000 AS INTEGER) is NULL), and checkConstants
+// reports it otherwise.
 func (b *binder) fold(e expr, n node) (expr, error) {
 	if !isConstant(e) {
 		return e, nil
 	}
-	v := e.eval(&batch{n: 1, columns: func(string) arrow.Array { return nil }, cache: map[string]*vec{}})
-	if v.isBad(0) {
+	if v, ok := evalConstant(e); ok {
+		return constant(v, false, b.src(n)), nil
+	}
+	return e, nil
+}
+
+// constantOf folds an expression that must be a constant (a LIKE
+// pattern); a value that fails is an error of the filter.
+func (b *binder) constantOf(e expr, n node) (expr, error) {
+	if !isConstant(e) {
+		return e, nil
+	}
+	v, ok := evalConstant(e)
+	if !ok {
 		return nil, invalid("%s: %v", b.src(n), v.err)
 	}
 	return constant(v, false, b.src(n)), nil
@@ -347,7 +362,7 @@ func (b *binder) commonType(l, r expr, ordering bool, ln, rn node) (sqlType, err
 	case isStringLiteral(r) && !isStringLiteral(l) && lt.id != tNull:
 		return lt, nil
 	}
-	if ordering && (lt.id == tString) != (rt.id == tString) && lt.id != tNull && rt.id != tNull {
+	if ordering && stringMix(lt, rt) {
 		s, o, on := ln, rt, rn
 		if rt.id == tString {
 			s, o, on = rn, lt, ln
@@ -355,15 +370,26 @@ func (b *binder) commonType(l, r expr, ordering bool, ln, rn node) (sqlType, err
 		return sqlType{}, invalid("cannot order %s (VARCHAR) against %s (%s); cast one of them: CAST(%s AS %s)",
 			b.src(s), b.src(on), o, b.src(s), o)
 	}
+	if lt.id == tList && rt.id == tList && (lt.elem.id == tString) != (rt.elem.id == tString) &&
+		lt.elem.id != tNull && rt.elem.id != tNull && !lt.elem.temporal() && !rt.elem.temporal() {
+		// Lists of strings and of numbers compare as lists of strings
+		// (DuckDB casts the numbers, where scalars go the other way).
+		return listOf(typString), nil
+	}
 	t, ok := maxType(lt, rt)
 	if !ok {
 		return sqlType{}, invalid("cannot compare %s (%s) with %s (%s)", b.src(ln), lt, b.src(rn), rt)
 	}
-	if t.id == tList && lt.id != tNull && rt.id != tNull && (lt.elem.id == tString) != (rt.elem.id == tString) &&
-		lt.elem.id != tNull && rt.elem.id != tNull {
-		return sqlType{}, invalid("cannot compare %s (%s) with %s (%s)", b.src(ln), lt, b.src(rn), rt)
-	}
 	return t, nil
+}
+
+// stringMix reports whether a VARCHAR (or a list of them) meets another
+// type (or a list of another type).
+func stringMix(a, b sqlType) bool {
+	if a.id == tList && b.id == tList {
+		a, b = *a.elem, *b.elem
+	}
+	return a.id != tNull && b.id != tNull && (a.id == tString) != (b.id == tString)
 }
 
 // compare binds l op r (= <> < <= > >=, IS [NOT] DISTINCT FROM).
@@ -447,18 +473,17 @@ func (b *binder) binary(x binaryNode) (expr, error) {
 // decimals is a DOUBLE.
 func (b *binder) arith(opName string, l, r expr, x binaryNode) (expr, error) {
 	op := arithOps[opName]
-	// A string literal takes the other operand's type (count + '1').
-	switch {
-	case isStringLiteral(l) && isStringLiteral(r) || isStringLiteral(l) && isConst(r) || isStringLiteral(r) && isConst(l):
-		return nil, invalid("%s: cast the string to a number: CAST('...' AS INTEGER)", b.src(x))
-	case isStringLiteral(l) && r.typ().numeric():
+	// A string literal takes the other operand's type (count + '1'); next
+	// to a literal decimal or float both are DOUBLE, next to NULL BIGINT;
+	// next to an integer literal or a string DuckDB cannot choose.
+	if isStringLiteral(r) && !isStringLiteral(l) {
 		var err error
-		if l, err = b.coerce(l, r.typ(), x.l); err != nil {
+		if r, err = b.stringOperand(op, r, l, x.r, x); err != nil {
 			return nil, err
 		}
-	case isStringLiteral(r) && l.typ().numeric():
+	} else if isStringLiteral(l) {
 		var err error
-		if r, err = b.coerce(r, l.typ(), x.r); err != nil {
+		if l, err = b.stringOperand(op, l, r, x.l, x); err != nil {
 			return nil, err
 		}
 	}
@@ -524,6 +549,30 @@ func (b *binder) arith(opName string, l, r expr, x binaryNode) (expr, error) {
 		return nil, err
 	}
 	return &arithExpr{op: op, l: l, r: r, t: t}, nil
+}
+
+// stringOperand casts a string literal operand of arithmetic to the type
+// DuckDB gives it next to the other operand.
+func (b *binder) stringOperand(op arithOp, str, other expr, n, whole node) (expr, error) {
+	ot := other.typ()
+	c, lit := other.(*constExpr)
+	lit = lit && c.literal
+	var t sqlType
+	switch {
+	case ot.id == tNull:
+		t = typInt64
+	case op == opMod && lit && ot.integer():
+		t = ot
+	case isStringLiteral(other) || lit && ot.integer():
+		return nil, invalid("%s: cast the string to a number, as in CAST('1' AS INTEGER)", b.src(whole))
+	case lit && (ot.id == tDecimal || ot.floating()):
+		t = typDouble
+	case ot.numeric():
+		t = ot
+	default:
+		return str, nil // the operand check says what is wrong
+	}
+	return b.coerce(str, t, n)
 }
 
 func isConst(e expr) bool {
@@ -707,7 +756,7 @@ func (b *binder) like(x likeNode) (expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p, err = b.fold(p, x.pattern); err != nil {
+	if p, err = b.constantOf(p, x.pattern); err != nil {
 		return nil, err
 	}
 	pc, ok := p.(*constExpr)
@@ -720,7 +769,7 @@ func (b *binder) like(x likeNode) (expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		if e, err = b.fold(e, x.escape); err != nil {
+		if e, err = b.constantOf(e, x.escape); err != nil {
 			return nil, err
 		}
 		ec, ok := e.(*constExpr)

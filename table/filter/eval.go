@@ -580,7 +580,16 @@ func (v *vec) grow(n int) {
 type logicExpr struct {
 	and   bool
 	terms []expr
+	// selecting marks a chain whose outcome only selects rows (the
+	// filter's own AND and OR, not one under NOT or IS): there NULL and
+	// FALSE both leave a row out, so FALSE AND x and NULL AND x need no
+	// x, and a value of x that fails does not fail the filter.
+	selecting bool
 }
+
+// selectTri is the outcome of a condition for selecting rows: NULL counts
+// as FALSE.
+var selectTri = [4]uint8{triF, triT, triF, triE}
 
 func (l *logicExpr) typ() sqlType { return typBool }
 
@@ -590,8 +599,14 @@ func (l *logicExpr) eval(b *batch) *vec {
 		table = &andTable
 	}
 	acc := l.terms[0].eval(b)
+	if l.selecting {
+		acc = l.forSelection(acc)
+	}
 	for _, term := range l.terms[1:] {
 		y := term.eval(b)
+		if l.selecting {
+			y = l.forSelection(y)
+		}
 		n := b.n
 		step := stepOf(acc, y)
 		if step == 0 {
@@ -609,6 +624,26 @@ func (l *logicExpr) eval(b *batch) *vec {
 		acc = out
 	}
 	return acc
+}
+
+// forSelection maps NULL to FALSE.
+func (l *logicExpr) forSelection(v *vec) *vec {
+	out := &vec{t: typBool, step: v.step, tri: make([]uint8, len(v.tri)), err: v.err}
+	for i, t := range v.tri {
+		out.tri[i] = selectTri[t]
+	}
+	return out
+}
+
+// markSelecting marks the AND and OR chains that only select rows: the
+// filter's root and the chains directly under such a chain.
+func markSelecting(e expr) {
+	if l, ok := e.(*logicExpr); ok {
+		l.selecting = true
+		for _, t := range l.terms {
+			markSelecting(t)
+		}
+	}
 }
 
 type notExpr struct{ x expr }

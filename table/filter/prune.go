@@ -246,9 +246,16 @@ func (l *logicExpr) bounds(st *statsScope) abstract {
 	if l.and {
 		table = &andTable
 	}
-	acc := l.terms[0].bounds(st).tri
+	set := func(e expr) uint8 {
+		s := e.bounds(st).tri
+		if l.selecting {
+			s = mapSet(s, &selectTri)
+		}
+		return s
+	}
+	acc := set(l.terms[0])
 	for _, t := range l.terms[1:] {
-		acc = combine(acc, t.bounds(st).tri, table)
+		acc = combine(acc, set(t), table)
 	}
 	return condition(acc)
 }

@@ -68,6 +68,15 @@ func simplify(e expr) expr {
 	case *constOrNullExpr:
 		x.x = simplify(x.x)
 	}
+	if strictNulls(e) {
+		for _, c := range children(e) {
+			if isNullConst(c) {
+				// NULL in, NULL out: the other operands are not needed
+				// (nor can they fail), as DuckDB folds it.
+				return constant(nullConst(e.typ()), false, "NULL")
+			}
+		}
+	}
 	if _, ok := e.(*constExpr); ok || !isConstant(e) {
 		return e
 	}
@@ -78,6 +87,18 @@ func simplify(e expr) expr {
 	// decide without it (2147483647 + 1 > 0); checkConstants reports it
 	// otherwise.
 	return e
+}
+
+// strictNulls reports whether e is NULL wherever one of its operands is.
+func strictNulls(e expr) bool {
+	switch x := e.(type) {
+	case *cmpExpr, *arithExpr, *negExpr, *absExpr, *castExpr, *stringFunc, *lengthExpr, *listConcatExpr,
+		*containsExpr, *extractExpr, *likeExpr, *inExpr:
+		return true
+	case *concatExpr:
+		return !x.skipNulls
+	}
+	return false
 }
 
 // children returns the subexpressions of e.
@@ -325,9 +346,11 @@ func moveConstants(c *cmpExpr) bool {
 	return true
 }
 
-// unwrapCast rewrites CAST(x AS T) op c, x and T integers, as x op c in
-// x's type, where c fits it (DuckDB's rule; it spares x the cast, which
-// could fail where the answer does not depend on it).
+// unwrapCast rewrites CAST(x AS T) op c as x op c' where the cast of
+// numbers cannot lose a digit (integers, decimals to at least as many
+// decimals) and c converts to x's type exactly (DuckDB's rule, for the
+// same answers: the cast, which could fail where the answer does not
+// depend on it, is spared).
 func unwrapCast(c *cmpExpr) bool {
 	if c.op == decided {
 		return false
@@ -337,12 +360,20 @@ func unwrapCast(c *cmpExpr) bool {
 		return false
 	}
 	cast, ok := other.(*castExpr)
-	if !ok || cast.try || !cast.to.integer() || !cast.x.typ().integer() {
+	if !ok || cast.try || isConstant(cast.x) {
+		return false // a cast of a constant is folded, or fails
+	}
+	from, to := cast.x.typ(), cast.to
+	exact := func(t sqlType) bool { return t.integer() || t.id == tDecimal }
+	if !exact(from) || !exact(to) || to.scale < from.scale {
 		return false
 	}
-	v := castVec(k, cast.x.typ(), false)
+	v := castVec(k, from, false)
 	if v.isBad(0) {
 		return false
+	}
+	if back := castVec(v, k.t, false); back.isBad(0) || compareValuesAt(back, 0, k, 0) != 0 {
+		return false // c has digits x's type cannot hold: 2.5 for an integer
 	}
 	setSides(c, v, cast.x, flipped)
 	return true
