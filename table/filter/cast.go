@@ -49,7 +49,6 @@ func castVec(x *vec, to sqlType, try bool) *vec {
 	}
 	n := x.len()
 	out := newVec(to, n, x.step)
-	out.err = x.err
 	if x.t.id == tNull {
 		for j := 0; j < n; j++ {
 			out.setNull(j)
@@ -65,7 +64,7 @@ func castVec(x *vec, to sqlType, try bool) *vec {
 	for j := 0; j < n; j++ {
 		switch {
 		case x.badAt(j):
-			out.fail(j, x.err)
+			out.fail(j, x.errAt(j))
 			continue
 		case x.nullAt(j):
 			out.setNull(j)
@@ -105,13 +104,13 @@ func castList(x, out *vec, try bool) *vec {
 	for j := 0; j < x.len(); j++ {
 		switch {
 		case x.badAt(j):
-			out.fail(j, x.err)
+			out.fail(j, x.errAt(j))
 		case x.nullAt(j):
 			out.setNull(j)
 		default:
 			for e := x.offs[j]; e < x.offs[j+1]; e++ {
 				if out.elems.badAt(int(e)) {
-					out.fail(j, out.elems.err)
+					out.fail(j, out.elems.errAt(int(e)))
 					break
 				}
 			}

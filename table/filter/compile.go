@@ -45,8 +45,9 @@ func (e *Expr) Compile(schema *arrow.Schema) (*Filter, error) {
 	if root, err = b.condition(root, e.root); err != nil {
 		return nil, err
 	}
-	root = simplify(root)
-	if err := checkConstants(root); err != nil {
+	simp := &simplifier{constant: map[expr]bool{}}
+	root = simp.simplify(root)
+	if err := simp.checkConstants(root); err != nil {
 		return nil, err
 	}
 	markSelecting(root)
@@ -237,7 +238,7 @@ func (b *binder) literal(x litNode) (expr, error) {
 		}
 		out := castVec(v, x.typed, false)
 		if out.isBad(0) {
-			return nil, invalid("%s: %v", b.src(x), out.err)
+			return nil, invalid("%s: %v", b.src(x), out.errAt(0))
 		}
 		return constant(out, false, b.src(x)), nil
 	}
@@ -305,7 +306,7 @@ func (b *binder) coerce(e expr, t sqlType, n node) (expr, error) {
 	if c, ok := e.(*constExpr); ok {
 		v := castVec(c.v, t, false)
 		if v.isBad(0) {
-			return nil, invalid("%v", v.err)
+			return nil, invalid("%v", v.errAt(0))
 		}
 		return constant(v, false, c.text), nil
 	}
@@ -334,7 +335,7 @@ func (b *binder) constantOf(e expr, n node) (expr, error) {
 	}
 	v, ok := evalConstant(e)
 	if !ok {
-		return nil, invalid("%s: %v", b.src(n), v.err)
+		return nil, invalid("%s: %v", b.src(n), v.errAt(0))
 	}
 	return constant(v, false, b.src(n)), nil
 }

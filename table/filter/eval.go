@@ -52,8 +52,8 @@ type vec struct {
 	// null and bad mark NULL values and values that failed, for every
 	// type but BOOLEAN (whose tri holds triN and triE); nil when none.
 	null, bad []bool
-	// err says why the first failed value failed.
-	err  error
+	// errs says why each failed value failed, by value index.
+	errs map[int]error
 	tri  []uint8   // BOOLEAN
 	ints []int64   // INTEGER, BIGINT; DATE and TIMESTAMP as microseconds since the epoch (UTC)
 	flts []float64 // DOUBLE; FLOAT (float32 values, held exactly)
@@ -136,9 +136,10 @@ func (v *vec) setNull(i int) {
 
 // fail marks value i failed, for reason err.
 func (v *vec) fail(i int, err error) {
-	if v.err == nil {
-		v.err = err
+	if v.errs == nil {
+		v.errs = map[int]error{}
 	}
+	v.errs[i] = err
 	if v.t.id == tBool {
 		v.tri[i] = triE
 		return
@@ -148,6 +149,20 @@ func (v *vec) fail(i int, err error) {
 	}
 	v.bad[i] = true
 }
+
+// errAt says why value j failed.
+func (v *vec) errAt(j int) error {
+	if err := v.errs[j]; err != nil {
+		return err
+	}
+	return valueError("a value could not be computed")
+}
+
+// rowErr says why row i failed.
+func (v *vec) rowErr(i int) error { return v.errAt(i * v.step) }
+
+// failRow marks row i of out failed as row i of in is.
+func (out *vec) failRow(i int, in *vec) { out.fail(i*out.step, in.rowErr(i)) }
 
 // len is the number of values stored.
 func (v *vec) len() int {
@@ -176,10 +191,7 @@ func (out *vec) inherit(i int, ins ...*vec) bool {
 	ok := true
 	for _, in := range ins {
 		if in.isBad(i) {
-			if out.err == nil {
-				out.err = in.err
-			}
-			out.fail(i*out.step, in.err)
+			out.failRow(i, in)
 			return false
 		}
 		if in.isNull(i) {
@@ -273,11 +285,7 @@ func (f *Filter) EvalInto(n int, column func(name string) arrow.Array, out []boo
 	for i := 0; i < n; i++ {
 		t := v.tri[i*v.step]
 		if t == triE {
-			err := v.err
-			if err == nil {
-				err = valueError("a value could not be computed")
-			}
-			return 0, &EvalError{Row: i, Err: fmt.Errorf("filter %q: %w", clip(f.text), err)}
+			return 0, &EvalError{Row: i, Err: fmt.Errorf("filter %q: %w", clip(f.text), v.rowErr(i))}
 		}
 		out[i] = t == triT
 		if out[i] {
@@ -508,7 +516,7 @@ func gather(v *vec, idx []int) *vec {
 // not rows; lists append their elements to out's).
 func copyValue(out *vec, k int, in *vec, j int) {
 	if in.badAt(j) {
-		out.fail(k, in.err)
+		out.fail(k, in.errAt(j))
 		if out.t.id == tList {
 			out.offs[k+1] = out.offs[k]
 		}
@@ -615,11 +623,15 @@ func (l *logicExpr) eval(b *batch) *vec {
 		out := &vec{t: typBool, step: step, tri: make([]uint8, n)}
 		xs, ys := acc.step, y.step
 		for i := range out.tri {
-			out.tri[i] = table[acc.tri[i*xs]*4+y.tri[i*ys]]
-		}
-		out.err = acc.err
-		if out.err == nil {
-			out.err = y.err
+			t := table[acc.tri[i*xs]*4+y.tri[i*ys]]
+			out.tri[i] = t
+			if t == triE {
+				from := acc
+				if acc.tri[i*xs] != triE {
+					from = y
+				}
+				out.fail(i, from.rowErr(i))
+			}
 		}
 		acc = out
 	}
@@ -628,7 +640,7 @@ func (l *logicExpr) eval(b *batch) *vec {
 
 // forSelection maps NULL to FALSE.
 func (l *logicExpr) forSelection(v *vec) *vec {
-	out := &vec{t: typBool, step: v.step, tri: make([]uint8, len(v.tri)), err: v.err}
+	out := &vec{t: typBool, step: v.step, tri: make([]uint8, len(v.tri)), errs: v.errs}
 	for i, t := range v.tri {
 		out.tri[i] = selectTri[t]
 	}
@@ -652,7 +664,7 @@ func (n *notExpr) typ() sqlType { return typBool }
 
 func (n *notExpr) eval(b *batch) *vec {
 	x := n.x.eval(b)
-	out := &vec{t: typBool, step: x.step, tri: make([]uint8, len(x.tri)), err: x.err}
+	out := &vec{t: typBool, step: x.step, tri: make([]uint8, len(x.tri)), errs: x.errs}
 	for i, t := range x.tri {
 		out.tri[i] = notTable[t]
 	}
@@ -670,11 +682,10 @@ func (n *isNullExpr) typ() sqlType { return typBool }
 func (n *isNullExpr) eval(b *batch) *vec {
 	x := n.x.eval(b)
 	out := result(typBool, b.n, x)
-	out.err = x.err
 	for i := range out.tri {
 		switch {
 		case x.isBad(i):
-			out.tri[i] = triE
+			out.failRow(i, x)
 		default:
 			out.tri[i] = boolTri(x.isNull(i) != n.not)
 		}
@@ -693,7 +704,7 @@ func (n *isTruthExpr) typ() sqlType { return typBool }
 func (n *isTruthExpr) eval(b *batch) *vec {
 	x := n.x.eval(b)
 	want := boolTri(n.truth)
-	out := &vec{t: typBool, step: x.step, tri: make([]uint8, len(x.tri)), err: x.err}
+	out := &vec{t: typBool, step: x.step, tri: make([]uint8, len(x.tri)), errs: x.errs}
 	for i, t := range x.tri {
 		if t == triE {
 			out.tri[i] = triE
@@ -835,22 +846,24 @@ func markNulls(out *vec, ins ...*vec) {
 		switch {
 		case in.t.id == tBool:
 			for i := range out.tri {
-				if t := in.tri[i*in.step]; t >= triN && out.tri[i] != triE {
-					out.tri[i] = t
+				switch t := in.tri[i*in.step]; {
+				case t == triE && out.tri[i] != triE:
+					out.failRow(i, in)
+				case t == triN && out.tri[i] != triE:
+					out.tri[i] = triN
 				}
 			}
 		case in.null != nil || in.bad != nil:
 			for i := range out.tri {
 				switch {
 				case in.bad != nil && in.bad[i*in.step]:
-					out.tri[i] = triE
+					if out.tri[i] != triE {
+						out.failRow(i, in)
+					}
 				case in.null != nil && in.null[i*in.step] && out.tri[i] != triE:
 					out.tri[i] = triN
 				}
 			}
-		}
-		if out.err == nil {
-			out.err = in.err
 		}
 	}
 }
@@ -924,8 +937,11 @@ func (d *distinctExpr) eval(b *batch) *vec {
 	out := result(typBool, b.n, l, r)
 	for i := range out.tri {
 		switch {
-		case l.isBad(i) || r.isBad(i):
-			out.fail(i, firstErr(l, r))
+		case l.isBad(i):
+			out.failRow(i, l)
+			continue
+		case r.isBad(i):
+			out.failRow(i, r)
 			continue
 		case l.isNull(i) || r.isNull(i):
 			out.tri[i] = boolTri((l.isNull(i) != r.isNull(i)) != d.not)
@@ -935,15 +951,6 @@ func (d *distinctExpr) eval(b *batch) *vec {
 		}
 	}
 	return out
-}
-
-func firstErr(vs ...*vec) error {
-	for _, v := range vs {
-		if v.err != nil {
-			return v.err
-		}
-	}
-	return nil
 }
 
 // inExpr is x [NOT] IN (values...) with constant values: a set lookup.
@@ -1000,7 +1007,6 @@ func (n *inExpr) index() {
 func (n *inExpr) eval(b *batch) *vec {
 	x := n.x.eval(b)
 	out := result(typBool, b.n, x)
-	out.err = x.err
 	miss := triF
 	if n.hasNull {
 		miss = triN // x IN (1, NULL) is NULL, not FALSE, when x is not 1
@@ -1009,7 +1015,7 @@ func (n *inExpr) eval(b *batch) *vec {
 		var t uint8
 		switch {
 		case x.isBad(i):
-			out.tri[i] = triE
+			out.failRow(i, x)
 			continue
 		case x.isNull(i):
 			t = triN
@@ -1062,11 +1068,10 @@ func (n *likeExpr) typ() sqlType { return typBool }
 func (n *likeExpr) eval(b *batch) *vec {
 	x := n.x.eval(b)
 	out := result(typBool, b.n, x)
-	out.err = x.err
 	for i := range out.tri {
 		switch {
 		case x.isBad(i):
-			out.tri[i] = triE
+			out.failRow(i, x)
 		case x.isNull(i):
 			out.tri[i] = triN
 		default:

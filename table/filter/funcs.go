@@ -179,7 +179,7 @@ func (c *concatExpr) eval(b *batch) *vec {
 	for i := range out.size(b.n) {
 		if c.skipNulls {
 			if failed := firstBad(vals, i); failed != nil {
-				out.fail(i*out.step, failed.err)
+				out.failRow(i, failed)
 				continue
 			}
 		} else if !out.inherit(i, vals...) {
@@ -281,8 +281,11 @@ func (c *containsExpr) eval(b *batch) *vec {
 	el := list.elems
 	for i := range out.tri {
 		switch {
-		case list.isBad(i) || x.isBad(i):
-			out.fail(i, firstErr(list, x))
+		case list.isBad(i):
+			out.failRow(i, list)
+			continue
+		case x.isBad(i):
+			out.failRow(i, x)
 			continue
 		case list.isNull(i) || x.isNull(i):
 			out.tri[i] = triN

@@ -4,17 +4,44 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
+// simplifier remembers which expressions are constant: asking again at
+// every level of a chain of 16,000 additions would take quadratic time.
+// (Simplifying never changes whether an expression reads a column.)
+type simplifier struct {
+	constant map[expr]bool
+}
+
+func (s *simplifier) isConstant(e expr) bool {
+	if c, ok := s.constant[e]; ok {
+		return c
+	}
+	c := true
+	if _, ok := e.(*colExpr); ok {
+		c = false
+	} else {
+		for _, ch := range children(e) {
+			if !s.isConstant(ch) {
+				c = false
+				break
+			}
+		}
+	}
+	s.constant[e] = c
+	return c
+}
+
 // simplify folds constants and decides comparisons of a column with a
 // constant on the column's own values where that is exact, as DuckDB's
 // optimizer does: count + 1 > 30 is count > 29, n32 * 2 = 21 is FALSE
 // (or NULL), CAST(big AS INTEGER) = 0 is big = 0. So such a filter never
 // fails on an overflow its answer does not depend on (DuckDB does not
 // either), and statistics of the column decide it.
-func simplify(e expr) expr {
+func (s *simplifier) simplify(e expr) expr {
+	simplify := s.simplify
 	switch x := e.(type) {
 	case *cmpExpr:
 		x.l, x.r = simplify(x.l), simplify(x.r)
-		for moveConstants(x) || unwrapCast(x) {
+		for s.moveConstants(x) || s.unwrapCast(x) {
 		}
 		if r := decideConstant(x); r != nil {
 			return r
@@ -77,11 +104,13 @@ func simplify(e expr) expr {
 			}
 		}
 	}
-	if _, ok := e.(*constExpr); ok || !isConstant(e) {
+	if _, ok := e.(*constExpr); ok || !s.isConstant(e) {
 		return e
 	}
 	if v, ok := evalConstant(e); ok {
-		return constant(v, false, "")
+		c := constant(v, false, "")
+		s.constant[c] = true
+		return c
 	}
 	// A constant that fails stays as it is: a comparison above may still
 	// decide without it (2147483647 + 1 > 0); checkConstants reports it
@@ -175,16 +204,16 @@ func evalConstant(e expr) (*vec, bool) {
 }
 
 // checkConstants reports a constant part of the filter whose value fails
-// ('abc'::INTEGER, 2147483647 + 1): every row would fail on it.
-func checkConstants(e expr) error {
-	if _, ok := e.(*constExpr); !ok && isConstant(e) {
+// ('abc'::INTEGER, 2147483647 + 1 IN (0)): every row would fail on it.
+func (s *simplifier) checkConstants(e expr) error {
+	if _, ok := e.(*constExpr); !ok && s.isConstant(e) {
 		if v, ok := evalConstant(e); !ok {
-			return invalid("%v", v.err)
+			return invalid("%v", v.errAt(0))
 		}
 		return nil
 	}
 	for _, c := range children(e) {
-		if err := checkConstants(c); err != nil {
+		if err := s.checkConstants(c); err != nil {
 			return err
 		}
 	}
@@ -193,11 +222,11 @@ func checkConstants(e expr) error {
 
 // constValue returns the value of a constant expression that does not
 // fail.
-func constValue(e expr) (*vec, bool) {
+func (s *simplifier) constValue(e expr) (*vec, bool) {
 	if c, ok := e.(*constExpr); ok {
 		return c.v, true
 	}
-	if !isConstant(e) {
+	if !s.isConstant(e) {
 		return nil, false
 	}
 	return evalConstant(e)
@@ -218,7 +247,7 @@ func (c *constOrNullExpr) eval(b *batch) *vec {
 	for i := range out.tri {
 		switch {
 		case x.isBad(i):
-			out.fail(i, x.err)
+			out.failRow(i, x)
 		case x.isNull(i):
 			out.tri[i] = triN
 		default:
@@ -244,11 +273,11 @@ const decided cmpOp = 255
 // constantSide splits a comparison into its constant operand (a valid
 // value) and the other one; flipped is set when the constant is on the
 // left.
-func constantSide(c *cmpExpr) (k *vec, other expr, flipped bool, ok bool) {
-	if v, isC := constValue(c.r); isC && !v.isNull(0) {
+func (s *simplifier) constantSide(c *cmpExpr) (k *vec, other expr, flipped bool, ok bool) {
+	if v, isC := s.constValue(c.r); isC && !v.isNull(0) {
 		return v, c.l, false, true
 	}
-	if v, isC := constValue(c.l); isC && !v.isNull(0) {
+	if v, isC := s.constValue(c.l); isC && !v.isNull(0) {
 		return v, c.r, true, true
 	}
 	return nil, nil, false, false
@@ -274,11 +303,11 @@ func decide(c *cmpExpr, x expr, v bool) {
 // moveConstants rewrites [x + c1] op c2 as x op [c2 - c1], and likewise
 // for -, c1 - x and * (when c2 divides exactly), on integers (DuckDB's
 // rule, for the same answers). It reports whether it changed c.
-func moveConstants(c *cmpExpr) bool {
+func (s *simplifier) moveConstants(c *cmpExpr) bool {
 	if c.op == decided {
 		return false
 	}
-	k, other, flipped, ok := constantSide(c)
+	k, other, flipped, ok := s.constantSide(c)
 	if !ok || !k.t.integer() {
 		return false
 	}
@@ -289,9 +318,9 @@ func moveConstants(c *cmpExpr) bool {
 	var inner *vec
 	var x expr
 	innerRight := true
-	if v, isC := constValue(a.r); isC {
+	if v, isC := s.constValue(a.r); isC {
 		inner, x = v, a.l
-	} else if v, isC := constValue(a.l); isC {
+	} else if v, isC := s.constValue(a.l); isC {
 		inner, x, innerRight = v, a.r, false
 	} else {
 		return false
@@ -343,6 +372,7 @@ func moveConstants(c *cmpExpr) bool {
 		c.op = c.op.flip()
 	}
 	setSides(c, constInt(n, a.t).v, x, flipped)
+	s.constant[c.l], s.constant[c.r] = s.isConstant(c.l), s.isConstant(c.r)
 	return true
 }
 
@@ -351,16 +381,16 @@ func moveConstants(c *cmpExpr) bool {
 // decimals) and c converts to x's type exactly (DuckDB's rule, for the
 // same answers: the cast, which could fail where the answer does not
 // depend on it, is spared).
-func unwrapCast(c *cmpExpr) bool {
+func (s *simplifier) unwrapCast(c *cmpExpr) bool {
 	if c.op == decided {
 		return false
 	}
-	k, other, flipped, ok := constantSide(c)
+	k, other, flipped, ok := s.constantSide(c)
 	if !ok {
 		return false
 	}
 	cast, ok := other.(*castExpr)
-	if !ok || cast.try || isConstant(cast.x) {
+	if !ok || cast.try || s.isConstant(cast.x) {
 		return false // a cast of a constant is folded, or fails
 	}
 	from, to := cast.x.typ(), cast.to
