@@ -250,7 +250,7 @@ func (s *Schema) Validate() error {
 	for _, p := range s.PartitionColumns {
 		c, ok := s.Column(p)
 		if !ok {
-			return fmt.Errorf("%w: partition column %q is not a column of the schema", ErrInvalidInput, p)
+			return fmt.Errorf("%w: partition column %q is not a column of the schema; declare it as a column too (--column %s:string, or int32, int64 or bool)", ErrInvalidInput, p, p)
 		}
 		if c.Type != "string" && c.Type != "int32" && c.Type != "int64" && c.Type != "bool" {
 			return fmt.Errorf("%w: partition column %q has type %s; use string, int32, int64 or bool", ErrInvalidInput, p, c.Type)
