@@ -233,12 +233,7 @@ func TestIngestBatchWithBadPair(t *testing.T) {
 		t.Fatalf("broken.error: %q, %v", msg, err)
 	}
 	// ls -a and os.listdir show it too.
-	listed, _ := os.ReadDir(in)
-	var shown []string
-	for _, e := range listed {
-		shown = append(shown, e.Name())
-	}
-	if strings.Join(shown, " ") != ".status broken.error broken.jsonl broken.mp4" {
+	if shown := names(t, in); strings.Join(shown, " ") != ".status broken.error broken.jsonl broken.mp4" {
 		t.Fatalf("ingest/ lists %v, want broken.error among them", shown)
 	}
 	if _, err := os.Stat(filepath.Join(f.mnt, "robot", "latest", "task=place", "batch2", "000002.jpg")); err != nil {
