@@ -140,9 +140,9 @@ func corpusSchema() Schema {
 
 // corpusTable makes a table of six episodes in three partitions, over two
 // commits. Values are drawn from small sets that hold the edges (NULL,
-// NaN, infinities, -0, ”, [], the int64 extremes); some episodes keep
-// columns within narrow ranges, or all NULL, so that statistics decide
-// them.
+// NaN, infinities, -0, empty strings and lists, the int64 extremes); some
+// episodes keep columns within narrow ranges, or all NULL, so that
+// statistics decide them.
 func corpusTable(t *testing.T, store storage.Store) (*Table, *Snapshot) {
 	t.Helper()
 	ctx := context.Background()
@@ -215,7 +215,7 @@ func runCorpus(t *testing.T, tbl *Table, snap *Snapshot, exprs []string, want []
 	ctx := context.Background()
 	var o corpusOutcome
 	for i, expr := range exprs {
-		got, st, err := corpusRows(ctx, tbl, snap, expr)
+		got, st, err := selectRows(ctx, tbl, snap, expr)
 		switch {
 		case want[i].Error != "" && err != nil:
 			o.agree++
@@ -236,10 +236,10 @@ func runCorpus(t *testing.T, tbl *Table, snap *Snapshot, exprs []string, want []
 	return o
 }
 
-// corpusRows is selectRows that reports an error of Select or Count
-// instead of failing: a filter may fail while it runs (an integer
-// overflow), as it does in DuckDB.
-func corpusRows(ctx context.Context, tbl *Table, snap *Snapshot, text string) ([]string, SelectStats, error) {
+// selectRows returns the rows a filter selects as "episode#row", in
+// order, or the error of compiling or running it: a filter may fail while
+// it runs (an integer overflow), as it does in DuckDB. Count must agree.
+func selectRows(ctx context.Context, tbl *Table, snap *Snapshot, text string) ([]string, SelectStats, error) {
 	f, err := tbl.CompileFilter(ctx, snap, text)
 	if err != nil {
 		return nil, SelectStats{}, err

@@ -243,41 +243,6 @@ func filterTestTable(t *testing.T, store storage.Store) (*Table, *Snapshot) {
 	return tbl, snap
 }
 
-// selectRows returns the matching rows as "episode#row", in order.
-func selectRows(t *testing.T, tbl *Table, snap *Snapshot, text string) ([]string, SelectStats, error) {
-	t.Helper()
-	ctx := context.Background()
-	f, err := tbl.CompileFilter(ctx, snap, text)
-	if err != nil {
-		return nil, SelectStats{}, err
-	}
-	sel, err := tbl.Select(ctx, snap, f, SelectOptions{})
-	if err != nil {
-		t.Fatalf("%s: %v", text, err)
-	}
-	rows := []string{}
-	for _, e := range sel.Episodes {
-		for _, p := range e.Parts {
-			if p.Ordinals == nil {
-				for i := int64(0); i < e.Entry.Rows; i++ {
-					rows = append(rows, fmt.Sprintf("%s#%d", e.Entry.Episode, i))
-				}
-			}
-			for _, o := range p.Ordinals {
-				rows = append(rows, fmt.Sprintf("%s#%d", e.Entry.Episode, o))
-			}
-		}
-	}
-	count, _, err := tbl.Count(ctx, snap, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if count != int64(len(rows)) {
-		t.Errorf("%s: Count says %d, Select found %d", text, count, len(rows))
-	}
-	return rows, sel.Stats, nil
-}
-
 // TestFiltersMatchDuckDB runs every filter of the matrix through Select
 // and through DuckDB over the same Parquet files: same rows, same order.
 // It runs twice: with the manifests' statistics, and with them removed
@@ -294,31 +259,7 @@ func TestFiltersMatchDuckDB(t *testing.T) {
 	}
 	tbl, snap := filterTestTable(t, store)
 	want := runDuckDB(t, filepath.Join(dir, "data", "*.parquet"), duckdbMatrix)
-	check := func(t *testing.T, tbl *Table) (skipped int) {
-		matched := 0
-		defer func() {
-			t.Logf("%d filters, %d matching rows in all, %d episodes decided by statistics", len(duckdbMatrix), matched, skipped)
-		}()
-		for i, expr := range duckdbMatrix {
-			got, st, err := selectRows(t, tbl, snap, expr)
-			if want[i].Error != "" {
-				t.Errorf("%s: DuckDB failed: %s", expr, want[i].Error)
-				continue
-			}
-			if err != nil {
-				t.Errorf("%s: %v", expr, err)
-				continue
-			}
-			if strings.Join(got, ",") != strings.Join(want[i].Rows, ",") {
-				t.Errorf("%s: framefs found %d rows, DuckDB %d\nframefs %.300v\nduckdb  %.300v", expr, len(got), len(want[i].Rows), got, want[i].Rows)
-			}
-			matched += len(got)
-			skipped += st.SkippedByManifest + st.SkippedByRowGroup + st.MatchedByManifest + st.MatchedByRowGroup
-		}
-		return skipped
-	}
-	decided := check(t, tbl)
-	if decided == 0 {
+	if o := runCorpus(t, tbl, snap, duckdbMatrix, want); o.decided == 0 {
 		t.Error("statistics decided no episode for any filter")
 	}
 	// The same table as an older framefs wrote it: manifests without
@@ -329,7 +270,7 @@ func TestFiltersMatchDuckDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("row group statistics", func(t *testing.T) {
-		check(t, old)
+		runCorpus(t, old, snap, duckdbMatrix, want)
 	})
 }
 

@@ -43,12 +43,7 @@ func (a *arithExpr) eval(b *batch) *vec {
 		switch a.t.id {
 		case tInt32, tInt64:
 			v, null, err := intArith(a.op, l.ints[li], r.ints[ri], a.t)
-			switch {
-			case err != nil:
-				out.fail(j, err)
-			case null:
-				out.setNull(j)
-			default:
+			if out.settle(j, null, err) {
 				out.ints[j] = v
 			}
 		case tFloat32, tFloat64:
@@ -59,17 +54,26 @@ func (a *arithExpr) eval(b *batch) *vec {
 			out.flts[j] = floatArith(a.op, l.flts[li], r.flts[ri], a.t.id == tFloat32)
 		case tDecimal:
 			v, null, err := decimalArith(a.op, l.decs[li], int(l.t.scale), r.decs[ri], int(r.t.scale), a.t)
-			switch {
-			case err != nil:
-				out.fail(j, err)
-			case null:
-				out.setNull(j)
-			default:
+			if out.settle(j, null, err) {
 				out.decs[j] = v
 			}
 		}
 	}
 	return out
+}
+
+// settle marks value j failed (err) or NULL, or reports that it takes
+// the computed value.
+func (out *vec) settle(j int, null bool, err error) bool {
+	switch {
+	case err != nil:
+		out.fail(j, err)
+	case null:
+		out.setNull(j)
+	default:
+		return true
+	}
+	return false
 }
 
 func overflow(op string, x, y int64, t sqlType) error {
@@ -197,9 +201,15 @@ type negExpr struct{ x expr }
 func (n *negExpr) typ() sqlType { return n.x.typ() }
 
 func (n *negExpr) eval(b *batch) *vec {
-	x := n.x.eval(b)
-	out := result(x.t, b.n, x)
-	for i := range out.size(b.n) {
+	return signOp(n.x.eval(b), b.n, "-(%d)", func(v int64) int64 { return -v },
+		func(f float64) float64 { return -f }, i128.neg)
+}
+
+// signOp computes -x or abs(x): an integer of the smallest value of its
+// type has no such value in it, and fails (name formats the message).
+func signOp(x *vec, n int, name string, fi func(int64) int64, ff func(float64) float64, fd func(i128) i128) *vec {
+	out := result(x.t, n, x)
+	for i := range out.size(n) {
 		if !out.inherit(i, x) {
 			continue
 		}
@@ -208,14 +218,14 @@ func (n *negExpr) eval(b *batch) *vec {
 		case tInt32, tInt64:
 			v := x.ints[k]
 			if v == math.MinInt64 || x.t.id == tInt32 && v == math.MinInt32 {
-				out.fail(j, valueError("integer overflow: -(%d) does not fit in %s", v, x.t))
+				out.fail(j, valueError("integer overflow: "+name+" does not fit in %s", v, x.t))
 				continue
 			}
-			out.ints[j] = -v
+			out.ints[j] = fi(v)
 		case tFloat32, tFloat64:
-			out.flts[j] = -x.flts[k]
+			out.flts[j] = ff(x.flts[k])
 		case tDecimal:
-			out.decs[j] = x.decs[k].neg()
+			out.decs[j] = fd(x.decs[k])
 		}
 	}
 	return out

@@ -533,23 +533,21 @@ func (b *binder) arith(opName string, l, r expr, x binaryNode) (expr, error) {
 		case opMod:
 			t = decimalType(intDigits+max(ls, rs), max(ls, rs))
 		}
-		var err error
-		if l, err = b.coerce(l, dl, x.l); err != nil {
-			return nil, err
-		}
-		if r, err = b.coerce(r, dr, x.r); err != nil {
-			return nil, err
-		}
-		return &arithExpr{op: op, l: l, r: r, t: t}, nil
+		l, r, err := b.coercePair(l, r, dl, dr, x)
+		return &arithExpr{op: op, l: l, r: r, t: t}, err
 	}
-	var err error
-	if l, err = b.coerce(l, operand, x.l); err != nil {
-		return nil, err
+	l, r, err := b.coercePair(l, r, operand, operand, x)
+	return &arithExpr{op: op, l: l, r: r, t: t}, err
+}
+
+// coercePair casts the operands of a binary operator to lt and rt.
+func (b *binder) coercePair(l, r expr, lt, rt sqlType, x binaryNode) (expr, expr, error) {
+	l, err := b.coerce(l, lt, x.l)
+	if err != nil {
+		return nil, nil, err
 	}
-	if r, err = b.coerce(r, operand, x.r); err != nil {
-		return nil, err
-	}
-	return &arithExpr{op: op, l: l, r: r, t: t}, nil
+	r, err = b.coerce(r, rt, x.r)
+	return l, r, err
 }
 
 // stringOperand casts a string literal operand of arithmetic to the type
@@ -590,23 +588,11 @@ func (b *binder) concat(l, r expr, x binaryNode) (expr, error) {
 		if !ok || t.id != tList {
 			return nil, invalid("%s: || joins two lists or two strings; %s is %s and %s is %s", b.src(x), b.src(x.l), lt, b.src(x.r), rt)
 		}
-		var err error
-		if l, err = b.coerce(l, t, x.l); err != nil {
-			return nil, err
-		}
-		if r, err = b.coerce(r, t, x.r); err != nil {
-			return nil, err
-		}
-		return &listConcatExpr{l: l, r: r, t: t}, nil
+		l, r, err := b.coercePair(l, r, t, t, x)
+		return &listConcatExpr{l: l, r: r, t: t}, err
 	}
-	var err error
-	if l, err = b.coerce(l, typString, x.l); err != nil {
-		return nil, err
-	}
-	if r, err = b.coerce(r, typString, x.r); err != nil {
-		return nil, err
-	}
-	return &concatExpr{args: []expr{l, r}}, nil
+	l, r, err := b.coercePair(l, r, typString, typString, x)
+	return &concatExpr{args: []expr{l, r}}, err
 }
 
 // in binds x [NOT] IN (values) and x [NOT] IN list.
@@ -753,28 +739,20 @@ func (b *binder) like(x likeNode) (expr, error) {
 	if t := v.typ(); t.id != tString && t.id != tNull {
 		return nil, invalid("%s matches strings; %s is %s (CAST(%s AS VARCHAR) %s ... matches its text)", word, b.src(x.x), t, b.src(x.x), word)
 	}
-	p, err := b.bind(x.pattern)
+	pc, err := b.constantString(x.pattern)
 	if err != nil {
 		return nil, err
 	}
-	if p, err = b.constantOf(p, x.pattern); err != nil {
-		return nil, err
-	}
-	pc, ok := p.(*constExpr)
-	if !ok || pc.v.t.id != tString && pc.v.t.id != tNull {
+	if pc == nil {
 		return nil, invalid("%s takes a constant 'pattern' string; %s is not one", word, b.src(x.pattern))
 	}
 	escape := rune(-1)
 	if x.escape != nil {
-		e, err := b.bind(x.escape)
+		ec, err := b.constantString(x.escape)
 		if err != nil {
 			return nil, err
 		}
-		if e, err = b.constantOf(e, x.escape); err != nil {
-			return nil, err
-		}
-		ec, ok := e.(*constExpr)
-		if !ok || ec.v.t.id != tString {
+		if ec == nil || ec.isNull() {
 			return nil, invalid("ESCAPE takes a one-character string, such as ESCAPE '\\'")
 		}
 		rs := []rune(ec.v.strs[0])
@@ -804,6 +782,23 @@ func (b *binder) like(x likeNode) (expr, error) {
 		e = &notExpr{x: e}
 	}
 	return e, nil
+}
+
+// constantString binds an operand that must be a constant string (or
+// NULL); nil when it is not one.
+func (b *binder) constantString(n node) (*constExpr, error) {
+	e, err := b.bind(n)
+	if err != nil {
+		return nil, err
+	}
+	if e, err = b.constantOf(e, n); err != nil {
+		return nil, err
+	}
+	c, ok := e.(*constExpr)
+	if !ok || c.v.t.id != tString && c.v.t.id != tNull {
+		return nil, nil
+	}
+	return c, nil
 }
 
 // listLiteral binds [a, b, ...]: the elements meet in one type.

@@ -671,6 +671,23 @@ func (n *notExpr) eval(b *batch) *vec {
 	return out
 }
 
+// predicate computes a condition of one operand row by row: failed where
+// x failed, onNull where x is NULL, else f of x's value index.
+func predicate(x *vec, n int, onNull uint8, f func(j int) bool) *vec {
+	out := result(typBool, n, x)
+	for i := range out.tri {
+		switch {
+		case x.isBad(i):
+			out.failRow(i, x)
+		case x.isNull(i):
+			out.tri[i] = onNull
+		default:
+			out.tri[i] = boolTri(f(i * x.step))
+		}
+	}
+	return out
+}
+
 // isNullExpr is x IS [NOT] NULL.
 type isNullExpr struct {
 	x   expr
@@ -680,17 +697,7 @@ type isNullExpr struct {
 func (n *isNullExpr) typ() sqlType { return typBool }
 
 func (n *isNullExpr) eval(b *batch) *vec {
-	x := n.x.eval(b)
-	out := result(typBool, b.n, x)
-	for i := range out.tri {
-		switch {
-		case x.isBad(i):
-			out.failRow(i, x)
-		default:
-			out.tri[i] = boolTri(x.isNull(i) != n.not)
-		}
-	}
-	return out
+	return predicate(n.x.eval(b), b.n, boolTri(!n.not), func(int) bool { return n.not })
 }
 
 // isTruthExpr is x IS [NOT] TRUE / FALSE.
@@ -1067,20 +1074,11 @@ func (n *likeExpr) typ() sqlType { return typBool }
 
 func (n *likeExpr) eval(b *batch) *vec {
 	x := n.x.eval(b)
-	out := result(typBool, b.n, x)
-	for i := range out.tri {
-		switch {
-		case x.isBad(i):
-			out.failRow(i, x)
-		case x.isNull(i):
-			out.tri[i] = triN
-		default:
-			s := x.strs[i*x.step]
-			if n.ilike {
-				s = lowerString(s)
-			}
-			out.tri[i] = boolTri(n.m.match(s))
+	return predicate(x, b.n, triN, func(j int) bool {
+		s := x.strs[j]
+		if n.ilike {
+			s = lowerString(s)
 		}
-	}
-	return out
+		return n.m.match(s)
+	})
 }

@@ -35,38 +35,28 @@ var functions = map[string]string{
 // supportedFunctions lists them for messages.
 const supportedFunctions = "abs, lower, upper, length (len), strlen, coalesce (ifnull), concat, list_contains, list_extract (list[i])"
 
+// evalAll evaluates expressions over a batch.
+func evalAll(b *batch, es []expr) []*vec {
+	vals := make([]*vec, len(es))
+	for k, e := range es {
+		vals[k] = e.eval(b)
+	}
+	return vals
+}
+
 // absExpr is abs(x).
 type absExpr struct{ x expr }
 
 func (a *absExpr) typ() sqlType { return a.x.typ() }
 
 func (a *absExpr) eval(b *batch) *vec {
-	x := a.x.eval(b)
-	out := result(x.t, b.n, x)
-	for i := range out.size(b.n) {
-		if !out.inherit(i, x) {
-			continue
-		}
-		j, k := i*out.step, i*x.step
-		switch x.t.id {
-		case tInt32, tInt64:
-			v := x.ints[k]
-			if v == math.MinInt64 || x.t.id == tInt32 && v == math.MinInt32 {
-				out.fail(j, valueError("integer overflow: abs(%d) does not fit in %s", v, x.t))
-				continue
+	return signOp(a.x.eval(b), b.n, "abs(%d)", func(v int64) int64 { return max(v, -v) }, math.Abs,
+		func(d i128) i128 {
+			if d.isNeg() {
+				return d.neg()
 			}
-			out.ints[j] = max(v, -v)
-		case tFloat32, tFloat64:
-			out.flts[j] = math.Abs(x.flts[k])
-		case tDecimal:
-			if d := x.decs[k]; d.isNeg() {
-				out.decs[j] = d.neg()
-			} else {
-				out.decs[j] = d
-			}
-		}
-	}
-	return out
+			return d
+		})
 }
 
 // lowerString and upperString change case as DuckDB does (Unicode's
@@ -133,10 +123,7 @@ type coalesceExpr struct {
 func (c *coalesceExpr) typ() sqlType { return c.t }
 
 func (c *coalesceExpr) eval(b *batch) *vec {
-	vals := make([]*vec, len(c.args))
-	for k, a := range c.args {
-		vals[k] = a.eval(b)
-	}
+	vals := evalAll(b, c.args)
 	out := result(c.t, b.n, vals...)
 	for i := range out.size(b.n) {
 		j := i * out.step
@@ -170,10 +157,7 @@ type concatExpr struct {
 func (c *concatExpr) typ() sqlType { return typString }
 
 func (c *concatExpr) eval(b *batch) *vec {
-	vals := make([]*vec, len(c.args))
-	for k, a := range c.args {
-		vals[k] = a.eval(b)
-	}
+	vals := evalAll(b, c.args)
 	out := result(typString, b.n, vals...)
 	var sb strings.Builder
 	for i := range out.size(b.n) {
@@ -249,10 +233,7 @@ type listLitExpr struct {
 func (l *listLitExpr) typ() sqlType { return l.t }
 
 func (l *listLitExpr) eval(b *batch) *vec {
-	vals := make([]*vec, len(l.elems))
-	for k, e := range l.elems {
-		vals[k] = e.eval(b)
-	}
+	vals := evalAll(b, l.elems)
 	out := result(l.t, b.n, vals...)
 	for i := range out.size(b.n) {
 		j := i * out.step

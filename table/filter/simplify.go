@@ -37,63 +37,15 @@ func (s *simplifier) isConstant(e expr) bool {
 // fails on an overflow its answer does not depend on (DuckDB does not
 // either), and statistics of the column decide it.
 func (s *simplifier) simplify(e expr) expr {
-	simplify := s.simplify
-	switch x := e.(type) {
-	case *cmpExpr:
-		x.l, x.r = simplify(x.l), simplify(x.r)
+	for _, c := range childRefs(e) {
+		*c = s.simplify(*c)
+	}
+	if x, ok := e.(*cmpExpr); ok {
 		for s.moveConstants(x) || s.unwrapCast(x) {
 		}
 		if r := decideConstant(x); r != nil {
 			return r
 		}
-	case *logicExpr:
-		for i := range x.terms {
-			x.terms[i] = simplify(x.terms[i])
-		}
-	case *notExpr:
-		x.x = simplify(x.x)
-	case *isNullExpr:
-		x.x = simplify(x.x)
-	case *isTruthExpr:
-		x.x = simplify(x.x)
-	case *distinctExpr:
-		x.l, x.r = simplify(x.l), simplify(x.r)
-	case *inExpr:
-		x.x = simplify(x.x)
-	case *likeExpr:
-		x.x = simplify(x.x)
-	case *castExpr:
-		x.x = simplify(x.x)
-	case *arithExpr:
-		x.l, x.r = simplify(x.l), simplify(x.r)
-	case *negExpr:
-		x.x = simplify(x.x)
-	case *absExpr:
-		x.x = simplify(x.x)
-	case *stringFunc:
-		x.x = simplify(x.x)
-	case *lengthExpr:
-		x.x = simplify(x.x)
-	case *coalesceExpr:
-		for i := range x.args {
-			x.args[i] = simplify(x.args[i])
-		}
-	case *concatExpr:
-		for i := range x.args {
-			x.args[i] = simplify(x.args[i])
-		}
-	case *listConcatExpr:
-		x.l, x.r = simplify(x.l), simplify(x.r)
-	case *listLitExpr:
-		for i := range x.elems {
-			x.elems[i] = simplify(x.elems[i])
-		}
-	case *containsExpr:
-		x.list, x.x = simplify(x.list), simplify(x.x)
-	case *extractExpr:
-		x.list, x.index = simplify(x.list), simplify(x.index)
-	case *constOrNullExpr:
-		x.x = simplify(x.x)
 	}
 	if strictNulls(e) {
 		for _, c := range children(e) {
@@ -130,53 +82,72 @@ func strictNulls(e expr) bool {
 	return false
 }
 
-// children returns the subexpressions of e.
-func children(e expr) []expr {
+// childRefs returns where e keeps its subexpressions, so that
+// simplifying can replace them.
+func childRefs(e expr) []*expr {
 	switch x := e.(type) {
 	case *cmpExpr:
-		return []expr{x.l, x.r}
+		return []*expr{&x.l, &x.r}
 	case *logicExpr:
-		return x.terms
+		return refsOf(x.terms)
 	case *notExpr:
-		return []expr{x.x}
+		return []*expr{&x.x}
 	case *isNullExpr:
-		return []expr{x.x}
+		return []*expr{&x.x}
 	case *isTruthExpr:
-		return []expr{x.x}
+		return []*expr{&x.x}
 	case *distinctExpr:
-		return []expr{x.l, x.r}
+		return []*expr{&x.l, &x.r}
 	case *inExpr:
-		return []expr{x.x}
+		return []*expr{&x.x}
 	case *likeExpr:
-		return []expr{x.x}
+		return []*expr{&x.x}
 	case *castExpr:
-		return []expr{x.x}
+		return []*expr{&x.x}
 	case *arithExpr:
-		return []expr{x.l, x.r}
+		return []*expr{&x.l, &x.r}
 	case *negExpr:
-		return []expr{x.x}
+		return []*expr{&x.x}
 	case *absExpr:
-		return []expr{x.x}
+		return []*expr{&x.x}
 	case *stringFunc:
-		return []expr{x.x}
+		return []*expr{&x.x}
 	case *lengthExpr:
-		return []expr{x.x}
+		return []*expr{&x.x}
 	case *coalesceExpr:
-		return x.args
+		return refsOf(x.args)
 	case *concatExpr:
-		return x.args
+		return refsOf(x.args)
 	case *listConcatExpr:
-		return []expr{x.l, x.r}
+		return []*expr{&x.l, &x.r}
 	case *listLitExpr:
-		return x.elems
+		return refsOf(x.elems)
 	case *containsExpr:
-		return []expr{x.list, x.x}
+		return []*expr{&x.list, &x.x}
 	case *extractExpr:
-		return []expr{x.list, x.index}
+		return []*expr{&x.list, &x.index}
 	case *constOrNullExpr:
-		return []expr{x.x}
+		return []*expr{&x.x}
 	}
 	return nil
+}
+
+func refsOf(es []expr) []*expr {
+	out := make([]*expr, len(es))
+	for i := range es {
+		out[i] = &es[i]
+	}
+	return out
+}
+
+// children returns the subexpressions of e.
+func children(e expr) []expr {
+	refs := childRefs(e)
+	out := make([]expr, len(refs))
+	for i, r := range refs {
+		out[i] = *r
+	}
+	return out
 }
 
 // isConstant reports whether e reads no column.
@@ -242,19 +213,7 @@ type constOrNullExpr struct {
 func (c *constOrNullExpr) typ() sqlType { return typBool }
 
 func (c *constOrNullExpr) eval(b *batch) *vec {
-	x := c.x.eval(b)
-	out := result(typBool, b.n, x)
-	for i := range out.tri {
-		switch {
-		case x.isBad(i):
-			out.failRow(i, x)
-		case x.isNull(i):
-			out.tri[i] = triN
-		default:
-			out.tri[i] = boolTri(c.v)
-		}
-	}
-	return out
+	return predicate(c.x.eval(b), b.n, triN, func(int) bool { return c.v })
 }
 
 // decideConstant returns what a comparison moveConstants decided
