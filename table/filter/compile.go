@@ -209,14 +209,14 @@ func closeNames(a, b string) bool {
 }
 
 // constant makes a constant of one value.
-func constant(v *vec, literal bool, text string) *constExpr {
-	return &constExpr{v: v, literal: literal, text: text}
+func constant(v *vec, literal bool) *constExpr {
+	return &constExpr{v: v, literal: literal}
 }
 
 func constInt(n int64, t sqlType) *constExpr {
 	v := newVec(t, 1, 0)
 	v.ints[0] = n
-	return constant(v, false, "")
+	return constant(v, false)
 }
 
 // literal binds a literal. Integers are INTEGER or BIGINT by their size
@@ -225,22 +225,22 @@ func constInt(n int64, t sqlType) *constExpr {
 func (b *binder) literal(x litNode) (expr, error) {
 	switch x.kind {
 	case litNull:
-		return constant(nullConst(typNull), true, "NULL"), nil
+		return constant(nullConst(typNull), true), nil
 	case litBool:
 		v := newVec(typBool, 1, 0)
 		v.tri[0] = boolTri(x.text == "TRUE")
-		return constant(v, true, x.text), nil
+		return constant(v, true), nil
 	case litString:
 		v := newVec(typString, 1, 0)
 		v.strs[0] = x.text
 		if x.typed.id == tNull {
-			return constant(v, true, quoteSQL(x.text)), nil
+			return constant(v, true), nil
 		}
 		out := castVec(v, x.typed, false)
 		if out.isBad(0) {
 			return nil, invalid("%s: %v", b.src(x), out.errAt(0))
 		}
-		return constant(out, false, b.src(x)), nil
+		return constant(out, false), nil
 	}
 	text := x.text
 	if strings.ContainsAny(text, "eE") {
@@ -250,7 +250,7 @@ func (b *binder) literal(x litNode) (expr, error) {
 		}
 		v := newVec(typDouble, 1, 0)
 		v.flts[0] = f
-		return constant(v, true, text), nil
+		return constant(v, true), nil
 	}
 	if !strings.Contains(text, ".") {
 		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
@@ -259,7 +259,7 @@ func (b *binder) literal(x litNode) (expr, error) {
 				t = typInt32
 			}
 			c := constInt(n, t)
-			c.literal, c.text = true, text
+			c.literal = true
 			return c, nil
 		}
 	}
@@ -271,12 +271,12 @@ func (b *binder) literal(x litNode) (expr, error) {
 		}
 		v := newVec(typDouble, 1, 0)
 		v.flts[0] = f
-		return constant(v, true, text), nil
+		return constant(v, true), nil
 	}
 	digits := strings.Count(text, "") - 1 - strings.Count(text, ".") - strings.Count(text, "-")
 	v := newVec(decimalType(max(digits, scale+1), scale), 1, 0)
 	v.decs[0] = d
-	return constant(v, true, text), nil
+	return constant(v, true), nil
 }
 
 // condition makes e a condition: a BOOLEAN as it is; a number or a string
@@ -308,7 +308,7 @@ func (b *binder) coerce(e expr, t sqlType, n node) (expr, error) {
 		if v.isBad(0) {
 			return nil, invalid("%v", v.errAt(0))
 		}
-		return constant(v, false, c.text), nil
+		return constant(v, false), nil
 	}
 	return &castExpr{x: e, to: t}, nil
 }
@@ -322,7 +322,7 @@ func (b *binder) fold(e expr, n node) (expr, error) {
 		return e, nil
 	}
 	if v, ok := evalConstant(e); ok {
-		return constant(v, false, b.src(n)), nil
+		return constant(v, false), nil
 	}
 	return e, nil
 }
@@ -337,7 +337,7 @@ func (b *binder) constantOf(e expr, n node) (expr, error) {
 	if !ok {
 		return nil, invalid("%s: %v", b.src(n), v.errAt(0))
 	}
-	return constant(v, false, b.src(n)), nil
+	return constant(v, false), nil
 }
 
 func isStringLiteral(e expr) bool {
@@ -417,7 +417,7 @@ func (b *binder) compare(op string, l, r expr, ln, rn, whole node) (expr, error)
 // comparison is NULL.
 func cmpTyped(op cmpOp, l, r expr) expr {
 	if l.typ().id == tNull || isNullConst(l) || isNullConst(r) {
-		return constant(nullConst(typBool), false, "NULL")
+		return constant(nullConst(typBool), false)
 	}
 	return &cmpExpr{op: op, l: l, r: r}
 }
@@ -660,7 +660,7 @@ func (b *binder) in(x inNode) (expr, error) {
 	}
 	if in.values.len() == 0 {
 		// Every value is NULL: x IN (NULL) is never TRUE.
-		return b.fold(&isNullExpr{x: constant(nullConst(typBool), false, "NULL")}, x)
+		return b.fold(&isNullExpr{x: constant(nullConst(typBool), false)}, x)
 	}
 	in.index()
 	return in, nil
@@ -764,7 +764,7 @@ func (b *binder) like(x likeNode) (expr, error) {
 		}
 	}
 	if pc.isNull() || v.typ().id == tNull {
-		return constant(nullConst(typBool), false, "NULL"), nil
+		return constant(nullConst(typBool), false), nil
 	}
 	pattern := pc.v.strs[0]
 	if x.ilike {
@@ -956,7 +956,7 @@ func (b *binder) contains(list, v expr, ln, vn, whole node) (expr, error) {
 		if lt.id != tNull && lt.id != tList {
 			return nil, invalid("list_contains takes a list first; %s is %s", b.src(ln), lt)
 		}
-		return constant(nullConst(typBool), false, "NULL"), nil
+		return constant(nullConst(typBool), false), nil
 	}
 	if lt.id != tList {
 		return nil, invalid("list_contains takes a list first; %s is %s", b.src(ln), lt)
@@ -996,7 +996,7 @@ func (b *binder) extract(ln, in, whole node) (expr, error) {
 	}
 	if lt := list.typ(); lt.id != tList {
 		if lt.id == tNull {
-			return constant(nullConst(typNull), false, "NULL"), nil
+			return constant(nullConst(typNull), false), nil
 		}
 		return nil, invalid("list_extract takes a list; %s is %s", b.src(ln), lt)
 	}

@@ -312,7 +312,6 @@ type constExpr struct {
 	// literal marks a string or number written in the filter, which
 	// DuckDB casts to the type it meets (count = '10').
 	literal bool
-	text    string
 }
 
 func (c *constExpr) typ() sqlType        { return c.v.t }

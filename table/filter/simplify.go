@@ -52,7 +52,7 @@ func (s *simplifier) simplify(e expr) expr {
 			if isNullConst(c) {
 				// NULL in, NULL out: the other operands are not needed
 				// (nor can they fail), as DuckDB folds it.
-				return constant(nullConst(e.typ()), false, "NULL")
+				return constant(nullConst(e.typ()), false)
 			}
 		}
 	}
@@ -60,7 +60,7 @@ func (s *simplifier) simplify(e expr) expr {
 		return e
 	}
 	if v, ok := evalConstant(e); ok {
-		c := constant(v, false, "")
+		c := constant(v, false)
 		s.constant[c] = true
 		return c
 	}
@@ -246,9 +246,9 @@ func (s *simplifier) constantSide(c *cmpExpr) (k *vec, other expr, flipped bool,
 // from.
 func setSides(c *cmpExpr, k *vec, x expr, flipped bool) {
 	if flipped {
-		c.l, c.r = constant(k, false, ""), x
+		c.l, c.r = constant(k, false), x
 	} else {
-		c.l, c.r = x, constant(k, false, "")
+		c.l, c.r = x, constant(k, false)
 	}
 }
 
@@ -256,7 +256,7 @@ func setSides(c *cmpExpr, k *vec, x expr, flipped bool) {
 func decide(c *cmpExpr, x expr, v bool) {
 	k := newVec(typBool, 1, 0)
 	k.tri[0] = boolTri(v)
-	c.op, c.l, c.r = decided, x, constant(k, false, "")
+	c.op, c.l, c.r = decided, x, constant(k, false)
 }
 
 // moveConstants rewrites [x + c1] op c2 as x op [c2 - c1], and likewise
