@@ -14,6 +14,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 )
 
@@ -136,7 +137,7 @@ func (x *clipIndex) file(name string) ([]byte, bool) {
 
 // buildClipTree lays out a clip view: episodes under partition (or
 // group-by) folders as in a plain view, each holding its clips' folders.
-func buildClipTree(s *table.Schema, cs *table.ClipSelection, groupBy []string) (*treeDir, *clipIndex) {
+func buildClipTree(s *table.Schema, cs *query.ClipSelection, groupBy []string) (*treeDir, *clipIndex) {
 	root := &treeDir{subdirs: map[string]*treeDir{}}
 	idx := &clipIndex{}
 	w := cs.Window

@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/query"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 )
 
@@ -86,7 +88,7 @@ func TestClipViewLayout(t *testing.T) {
 	w := table.Window{Length: 4, FrameSkip: 1, Hop: 3}
 	// t is the row's ordinal in both episodes; rows 10-13 do not match,
 	// so no window holds one of them.
-	v, err := f.tbl.CreateView(ctx, table.View{Name: "c4", Where: "t < 10 OR t > 13", Window: &w})
+	v, err := query.CreateView(ctx, f.tbl, table.View{Name: "c4", Where: "t < 10 OR t > 13", Window: &w})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +207,7 @@ func TestClipViewLayout(t *testing.T) {
 	if v.Window == nil || len(v.Features) != 1 {
 		t.Errorf("stored view %+v", v)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "plain", Where: "t < 3"}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "plain", Where: "t < 3"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(f.path("robot", "views", "plain", clipsJSONL)); !errors.Is(err, os.ErrNotExist) {
@@ -219,7 +221,7 @@ func TestClipViewLayout(t *testing.T) {
 func TestClipViewEmptyAndGroupBy(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "long", Where: "TRUE", Window: &table.Window{Length: 500, Hop: 1}}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "long", Where: "TRUE", Window: &table.Window{Length: 500, Hop: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "long")
@@ -229,7 +231,7 @@ func TestClipViewEmptyAndGroupBy(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(root, clipsJSONL)); err != nil || len(data) != 0 {
 		t.Errorf("clips.jsonl of no clips: %q %v", data, err)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "bytask", Where: "TRUE", GroupBy: []string{"task"},
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "bytask", Where: "TRUE", GroupBy: []string{"task"},
 		Window: &table.Window{Length: 10, Hop: 10}}); err != nil {
 		t.Fatal(err)
 	}
@@ -253,11 +255,10 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	os.MkdirAll(f.mnt, 0o755)
 	f.tbl = robotTable(t, f.wh)
-	pool := decoder.NewPool(decoder.Options{})
-	f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 16 << 20})
-	f.mount(t, dirWarehouse(t, f.wh), pool, Options{})
+	f.frames = serving.New(decoder.Codec{}, serving.Options{CacheBytes: 16 << 20})
+	f.mount(t, dirWarehouse(t, f.wh), Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "c16", Where: "task = 'pick'", Window: &table.Window{Length: 16, Hop: 8}}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c16", Where: "task = 'pick'", Window: &table.Window{Length: 16, Hop: 8}}); err != nil {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "c16")
@@ -277,7 +278,7 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 			}
 		}
 	}
-	before := pool.Stats().Decoded
+	before := f.frames.PoolStats().Decoded
 	servedBefore := f.srv.m.stats.framesServed.Load()
 	read := 0
 	for _, c := range lines {
@@ -289,8 +290,8 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 		}
 	}
 	// Read-ahead may still be decoding: count once every session is idle.
-	waitFor(t, func() bool { st := pool.Stats(); return st.Open == st.Idle }, "decoder sessions idle")
-	decoded := pool.Stats().Decoded - before
+	waitFor(t, func() bool { st := f.frames.PoolStats(); return st.Open == st.Idle }, "decoder sessions idle")
+	decoded := f.frames.PoolStats().Decoded - before
 	// The video has B-frames: showing the episode's last frames takes
 	// decoding the next few (reordering), whatever reads them.
 	const distinct, reorder = 40, 4
@@ -322,7 +323,7 @@ func TestClipDataLoader(t *testing.T) {
 	}
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "c8", Where: "t >= 2", Window: &table.Window{Length: 8, FrameSkip: 1, Hop: 4}}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c8", Where: "t >= 2", Window: &table.Window{Length: 8, FrameSkip: 1, Hop: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -389,7 +390,7 @@ print(i, "clips")
 	if !regexp.MustCompile(`--window 16 .*--scale 224x224`).Match(readme) {
 		t.Error("the README's clip view example does not scale its frames (--scale 224x224)")
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "c8s", Where: "t >= 2", Window: &table.Window{Length: 8, FrameSkip: 1, Hop: 4},
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c8s", Where: "t >= 2", Window: &table.Window{Length: 8, FrameSkip: 1, Hop: 4},
 		Image: &table.ViewImage{Width: 64, Height: 48}}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -112,7 +113,7 @@ func TestRowsFilesAndXattrsMatchRows(t *testing.T) {
 		}
 	}
 	w := table.Window{Length: 3, FrameSkip: 1, Hop: 5}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "c", Where: "t >= 0", Window: &w}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c", Where: "t >= 0", Window: &w}); err != nil {
 		t.Fatal(err)
 	}
 	clips := readClipsJSONL(t, f.path("meta", "views", "c", clipsJSONL))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -32,8 +33,7 @@ func TestMain(m *testing.M) {
 
 func serveMount(spec string) int {
 	parts := strings.Split(spec, "|")
-	pool := decoder.NewPool(decoder.Options{})
-	frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 16 << 20})
+	frames := serving.New(decoder.Codec{}, serving.Options{CacheBytes: 16 << 20})
 	store, err := storage.NewLocal(parts[0])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

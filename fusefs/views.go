@@ -18,8 +18,9 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/query"
+	"github.com/framefs/framefs/query/filter"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/filter"
 )
 
 // TABLE/views/ shows the table's views:
@@ -145,19 +146,19 @@ func (c *catalog) viewTree(ctx context.Context, vc *viewContent, snap *table.Sna
 		if err != nil {
 			return nil, err
 		}
-		f, err := c.tbl.CompileFilter(ctx, snap, vc.def.Where)
+		f, err := query.CompileFilter(ctx, c.tbl, snap, vc.def.Where)
 		if err != nil {
 			return nil, err
 		}
 		if w := vc.def.Window; w != nil {
-			cs, err := c.tbl.SelectClips(ctx, snap, f, *w, table.SelectOptions{GroupBy: vc.def.GroupBy})
+			cs, err := query.SelectClips(ctx, c.tbl, snap, f, *w, query.SelectOptions{GroupBy: vc.def.GroupBy})
 			if err != nil {
 				return nil, err
 			}
 			root, clips := buildClipTree(schema, cs, vc.def.GroupBy)
 			return &snapshotTree{schema: schema, root: root, clips: clips}, nil
 		}
-		sel, err := c.tbl.Select(ctx, snap, f, table.SelectOptions{GroupBy: vc.def.GroupBy})
+		sel, err := query.Select(ctx, c.tbl, snap, f, query.SelectOptions{GroupBy: vc.def.GroupBy})
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +166,7 @@ func (c *catalog) viewTree(ctx context.Context, vc *viewContent, snap *table.Sna
 	})
 }
 
-func buildViewTree(s *table.Schema, sel *table.Selection, groupBy []string) *treeDir {
+func buildViewTree(s *table.Schema, sel *query.Selection, groupBy []string) *treeDir {
 	root := &treeDir{subdirs: map[string]*treeDir{}}
 	for i := range sel.Episodes {
 		se := &sel.Episodes[i]
@@ -600,7 +601,7 @@ func (h *whereHandle) Flush(ctx context.Context) syscall.Errno {
 	text := strings.TrimSpace(string(n.data))
 	n.mu.Unlock()
 	t := n.views.t
-	_, err := t.tbl.CreateView(ctx, table.View{Name: n.name, Where: text})
+	_, err := query.CreateView(ctx, t.tbl, table.View{Name: n.name, Where: text})
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, table.ErrExists) {

@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 )
 
@@ -33,10 +34,10 @@ func frameNames(t *testing.T, dir string) []string {
 func TestViewLayout(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "late", Where: "t >= 25"}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "late", Where: "t >= 25"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "picks", Where: "task = 'pick' AND t < 3", Snapshot: 1}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "picks", Where: "task = 'pick' AND t < 3", Snapshot: 1}); err != nil {
 		t.Fatal(err)
 	}
 	views := f.path("robot", "views")
@@ -102,10 +103,10 @@ func TestViewLayout(t *testing.T) {
 func TestViewFollowsHeadAndPinnedSurvivesExpire(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "all-late", Where: "t >= 35"}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "all-late", Where: "t >= 35"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "pinned", Where: "t >= 35", Snapshot: 1}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "pinned", Where: "t >= 35", Snapshot: 1}); err != nil {
 		t.Fatal(err)
 	}
 	follow := f.path("robot", "views", "all-late")
@@ -151,8 +152,8 @@ func TestViewFollowsHeadAndPinnedSurvivesExpire(t *testing.T) {
 		t.Fatalf("the pinned view's video after gc: %v", err)
 	}
 	defer v.Close()
-	dv := decoder.Video{Key: decoder.VideoKey{Object: "ref/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
-	want, err := f.frames.Frame(ctx, dv, int(ref.FirstFrame+37), decoder.ImageSetting{Format: decoder.FormatJPEG, JPEGQuality: 90})
+	dv := media.Video{Key: media.VideoKey{Object: "ref/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
+	want, err := f.frames.Frame(ctx, dv, int(ref.FirstFrame+37), media.ImageSetting{Format: media.FormatJPEG, JPEGQuality: 90})
 	if err != nil || !bytes.Equal(got, want) {
 		t.Errorf("the pinned view's frame after expire and gc differs from the decoder's (%v)", err)
 	}
@@ -245,7 +246,7 @@ func TestViewFromShell(t *testing.T) {
 
 func TestViewReadOnly(t *testing.T) {
 	f := newFixture(t, Options{})
-	if _, err := f.tbl.CreateView(context.Background(), table.View{Name: "v", Where: "t < 5"}); err != nil {
+	if _, err := query.CreateView(context.Background(), f.tbl, table.View{Name: "v", Where: "t < 5"}); err != nil {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "v")
@@ -265,14 +266,14 @@ func TestViewReadOnly(t *testing.T) {
 func TestViewGroupByAndImage(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "parity", Where: "t < 6", GroupBy: []string{"task", "t"}}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "parity", Where: "t < 6", GroupBy: []string{"task", "t"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "thumbs", Where: "t < 4",
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "thumbs", Where: "t < 4",
 		Image: &table.ViewImage{MaxSide: 64}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "bmp", Where: "t = 2",
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "bmp", Where: "t = 2",
 		Image: &table.ViewImage{Format: "bmp", Width: 100, Height: 50}}); err != nil {
 		t.Fatal(err)
 	}
@@ -314,8 +315,8 @@ func TestViewGroupByAndImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v.Close()
-	dv := decoder.Video{Key: decoder.VideoKey{Object: "ref/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
-	want, err := f.frames.Frame(ctx, dv, int(ref.FirstFrame+2), decoder.ImageSetting{Format: decoder.FormatBMP, Width: 100, Height: 50})
+	dv := media.Video{Key: media.VideoKey{Object: "ref/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
+	want, err := f.frames.Frame(ctx, dv, int(ref.FirstFrame+2), media.ImageSetting{Format: media.FormatBMP, Width: 100, Height: 50})
 	if err != nil || !bytes.Equal(want, data) {
 		t.Errorf("the bmp view's frame differs from the decoder's (%v)", err)
 	}
@@ -325,7 +326,7 @@ func TestViewImageFolder(t *testing.T) {
 	py := requireTorchvision(t)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "odd", Where: "t >= 20 AND t < 33", GroupBy: []string{"task"}}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "odd", Where: "t >= 20 AND t < 33", GroupBy: []string{"task"}}); err != nil {
 		t.Fatal(err)
 	}
 	// ImageFolder's samples over the view: exactly the matching frames,

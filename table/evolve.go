@@ -23,7 +23,7 @@ func (t *Table) evolveFor(ctx context.Context, s *Schema, sidecars []*Sidecar) (
 		objs := append([]map[string]any{sc.Episode}, sc.Frames...)
 		for _, obj := range objs {
 			for k, v := range obj {
-				if k == s.EpisodeColumn || s.IsVideoColumn(k) || v == nil || k == FrameColumn && s.hasFrameColumn() {
+				if k == s.EpisodeColumn || s.IsVideoColumn(k) || v == nil || k == FrameColumn && s.HasFrameColumn() {
 					continue // Rows says what is wrong with a reserved name
 				}
 				if _, ok := s.Column(k); ok {

@@ -133,9 +133,11 @@ const (
 // name then means that column, as it always did there.
 const FrameColumn = "frame"
 
-// hasFrameColumn reports whether FrameColumn names the rows' positions:
-// no column of the schema has the name.
-func (s *Schema) hasFrameColumn() bool {
+// HasFrameColumn reports whether FrameColumn names the rows' positions in
+// their episodes, which readers of rows (filters, --group-by, Rows) then
+// supply themselves: true unless a column of the schema (one an older
+// table made before the name was reserved) has the name.
+func (s *Schema) HasFrameColumn() bool {
 	if s.EpisodeColumn == FrameColumn || s.IsVideoColumn(FrameColumn) {
 		return false
 	}

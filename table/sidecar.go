@@ -20,7 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/framefs/framefs/table/filter"
+	"github.com/framefs/framefs/internal/timestamp"
 )
 
 // SidecarExtensions are the metadata file types ParseSidecar reads.
@@ -207,7 +207,7 @@ func (sc *Sidecar) parseParquet(data []byte) error {
 		i := 0
 		for _, chunk := range tbl.Column(c).Data().Chunks() {
 			for k := 0; k < chunk.Len(); k++ {
-				if v := arrowValue(chunk, k); v != nil {
+				if v := RowValue(chunk, k); v != nil {
 					sc.Frames[i][name] = v
 				}
 				i++
@@ -259,7 +259,7 @@ func (sc *Sidecar) Rows(s *Schema) ([]Row, error) {
 			if s.IsVideoColumn(k) {
 				return fmt.Errorf("%w: %s: %s sets video column %q; videos come from video files, not sidecars", ErrInvalidInput, sc.Name, where, k)
 			}
-			if k == FrameColumn && s.hasFrameColumn() {
+			if k == FrameColumn && s.HasFrameColumn() {
 				return fmt.Errorf("%w: %s: %s sets %q, which is reserved: it is each row's position in its episode (0, 1, ...), which framefs knows without a sidecar; rename the column (e.g. frame_index) or leave it out",
 					ErrInvalidInput, sc.Name, where, k)
 			}
@@ -456,9 +456,9 @@ func convertTimestamp(v any) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("want a time (%s), have %s", timestampForms, describe(v))
 	}
-	us, err := filter.ParseTimestamp(str)
+	us, err := timestamp.Parse(str)
 	if err != nil {
-		return nil, fmt.Errorf("%v", err)
+		return nil, err
 	}
 	return time.UnixMicro(us).UTC(), nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/framefs/framefs/table/input"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
 )
@@ -48,9 +49,9 @@ type Options struct {
 	// MaxCommitRetries bounds how often a commit is rebuilt on top of a
 	// concurrent one before giving up (default 50).
 	MaxCommitRetries int
-	// Sources opens the videos to ingest: local files, and S3 objects
+	// Inputs opens the videos to ingest: local files, and S3 objects
 	// (default: the AWS SDK's standard configuration).
-	Sources *storage.Sources
+	Inputs *input.Opener
 }
 
 func (o Options) withDefaults() Options {
@@ -65,8 +66,8 @@ func (o Options) withDefaults() Options {
 	if o.MaxCommitRetries == 0 {
 		o.MaxCommitRetries = 50
 	}
-	if o.Sources == nil {
-		o.Sources = storage.NewSources(storage.S3Options{})
+	if o.Inputs == nil {
+		o.Inputs = input.NewOpener(storage.S3Options{})
 	}
 	return o
 }
@@ -85,7 +86,7 @@ type Table struct {
 	snapshots map[int64]*Snapshot
 	// chunkIndexes and parquetSchemas serve filters (see chunks.go); a
 	// nil index records that a data file has none.
-	chunkIndexes   map[string]*chunkIndex
+	chunkIndexes   map[string]*ChunkIndex
 	parquetSchemas map[int]*schema.Schema
 }
 
@@ -140,7 +141,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error
 		snapshots: map[int64]*Snapshot{},
 		manifests: newManifestCache(maxManifestBytes),
 
-		chunkIndexes:   map[string]*chunkIndex{},
+		chunkIndexes:   map[string]*ChunkIndex{},
 		parquetSchemas: map[int]*schema.Schema{},
 	}, nil
 }

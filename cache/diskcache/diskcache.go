@@ -1,8 +1,9 @@
 // Package diskcache keeps byte values in files under a local directory,
-// bounded in bytes and evicted least recently used. It is the disk tier
-// under framefs's memory cache of encoded frame images: a training node's
-// local disk holds far more frames than its memory, and what one job made
-// serves the next job on the node.
+// bounded in bytes and evicted least recently used: framefs's one disk
+// LRU. It is the disk tier under the memory cache of encoded frame images
+// (a training node's local disk holds far more frames than its memory,
+// and what one job made serves the next job on the node), and it holds
+// the blocks of S3 objects that package blockcache reads.
 //
 // Keys are strings that name everything that makes a value's bytes, so an
 // entry is valid for as long as it exists, across restarts and for every
@@ -15,7 +16,7 @@
 //
 // Each process bounds the directory from what it knows: the entries it
 // found when it opened the directory, rescanned after it has written an
-// eighth of the bound, plus its own. Processes sharing a directory can
+// eighth of the bound (unless Options.Private), plus its own. Processes sharing a directory can
 // overshoot the bound by what the others wrote since the last rescan.
 //
 // The package is pure Go and knows nothing of what it stores.
@@ -50,6 +51,17 @@ type Options struct {
 	Dir string
 	// MaxBytes bounds the bytes of the entry files (default 10 GiB).
 	MaxBytes int64
+	// Private says that only this process uses the directory while the
+	// cache is open: it is scanned once, when the cache opens, and an
+	// entry the cache does not know of is not looked for on disk. Without
+	// it, entries other processes write are found when they are asked
+	// for, and the directory is scanned again each time this process has
+	// written an eighth of MaxBytes.
+	Private bool
+	// KeepPages leaves the pages of the entries read and written in the
+	// kernel's page cache. By default they are dropped: the encoded frames
+	// of the disk tier go on to the mount, whose page cache keeps them.
+	KeepPages bool
 }
 
 // DefaultMaxBytes is the bound of a cache opened without one.
@@ -149,12 +161,22 @@ func (c *Cache) MaxBytes() int64 { return c.opts.MaxBytes }
 func (c *Cache) Close() error {
 	c.mu.Lock()
 	c.closed = true
+	c.mu.Unlock()
+	c.WaitScan()
+	return nil
+}
+
+// WaitScan waits for the scan of the directory in progress, if any (the
+// one Open starts, or a rescan): once it returns, the entries other
+// processes wrote before the scan began are known, and the cache has
+// been trimmed to its bound.
+func (c *Cache) WaitScan() {
+	c.mu.Lock()
 	ch := c.scanned
 	c.mu.Unlock()
 	if ch != nil {
 		<-ch
 	}
-	return nil
 }
 
 // Stats returns the counters.
@@ -178,9 +200,24 @@ func (c *Cache) path(name string) string {
 	return filepath.Join(c.opts.Dir, name[:2], name)
 }
 
+// EntryFile returns the path of the file that holds key's entry, which
+// may not exist: for tests and tools that look into the directory.
+func (c *Cache) EntryFile(key string) string { return c.path(fileName(key)) }
+
 // Get returns the value stored under key, checked.
 func (c *Cache) Get(key string) ([]byte, bool) {
 	name := fileName(key)
+	if c.opts.Private {
+		// Only entries the index holds exist: looking for others would
+		// find the file of an entry being evicted and index it again.
+		c.mu.Lock()
+		known := c.files.Touch(name)
+		c.mu.Unlock()
+		if !known {
+			c.misses.Add(1)
+			return nil, false
+		}
+	}
 	v, size, ok := c.read(name, key)
 	if !ok {
 		c.misses.Add(1)
@@ -243,9 +280,11 @@ func (c *Cache) read(name, key string) (value []byte, size int64, ok bool) {
 	if string(buf[:keyLen]) != key {
 		return nil, 0, false // another key with the same hash prefix: not ours
 	}
-	// The value goes on to a caller that keeps it (the kernel's page cache
-	// of a mount): the cache file's pages are not needed twice.
-	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	if !c.opts.KeepPages {
+		// The value goes on to a caller that keeps it (the kernel's page
+		// cache of a mount): the cache file's pages are not needed twice.
+		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	}
 	if time.Since(st.ModTime()) > touchAfter {
 		now := time.Now()
 		_ = os.Chtimes(p, now, now)
@@ -259,8 +298,8 @@ func (c *Cache) Contains(key string) bool {
 	c.mu.Lock()
 	known := c.files.Has(name)
 	c.mu.Unlock()
-	if known {
-		return true
+	if known || c.opts.Private {
+		return known
 	}
 	_, err := os.Stat(c.path(name))
 	return err == nil
@@ -290,7 +329,7 @@ func (c *Cache) Put(key string, value []byte) {
 	c.mu.Lock()
 	c.files.Put(name, size, c.epoch)
 	c.written += size
-	rescan := !c.scanning && c.written > c.opts.MaxBytes/8
+	rescan := !c.scanning && !c.opts.Private && c.written > c.opts.MaxBytes/8
 	victims := c.evictLocked()
 	c.mu.Unlock()
 	c.remove(victims)
@@ -320,7 +359,7 @@ func (c *Cache) write(name, key string, value []byte) (int64, error) {
 		return 0, err
 	}
 	_, err = f.Write(buf)
-	if err == nil {
+	if err == nil && !c.opts.KeepPages {
 		// Start writing the pages back and let the clean ones go: the
 		// value is about to be served from memory, not from this file.
 		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)

@@ -31,16 +31,6 @@ func open(t testing.TB, dir string, max int64) *Cache {
 	return c
 }
 
-// waitScan waits for the background scan of c.
-func waitScan(c *Cache) {
-	c.mu.Lock()
-	ch := c.scanned
-	c.mu.Unlock()
-	if ch != nil {
-		<-ch
-	}
-}
-
 func TestPutGet(t *testing.T) {
 	c := open(t, t.TempDir(), 0)
 	if _, ok := c.Get(key(1)); ok || c.Contains(key(1)) {
@@ -66,14 +56,14 @@ func TestBoundedLRU(t *testing.T) {
 	dir := t.TempDir()
 	one := int64(headerSize + len(key(0)) + len(value(0)))
 	c := open(t, dir, 40*one)
-	waitScan(c)
+	c.WaitScan()
 	for i := range 200 {
 		c.Put(key(i), value(i))
 		if _, ok := c.Get(key(0)); !ok {
 			t.Fatalf("the most recently used entry was evicted after %d puts", i)
 		}
 	}
-	waitScan(c)
+	c.WaitScan()
 	st := c.Stats()
 	if st.Bytes > 40*one || st.Evictions == 0 {
 		t.Errorf("stats %+v: want at most %d bytes and evictions", st, 40*one)
@@ -106,9 +96,60 @@ func TestReopen(t *testing.T) {
 			t.Fatalf("entry %d not found after reopening", i)
 		}
 	}
-	waitScan(d)
+	d.WaitScan()
 	if st := d.Stats(); st.Entries != 20 {
 		t.Errorf("stats %+v after reopening: want 20 entries", st)
+	}
+}
+
+// TestPrivate: a private cache knows the entries it found when it opened
+// and those it wrote, nothing another writer added since; evicting an
+// entry while a reader asks for it never indexes it again, so the
+// entries counted are the files on disk.
+func TestPrivate(t *testing.T) {
+	dir := t.TempDir()
+	other := open(t, dir, 0)
+	other.Put(key(1), value(1))
+	c, err := Open(Options{Dir: dir, MaxBytes: 8 << 10, Private: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.WaitScan()
+	other.Put(key(2), value(2))
+	if v, ok := c.Get(key(1)); !ok || !bytes.Equal(v, value(1)) {
+		t.Fatal("an entry present at opening is not found")
+	}
+	if _, ok := c.Get(key(2)); ok || c.Contains(key(2)) {
+		t.Fatal("a private cache found an entry written after it opened")
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				k := 10 + (i*7+g)%40
+				if v, ok := c.Get(key(k)); ok && !bytes.Equal(v, value(k)) {
+					t.Errorf("entry %d has the wrong value", k)
+				}
+				c.Put(key(k), value(k))
+			}
+		}()
+	}
+	wg.Wait()
+	files := 0
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Ext(p) == entryExt {
+			files++
+		}
+		return nil
+	})
+	// The other cache's two entries are files the private one does not
+	// count (entry 1 unless it was evicted).
+	st := c.Stats()
+	if st.Bytes > 8<<10 || int64(files) < st.Entries || int64(files) > st.Entries+2 {
+		t.Errorf("%d entry files; the private cache counts %d entries, %d bytes", files, st.Entries, st.Bytes)
 	}
 }
 

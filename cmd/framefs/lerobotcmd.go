@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/lerobot"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -121,7 +121,7 @@ func importLeRobot(cmd *cobra.Command, stores *storeFlags, dir, uri string, opts
 	if opts.NoSizes {
 		return run(tableOptions())
 	}
-	return withDecoder(func(frames *decoder.FrameSource) error {
+	return withDecoder(func(frames *serving.Server) error {
 		tblOpts := tableOptions()
 		tblOpts.Sizer = frameSizer{frames: frames}
 		return run(tblOpts)

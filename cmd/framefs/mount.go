@@ -24,6 +24,8 @@ import (
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/fusefs"
 	"github.com/framefs/framefs/internal/gcpace"
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -76,7 +78,7 @@ func writeS3Stats(b *strings.Builder, st storage.S3Stats) {
 }
 
 // writeFillStats adds the counters of GOP fills to the mount's .stats.
-func writeFillStats(b *strings.Builder, st decoder.FillStats) {
+func writeFillStats(b *strings.Builder, st serving.FillStats) {
 	for _, c := range []struct {
 		name, kind string
 		v          any
@@ -86,6 +88,10 @@ func writeFillStats(b *strings.Builder, st decoder.FillStats) {
 		{"framefs_gop_fill_frames_served_total", "counter", st.Useful},
 		{"framefs_gop_fill_frames_wasted_total", "counter", st.Wasted},
 		{"framefs_gop_fills_declined_total", "counter", st.Declined},
+		{"framefs_gop_fill_frames_packed_total", "counter", st.FramesPacked},
+		{"framefs_packed_picture_bytes_total", "counter", st.PackedBytes},
+		{"framefs_images_from_packed_pictures_total", "counter", st.Unpacked},
+		{"framefs_frame_sizes_frames_kept_total", "counter", st.FramesSized},
 		{"framefs_gop_fill_usefulness", "gauge", fmt.Sprintf("%.3f", st.Usefulness)},
 	} {
 		fmt.Fprintf(b, "# TYPE %s %s\n%s %v\n", c.name, c.kind, c.name, c.v)
@@ -93,7 +99,7 @@ func writeFillStats(b *strings.Builder, st decoder.FillStats) {
 }
 
 // writeDiskCacheStats adds the counters of --cache-dir to .stats.
-func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served int64) {
+func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served, hashed, mismatched int64) {
 	for _, c := range []struct {
 		name, kind string
 		v          int64
@@ -105,6 +111,10 @@ func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served int64) {
 		{"framefs_disk_cache_write_errors_total", "counter", st.Errors},
 		{"framefs_disk_cache_bytes", "gauge", st.Bytes},
 		{"framefs_disk_cache_entries", "gauge", st.Entries},
+		// Videos are read once before the disk tier is used for them, to
+		// check the digest their table records (see serving/digests.go).
+		{"framefs_disk_cache_digest_checked_bytes_total", "counter", hashed},
+		{"framefs_disk_cache_digest_mismatches_total", "counter", mismatched},
 	} {
 		fmt.Fprintf(b, "# TYPE %s %s\n%s %d\n", c.name, c.kind, c.name, c.v)
 	}
@@ -162,7 +172,7 @@ settle=, staging_limit=.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.options, "options", "o", "", "comma-separated mount options (ro, allow_other, image_format=jpg, ...)")
-	fl.StringVar(&f.imageFormat, "image-format", "", "serve frames as jpg, png, bmp or ppm (default: the table's setting)")
+	fl.StringVar(&f.imageFormat, "image-format", "", "serve frames as jpg, png, bmp, ppm or npy (default: the table's setting)")
 	fl.IntVar(&f.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
 	fl.StringVar(&f.scale, "scale", "", "resize frames to WxH (e.g. 224x224; W or H 0 keeps the aspect ratio)")
 	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes")
@@ -251,10 +261,10 @@ func imageChoice(f mountFlags) (fusefs.ImageChoice, error) {
 		}
 	}
 	// Any format stands in for the table's when checking the rest.
-	check := decoder.ImageSetting{JPEGQuality: c.JPEGQuality, Width: c.Width, Height: c.Height}
+	check := media.ImageSetting{JPEGQuality: c.JPEGQuality, Width: c.Width, Height: c.Height}
 	if c.Format != "" {
 		var err error
-		if check.Format, err = decoder.ParseImageFormat(c.Format); err != nil {
+		if check.Format, err = media.ParseImageFormat(c.Format); err != nil {
 			return c, err
 		}
 	}
@@ -301,12 +311,10 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	if pictures <= 0 {
 		pictures = -1 // none
 	}
-	pool := decoder.NewPool(decoder.Options{MaxOpenSessions: f.sessions, PictureCacheBytes: pictures})
-	defer pool.Close()
 	// The kernel's page cache keeps the frames it was served, so the
 	// memory cache keeps them only in room that frames still to be asked
 	// for do not need (DemoteServed).
-	frameOpts := decoder.FrameSourceOptions{CacheBytes: f.cacheBytes, DemoteServed: true}
+	frameOpts := serving.Options{CacheBytes: f.cacheBytes, MaxOpenSessions: f.sessions, PictureCacheBytes: pictures, DemoteServed: true}
 	var disk *diskcache.Cache
 	if f.cacheDir != "" {
 		if f.cacheDirMax <= 0 {
@@ -318,7 +326,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		defer disk.Close()
 		frameOpts.Store = disk
 	}
-	frames := decoder.NewFrameSource(pool, frameOpts)
+	frames := serving.New(decoder.Codec{}, frameOpts)
 	defer frames.Close()
 	// The image cache is most of the live Go heap: the collector's
 	// headroom is worked out from the rest of it (internal/gcpace).
@@ -338,7 +346,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		Debug: slog.Default().Enabled(ctx, slog.LevelDebug), // --debug: every FUSE request too
 		ExtraStats: func(b *strings.Builder) {
 			cs := frames.CacheStats()
-			ps := pool.Stats()
+			ps := frames.PoolStats()
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_hits_total counter\nframefs_image_cache_hits_total %d\n", cs.Hits)
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_misses_total counter\nframefs_image_cache_misses_total %d\n", cs.Misses)
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_bytes gauge\nframefs_image_cache_bytes %d\n", cs.Bytes)
@@ -355,7 +363,8 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 			writeGoMemoryStats(b)
 			writeFillStats(b, frames.FillStats())
 			if disk != nil {
-				writeDiskCacheStats(b, disk.Stats(), frames.StoreHits())
+				hashed, mismatched := frames.DigestChecks()
+				writeDiskCacheStats(b, disk.Stats(), frames.StoreHits(), hashed, mismatched)
 			}
 			if s3, ok := store.(*storage.S3); ok {
 				writeS3Stats(b, s3.Stats())
