@@ -44,3 +44,26 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse checks that any text is either refused or read as a time in
+// years 1 to 9999 that reads back the same when written in RFC 3339.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"2026-01-02", "2026-01-02 04:04:05+01:00", "2026-01-02T03:04:05.123456789Z",
+		"2026-01-02 03:04:05 UTC", "9999-12-31 23:59:59.999999-01", "0001-01-01 00:00+01", "2026-02-30"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		us, err := Parse(s)
+		if err != nil {
+			return
+		}
+		if !InRange(us) {
+			t.Fatalf("%q: %d is outside years 1 to 9999", s, us)
+		}
+		text := time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
+		back, err := Parse(text)
+		if err != nil || back != us {
+			t.Fatalf("%q read as %s, which reads back as %d (%v), not %d", s, text, back, err, us)
+		}
+	})
+}
