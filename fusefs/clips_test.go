@@ -374,4 +374,35 @@ print(i, "clips")
 	if got := strings.TrimSpace(string(out)); got != "9 clips" {
 		t.Errorf("DataLoader: %s", got)
 	}
+
+	// Episodes of another frame size cannot be batched with these: the
+	// README makes its view with --scale, which serves every clip at one
+	// size.
+	small := filepath.Join(dir, "small.mp4")
+	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=96x64:rate=10", "-frames:v", "30",
+		"-pix_fmt", "yuv420p", "-c:v", "libx264", small).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, out)
+	}
+	if _, err := f.tbl.AddEpisodes(ctx, []table.EpisodeInput{{Videos: map[string]table.VideoFile{"": {Path: small}},
+		Sidecar: sidecar(t, "ep3", "place", 30)}}, table.AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`--window 16 .*--scale 224x224`).Match(readme) {
+		t.Error("the README's clip view example does not scale its frames (--scale 224x224)")
+	}
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c8s", Where: "t >= 2", Window: &table.Window{Length: 8, FrameSkip: 1, Hop: 4},
+		Image: &table.ViewImage{Width: 64, Height: 48}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		_, err := os.Stat(f.path("robot", "views", "c8s", "task=place", "ep3"))
+		return err == nil
+	}, "the scaled clip view with ep3")
+	out, err = exec.Command(py, script, f.path("robot", "views", "c8s")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), ", 8, 48, 64, 3)") || strings.Contains(string(out), "120, 160") {
+		t.Fatalf("README example over episodes of two sizes, scaled: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(py, script, f.path("robot", "views", "c8")).CombinedOutput(); err == nil {
+		t.Errorf("README example over episodes of two sizes, not scaled: no error\n%s", out)
+	}
 }

@@ -72,7 +72,7 @@ func TestViewLayout(t *testing.T) {
 	}
 	// The rows files hold the view's rows, with their ordinals.
 	jsonl, err := os.ReadFile(filepath.Join(ep1, "frames.jsonl"))
-	if err != nil || bytes.Count(jsonl, []byte("\n")) != 15 || !bytes.Contains(jsonl, []byte(`"ordinal":25`)) || bytes.Contains(jsonl, []byte(`"ordinal":24`)) {
+	if err != nil || bytes.Count(jsonl, []byte("\n")) != 15 || !bytes.Contains(jsonl, []byte(`"frame":25`)) || bytes.Contains(jsonl, []byte(`"frame":24`)) {
 		t.Errorf("frames.jsonl: %s %v", jsonl, err)
 	}
 	if pq, err := os.ReadFile(filepath.Join(ep1, "frames.parquet")); err != nil || !bytes.HasPrefix(pq, []byte("PAR1")) {
@@ -178,6 +178,18 @@ func TestViewFromShell(t *testing.T) {
 	}
 	if got := frameNames(t, filepath.Join(views, "mid", "task=place", "ep2")); strings.Join(got, " ") != "000010.jpg 000011.jpg 000012.jpg" {
 		t.Errorf("mid/task=place/ep2: %v", got)
+	}
+	// Every third frame, by the frames' positions (ep2's video starts at
+	// its frame 5; positions count the episode's rows).
+	if out, err := sh(fmt.Sprintf(`echo "frame %% 3 = 0 AND t >= 20" > %s/every3.where`, views)); err != nil {
+		t.Fatalf("echo > every3.where: %v %s", err, out)
+	}
+	every3 := filepath.Join(views, "every3", "task=place", "ep2")
+	if got := frameNames(t, every3); strings.Join(got, " ") != "000021.jpg 000024.jpg 000027.jpg" {
+		t.Errorf("every3/task=place/ep2: %v", got)
+	}
+	if rows, err := os.ReadFile(filepath.Join(every3, "frames.jsonl")); err != nil || !bytes.Contains(rows, []byte(`"frame":24,`)) {
+		t.Errorf("every3 frames.jsonl: %s %v", rows, err)
 	}
 	// Bad filters leave NAME.error, and no view.
 	for name, filter := range map[string]string{

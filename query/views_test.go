@@ -245,7 +245,7 @@ func TestViews(t *testing.T) {
 		want string
 	}{
 		{table.View{Name: "a", Where: "spd > 1"}, `unknown column "spd"`},
-		{table.View{Name: "a", Where: "speed = 'fast'"}, "cannot compare column speed (a float)"},
+		{table.View{Name: "a", Where: "speed = 'fast'"}, "cannot compare speed (DOUBLE) with 'fast'"},
 		{table.View{Name: "a", Where: "label = 'abc"}, "unterminated string"},
 		{table.View{Name: "a", Where: ""}, "empty"},
 		{table.View{Name: "a", Where: strings.Repeat("speed > 1 AND ", 8000) + "TRUE"}, "bytes long"},

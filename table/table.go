@@ -100,6 +100,9 @@ func Create(ctx context.Context, store storage.Store, schema Schema, opts Option
 	if err := schema.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkReservedNames(nil, &schema); err != nil {
+		return nil, err
+	}
 	meta := tableMeta{FormatVersion: FormatVersion, Features: []string{}, UUID: uuid.NewString(), Created: opts.withDefaults().Now().UTC()}
 	// The schema goes first: a table.json without schema must not exist.
 	if err := store.PutIfAbsent(ctx, schemaKey(schema.ID), marshal(schema)); err != nil && !errors.Is(err, storage.ErrExists) {

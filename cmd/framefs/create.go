@@ -85,8 +85,9 @@ func (f createFlags) schema() (table.Schema, error) {
 	return s, nil
 }
 
-func runCreate(cmd *cobra.Command, stores *storeFlags, uri string, f createFlags) error {
+func runCreate(cmd *cobra.Command, stores *storeFlags, uri string, f createFlags) (err error) {
 	ctx := cmd.Context()
+	defer madeDirs(uri)(&err)
 	s, err := f.schema()
 	if err != nil {
 		return err

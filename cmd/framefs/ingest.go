@@ -116,7 +116,7 @@ func ingestVideos(cmd *cobra.Command, tbl *table.Table, opener *input.Opener, vi
 	}
 	snap, err := tbl.AddEpisodes(ctx, inputs, table.AddOptions{NoSizes: f.noSizes, AllowNewColumns: f.allowNew, Progress: progressBar()})
 	if err != nil {
-		return err
+		return f.rng.explain(cmd, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: added %d episodes, %d frames\n", snap.ID, snap.Summary.EpisodesAdded, snap.Summary.FramesAdded)
 	reportS3(cmd.OutOrStdout(), opener, tbl)

@@ -96,8 +96,9 @@ one breaks. Episodes are committed in batches (--batch episodes, at most
 	return cmd
 }
 
-func importLeRobot(cmd *cobra.Command, stores *storeFlags, dir, uri string, opts lerobot.ImportOptions, asJSON bool) error {
+func importLeRobot(cmd *cobra.Command, stores *storeFlags, dir, uri string, opts lerobot.ImportOptions, asJSON bool) (err error) {
 	ctx := cmd.Context()
+	defer madeDirs(uri)(&err)
 	ds, err := lerobot.Open(ctx, dir)
 	if err != nil {
 		return err

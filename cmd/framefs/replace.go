@@ -39,7 +39,7 @@ as for ingest.`,
 			return withIngestTable(cmd.Context(), stores, args[0], f.noSizes, opener, func(tbl *table.Table) error {
 				snap, err := tbl.ReplaceVideo(cmd.Context(), f.episode, f.column, video, table.AddOptions{NoSizes: f.noSizes})
 				if err != nil {
-					return err
+					return f.rng.explain(cmd, err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: replaced the video of episode %s\n", snap.ID, f.episode)
 				reportS3(cmd.OutOrStdout(), opener, tbl)

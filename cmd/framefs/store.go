@@ -128,6 +128,32 @@ func (f *storeFlags) checkCreatable(ctx context.Context, uri string) error {
 	return nil
 }
 
+// madeDirs notes the directories of a local location that do not exist
+// yet; the function it returns removes those a failed command made, while
+// they are empty, so that a refused create or import leaves no empty
+// folder named after the table.
+func madeDirs(uri string) func(err *error) {
+	var missing []string // deepest first
+	if !storage.IsS3URI(uri) {
+		for d := filepath.Clean(uri); ; d = filepath.Dir(d) {
+			if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+				break
+			}
+			missing = append(missing, d)
+		}
+	}
+	return func(err *error) {
+		if *err == nil {
+			return
+		}
+		for _, d := range missing {
+			if os.Remove(d) != nil {
+				return // not empty: something else is there
+			}
+		}
+	}
+}
+
 // baseName is the last element of a path or URI (a table's name).
 func baseName(uri string) string {
 	if storage.IsS3URI(uri) {
