@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -226,4 +227,64 @@ func unescapeMountPath(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// Warehouse is what a mount of several tables needs from them.
+type Warehouse interface {
+	// Tables lists the table names.
+	Tables(ctx context.Context) ([]string, error)
+	// Open opens a table by name.
+	Open(ctx context.Context, name string) (*table.Table, error)
+	// Create makes a new, empty table (no columns but the episode id
+	// and the video; its first sidecars add the rest).
+	Create(ctx context.Context, name string) (*table.Table, error)
+	// Location names a table's storage as its Table.String() does,
+	// without opening it.
+	Location(name string) string
+}
+
+// mountFS holds what every node of one mount shares.
+type mountFS struct {
+	opts    Options
+	frames  FrameServer
+	stats   *stats
+	started time.Time
+	uid     uint32
+	gid     uint32
+	// extraStats adds decoder and cache counters to .stats.
+	extraStats func(b *strings.Builder)
+
+	mu       sync.Mutex // guards catalogs
+	catalogs []*catalog
+
+	// The stagers of write directories run until bg ends (at unmount).
+	bg      context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	stagers []stagerRef
+}
+
+// closeCatalogs releases what the tables' catalogs hold open.
+func (m *mountFS) closeCatalogs() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.catalogs {
+		c.close()
+	}
+	m.catalogs = nil
+}
+
+func (m *mountFS) owner(a *fuse.Attr) {
+	a.Uid, a.Gid = m.uid, m.gid
+}
+
+func dirAttr(m *mountFS, out *fuse.Attr, mtime time.Time) {
+	out.Mode = fuse.S_IFDIR | 0o555
+	out.Nlink = 2
+	m.owner(out)
+	out.SetTimes(nil, &mtime, &mtime)
+}
+
+func currentOwner() (uint32, uint32) {
+	return uint32(os.Getuid()), uint32(os.Getgid())
 }

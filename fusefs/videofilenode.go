@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path"
-	"strings"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -21,34 +19,6 @@ import (
 // several episodes share one stored video (each from its own first frame),
 // the file is the whole video; frames.jsonl says which frames are the
 // episode's.
-
-// videoFileName is the name of a video column's file: the column and the
-// extension of the file it was ingested from (MP4 and its kin, Matroska,
-// WebM), .mp4 when that is unknown.
-func videoFileName(column string, ref table.VideoRef) string {
-	switch ext := strings.ToLower(path.Ext(ref.SourceName)); ext {
-	case ".mp4", ".m4v", ".mov", ".mkv", ".webm":
-		return column + ext
-	}
-	return column + ".mp4"
-}
-
-// videoColumnOf returns the video column whose file is name in an episode
-// folder of e.
-func videoColumnOf(e *table.EpisodeEntry, name string) (string, bool) {
-	for col, ref := range e.Videos {
-		if videoFileName(col, ref) == name {
-			return col, true
-		}
-	}
-	return "", false
-}
-
-// videoIno is the inode number of a stored video's file: every episode
-// folder showing the same payload shows the same file.
-func videoIno(ref table.VideoRef) uint64 {
-	return ino(fmt.Sprintf("video|%s@%d+%d|%s", ref.Pack, ref.Offset, ref.Length, ref.SHA256))
-}
 
 // videoFileNode is one stored video.
 type videoFileNode struct {
