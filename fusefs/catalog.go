@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"math"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sync/singleflight"
@@ -30,12 +31,12 @@ type FrameServer interface {
 	Identity(setting media.ImageSetting) string
 }
 
-// catalog answers the questions the filesystem asks about one table's
-// episodes (rows, frame sizes, frame bytes) and caches the answers, which
-// never change for a given episode version. It has no FUSE in it. Its work
-// is not cancelled when the request that asked for it is interrupted (see
-// uninterrupted).
-type catalog struct {
+// Catalog answers the questions the filesystem asks about one table:
+// the trees of its snapshots and views, and its episodes' rows, frame
+// sizes and frame bytes. It caches the answers, which never change for a
+// given snapshot, view or episode version. Its work is not cancelled when
+// the request that asked for it is interrupted (see uninterrupted).
+type Catalog struct {
 	// life is the mount's context: payloads stay open past the request
 	// that opened them, so they are opened under it, and their reads stop
 	// at unmount.
@@ -44,7 +45,7 @@ type catalog struct {
 	frames   FrameServer
 	setting  media.ImageSetting
 	identity string // frames.Identity(setting), asked on every frame lookup
-	stats    *stats
+	counters *Counters
 
 	// The caches of per-episode metadata are bounded in bytes (see
 	// docs/CACHES.md, "Metadata caches"); a value larger than its whole
@@ -60,26 +61,17 @@ type catalog struct {
 	// rendered, by file key, so that stat needs no content after the
 	// content was evicted.
 	fileSizes *sizedLRU[string, int64]
-	trees     *sizedLRU[int64, *snapshotTree] // by snapshot id
+	trees     *sizedLRU[int64, *Tree] // by snapshot id
 	// treeDropped, if set, is told of every snapshot whose tree left
-	// trees (set once, before the catalog is used).
+	// trees.
 	treeDropped func(id int64)
 	// views holds the trees of views, by view version and snapshot.
-	views *sizedLRU[string, *snapshotTree]
+	views *sizedLRU[string, *Tree]
 	// identities caches frames.Identity of the settings views use.
 	identities sync.Map // media.ImageSetting -> string
 	// flight runs one computation per cache key at a time; concurrent
 	// misses wait for it and share its result.
 	flight singleflight.Group
-}
-
-// snapshotTree is what a snapshot directory shows: the snapshot's schema
-// and its folders, built from its manifests alone.
-type snapshotTree struct {
-	schema *table.Schema
-	root   *treeDir
-	// clips lists a clip view's clips (nil for other trees).
-	clips *clipIndex
 }
 
 // maxTrees bounds the snapshot trees a catalog keeps (about 200 bytes per
@@ -89,7 +81,28 @@ type snapshotTree struct {
 // folder of a snapshot whose tree leaves the cache (tableNode.treeDropped).
 const maxTrees = 16
 
-func newCatalog(life context.Context, tbl *table.Table, frames FrameServer, setting media.ImageSetting, st *stats) *catalog {
+// Counters count what catalogs do, for the mount's .stats; catalogs may
+// share them.
+type Counters struct {
+	// SizeComputations counts videos decoded to work out frame sizes not
+	// stored at ingest.
+	SizeComputations atomic.Int64
+}
+
+// CatalogOptions configure a Catalog.
+type CatalogOptions struct {
+	// Counters, if set, count the catalog's work.
+	Counters *Counters
+	// TreeDropped, if set, is told of every snapshot whose tree the
+	// catalog stopped keeping (see maxTrees). The catalog's lock may be
+	// held: it must not call the catalog.
+	TreeDropped func(id int64)
+}
+
+// NewCatalog returns the catalog of tbl, whose frames are made by frames
+// with setting. life is the mount's context: payloads stay open past the
+// request that opened them, and their reads stop when it ends.
+func NewCatalog(life context.Context, tbl *table.Table, frames FrameServer, setting media.ImageSetting, opts CatalogOptions) *Catalog {
 	// Payloads stay open: the decoder's read-ahead reads them after the
 	// request that opened them returned. Evicted ones are closed; a
 	// read-ahead still reading one fails quietly and the frame is decoded
@@ -97,15 +110,18 @@ func newCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 	b := catalogBudgets
 	videos := newSizedLRU(b.videos, maxOpenVideos, videoBytes, func(_ string, v *table.Video) { v.Close() })
 	videos.owned = true
-	c := &catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: frames.Identity(setting), stats: st,
+	if opts.Counters == nil {
+		opts.Counters = &Counters{}
+	}
+	c := &Catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: frames.Identity(setting), counters: opts.Counters, treeDropped: opts.TreeDropped,
 		videos:    videos,
 		sizes:     newSizedLRU[string, []int64](b.frameSizes, 0, func(s []int64) int64 { return 8 * int64(len(s)) }, nil),
 		rows:      newSizedLRU[string, *episodeRows](b.rows, 0, (*episodeRows).bytes, nil),
 		files:     newSizedLRU[string, []byte](b.rowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
 		fileSizes: newSizedLRU[string, int64](b.fileSizes, 0, func(int64) int64 { return 8 }, nil),
-		views:     newSizedLRU[string, *snapshotTree](math.MaxInt64, maxTrees, func(*snapshotTree) int64 { return 0 }, nil)}
+		views:     newSizedLRU[string, *Tree](math.MaxInt64, maxTrees, func(*Tree) int64 { return 0 }, nil)}
 	// Snapshot trees are bounded by count (see maxTrees).
-	c.trees = newSizedLRU(math.MaxInt64, maxTrees, func(*snapshotTree) int64 { return 0 }, func(id int64, _ *snapshotTree) {
+	c.trees = newSizedLRU(math.MaxInt64, maxTrees, func(*Tree) int64 { return 0 }, func(id int64, _ *Tree) {
 		if c.treeDropped != nil {
 			c.treeDropped(id)
 		}
@@ -203,7 +219,7 @@ func payloadKey(ref table.VideoRef) string {
 
 // cached returns the value under key in lru, computing it with compute
 // and adding it on a miss. Concurrent misses on one key compute it once.
-func cached[K comparable, V any](c *catalog, lru *sizedLRU[K, V], key K, flightKey string, compute func() (V, error)) (V, error) {
+func cached[K comparable, V any](c *Catalog, lru *sizedLRU[K, V], key K, flightKey string, compute func() (V, error)) (V, error) {
 	if v, ok := lru.Get(key); ok {
 		return v, nil
 	}
@@ -225,20 +241,23 @@ func cached[K comparable, V any](c *catalog, lru *sizedLRU[K, V], key K, flightK
 	return r.(V), nil
 }
 
-// snapshotTree returns the folders of a snapshot.
-func (c *catalog) snapshotTree(ctx context.Context, snap *table.Snapshot) (*snapshotTree, error) {
+// SnapshotTree returns the tree of a snapshot. Its folders are read from
+// the snapshot's manifests when they are first listed or looked up.
+func (c *Catalog) SnapshotTree(ctx context.Context, snap *table.Snapshot) (*Tree, error) {
 	ctx = uninterrupted(ctx)
-	return cached(c, c.trees, snap.ID, fmt.Sprintf("tree %d", snap.ID), func() (*snapshotTree, error) {
+	return cached(c, c.trees, snap.ID, fmt.Sprintf("tree %d", snap.ID), func() (*Tree, error) {
 		schema, err := c.tbl.Schema(ctx, snap.SchemaID)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
 		}
-		eps, err := c.tbl.Episodes(ctx, snap)
-		if err != nil {
-			return nil, err
-		}
-		return &snapshotTree{schema: schema, root: buildTree(schema, eps)}, nil
+		return newTree(c, snap, schema, nil, &snapshotIndex{cat: c, snap: snap, schema: schema}), nil
 	})
+}
+
+// KeepsTree reports whether the catalog keeps snapshot id's tree.
+func (c *Catalog) KeepsTree(id int64) bool {
+	_, ok := c.trees.Get(id)
+	return ok
 }
 
 // maxOpenVideos bounds the payloads (pack objects) a table keeps open.
@@ -246,7 +265,7 @@ const maxOpenVideos = 128
 
 // openVideo returns a stored video ready for the decoder. It stays open
 // (and cached) after the call.
-func (c *catalog) openVideo(ctx context.Context, ref table.VideoRef) (media.Video, error) {
+func (c *Catalog) openVideo(ctx context.Context, ref table.VideoRef) (media.Video, error) {
 	ctx = uninterrupted(ctx)
 	key := payloadKey(ref)
 	v, err := cached(c, c.videos, key, "open "+key, func() (*table.Video, error) {
@@ -269,19 +288,19 @@ func (c *catalog) openVideo(ctx context.Context, ref table.VideoRef) (media.Vide
 	return dv, nil
 }
 
-// close releases the open payloads.
-func (c *catalog) close() { c.videos.Purge() }
+// Close releases the open payloads.
+func (c *Catalog) Close() { c.videos.Purge() }
 
 // frameSizes returns the encoded size of every frame of a video for the
 // served setting: stored at ingest when the identity matches, else worked
 // out once by decoding the video and remembered.
-func (c *catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, error) {
+func (c *Catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, error) {
 	return c.frameSizesFor(ctx, ref, c.setting, c.identity)
 }
 
 // frameSizesFor is frameSizes for another image setting (a view's), whose
 // identity is given.
-func (c *catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting media.ImageSetting, identity string) ([]int64, error) {
+func (c *Catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting media.ImageSetting, identity string) ([]int64, error) {
 	ctx = uninterrupted(ctx)
 	key := payloadKey(ref) + "|" + identity
 	return cached(c, c.sizes, key, "sizes "+key, func() ([]int64, error) {
@@ -289,7 +308,7 @@ func (c *catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting
 		if err != nil || ok {
 			return sizes, err
 		}
-		c.stats.sizeComputations.Add(1)
+		c.counters.SizeComputations.Add(1)
 		dv, err := c.openVideo(ctx, ref)
 		if err != nil {
 			return nil, err
@@ -299,7 +318,7 @@ func (c *catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting
 }
 
 // identityOf returns frames.Identity(setting), remembered per setting.
-func (c *catalog) identityOf(setting media.ImageSetting) string {
+func (c *Catalog) identityOf(setting media.ImageSetting) string {
 	if setting == c.setting {
 		return c.identity
 	}
@@ -313,12 +332,12 @@ func (c *catalog) identityOf(setting media.ImageSetting) string {
 
 // frame returns the image of frame ordinal of a stored video whose
 // episode has rows frames from ref.FirstFrame on.
-func (c *catalog) frame(ctx context.Context, ref table.VideoRef, rows int64, ordinal int) ([]byte, error) {
+func (c *Catalog) frame(ctx context.Context, ref table.VideoRef, rows int64, ordinal int) ([]byte, error) {
 	return c.frameFor(ctx, ref, rows, ordinal, c.setting)
 }
 
 // frameFor is frame with another image setting (a view's).
-func (c *catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting media.ImageSetting) ([]byte, error) {
+func (c *Catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting media.ImageSetting) ([]byte, error) {
 	ctx = uninterrupted(ctx)
 	dv, err := c.openVideo(ctx, ref)
 	if err != nil {
@@ -336,7 +355,7 @@ func episodeKey(snap *table.Snapshot, e table.EpisodeEntry) string {
 }
 
 // episodeRows returns an episode's rows (with row ids and ordinals).
-func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) (*episodeRows, error) {
+func (c *Catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) (*episodeRows, error) {
 	ctx = uninterrupted(ctx)
 	key := episodeKey(snap, e)
 	return cached(c, c.rows, key, "rows "+key, func() (*episodeRows, error) {
@@ -345,7 +364,7 @@ func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table
 }
 
 // readRows reads an episode's rows, without keeping them.
-func (c *catalog) readRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) (*episodeRows, error) {
+func (c *Catalog) readRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) (*episodeRows, error) {
 	// Rows are read with the snapshot's schema: a column added later
 	// shows as null.
 	rows, err := c.tbl.Rows(ctx, snap, e)
@@ -374,7 +393,7 @@ func rowsFileKey(snap *table.Snapshot, e table.EpisodeEntry, name string, ordina
 // rowsFile returns the content of an episode's frames.jsonl or
 // frames.parquet: of the rows at ordinals (a view's selection), or of
 // every row when ordinals is nil.
-func (c *catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) ([]byte, error) {
+func (c *Catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) ([]byte, error) {
 	ctx = uninterrupted(ctx)
 	rows := func() (*episodeRows, error) { return c.episodeRows(ctx, snap, e) }
 	if name == rowsJSONL && ordinals == nil {
@@ -389,7 +408,7 @@ func (c *catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.Ep
 
 // renderRowsFile makes rowsFile's file, taking the episode's rows from
 // rows, and remembers its size.
-func (c *catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64,
+func (c *Catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64,
 	rows func() (*episodeRows, error)) ([]byte, error) {
 	var data []byte
 	switch name {
@@ -424,7 +443,7 @@ func (c *catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e ta
 // fill the caches with rows nobody reads. A frames.parquet is kept within
 // its budget like a read one, since the read that usually follows a stat
 // (cp, rsync, tar) would otherwise read and encode the rows again.
-func (c *catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) (int64, error) {
+func (c *Catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) (int64, error) {
 	ctx = uninterrupted(ctx)
 	key := rowsFileKey(snap, e, name, ordinals)
 	if size, ok := c.fileSizes.Get(key); ok {
@@ -460,7 +479,7 @@ func clipJSONKey(snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) s
 // clipJSON renders a clip's clip.json from its episode's (cached) rows.
 // It is not kept (a clip view has a clip.json per window, each cheap to
 // render); its size is.
-func (c *catalog) clipJSON(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) ([]byte, error) {
+func (c *Catalog) clipJSON(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) ([]byte, error) {
 	rows, err := c.episodeRows(ctx, snap, e)
 	if err != nil {
 		return nil, err
@@ -489,7 +508,7 @@ func (c *catalog) clipJSON(ctx context.Context, snap *table.Snapshot, e table.Ep
 }
 
 // clipJSONSize is the size of clipJSON's file, remembered.
-func (c *catalog) clipJSONSize(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) (int64, error) {
+func (c *Catalog) clipJSONSize(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) (int64, error) {
 	if size, ok := c.fileSizes.Get(clipJSONKey(snap, e, clip)); ok {
 		return size, nil
 	}

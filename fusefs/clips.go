@@ -50,6 +50,19 @@ func clipName(start, rows int64) string {
 	return fmt.Sprintf("clip-%0*d", width, start)
 }
 
+// parseClipName is the inverse of clipName.
+func parseClipName(name string, rows int64) (int64, bool) {
+	digits, ok := strings.CutPrefix(name, "clip-")
+	if !ok {
+		return 0, false
+	}
+	start, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || start < 0 || clipName(start, rows) != name {
+		return 0, false
+	}
+	return start, true
+}
+
 // clipFrameName is the name of the j-th frame of a window of length
 // frames: zero-padded to the window length's width, at least 2 digits.
 func clipFrameName(j, length int, ext string) string {
@@ -131,8 +144,8 @@ func (x *clipIndex) file(name string) ([]byte, bool) {
 
 // buildClipTree lays out a clip view: episodes under partition (or
 // group-by) folders as in a plain view, each holding its clips' folders.
-func buildClipTree(s *table.Schema, cs *table.ClipSelection, groupBy []string) (*treeDir, *clipIndex) {
-	root := &treeDir{subdirs: map[string]*treeDir{}}
+func buildClipTree(s *table.Schema, cs *table.ClipSelection, groupBy []string) (builtIndex, *clipIndex) {
+	b := newIndexBuilder()
 	idx := &clipIndex{}
 	w := cs.Window
 	tops := map[string]bool{} // top group-by folders, for clips.txt labels
@@ -140,40 +153,22 @@ func buildClipTree(s *table.Schema, cs *table.ClipSelection, groupBy []string) (
 		ce := &cs.Episodes[i]
 		e := &ce.Entry
 		for _, part := range ce.Parts {
-			d := root
-			var folders []string
+			folders := viewFolders(s, e, part.Group, groupBy)
 			if len(groupBy) > 0 {
-				folders = strings.Split(part.Group, "/")
 				tops[folders[0]] = true
-			} else {
-				for _, p := range s.PartitionColumns {
-					folders = append(folders, p+"="+e.Partition[p])
-				}
 			}
-			for _, f := range folders {
-				d = d.child(f)
-			}
-			ep := d.child(e.Episode)
 			// The episode folder shows the rows files and videos; its
 			// frames are in the clip folders.
-			ep.episode, ep.rows = e, part.Ordinals(w)
+			b.add(folders, shownEpisode{e: e, rows: part.Ordinals(w), clips: part.Starts})
 			for _, start := range part.Starts {
 				name := clipName(start, e.Rows)
-				c := ep.child(name)
-				c.episode, c.clip = e, &clipWindow{start: start, frames: w.Frames(start)}
 				rec := clipRecord{Path: strings.Join(append(slices.Clone(folders), e.Episode, name), "/"),
-					Episode: e.Episode, Start: start, FrameIndices: c.clip.frames}
+					Episode: e.Episode, Start: start, FrameIndices: w.Frames(start)}
 				if len(groupBy) > 0 {
 					rec.top = folders[0]
 				}
 				if len(s.VideoColumns) > 1 {
-					for _, col := range s.VideoColumns {
-						cc := c.child(col)
-						cc.episode, cc.column, cc.clip = e, col, c.clip
-					}
 					rec.columns = s.VideoColumns
-				} else {
-					c.column = s.VideoColumns[0]
 				}
 				idx.records = append(idx.records, rec)
 			}
@@ -193,5 +188,5 @@ func buildClipTree(s *table.Schema, cs *table.ClipSelection, groupBy []string) (
 		}
 		return int(a.Start - b.Start)
 	})
-	return root, idx
+	return b.build(), idx
 }

@@ -57,10 +57,10 @@ func oldXattrs(row table.Row) map[string][]byte {
 		switch x := v.(type) {
 		case nil:
 		case string:
-			out[userXattrPrefix+k] = []byte(x)
+			out[UserXattrPrefix+k] = []byte(x)
 		default:
 			b, _ := json.Marshal(x)
-			out[userXattrPrefix+k] = b
+			out[UserXattrPrefix+k] = b
 		}
 	}
 	return out

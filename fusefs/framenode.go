@@ -2,93 +2,34 @@ package fusefs
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-
-	"github.com/framefs/framefs/table"
 )
-
-// frameInode makes the node of row's frame of n's video column under
-// parent: the same inode wherever the frame is shown.
-func (n *dirNode) frameInode(ctx context.Context, parent *fs.Inode, row int64, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	e := n.d.episode
-	f := &frameNode{s: n.s, e: e, column: n.d.column, row: row}
-	size, err := f.frameSize(ctx)
-	if err != nil {
-		return nil, errno("frame size", err)
-	}
-	fileAttr(n.s, e, &out.Attr, size)
-	return parent.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: n.frameIno(n.d.column, row)}), 0
-}
 
 // frameNode is one frame image.
 type frameNode struct {
 	fs.Inode
 	readOnly
-	s      *snapshotDir
-	e      *table.EpisodeEntry
-	column string
-	row    int64
-
-	mu   sync.Mutex // guards size
-	size int64      // 0 until known (no image is empty)
+	m *mountFS
+	f *File
 	// cached says the image was handed to the kernel's page cache (see
 	// Open).
 	cached atomic.Bool
 }
 
-func (n *frameNode) OnForget() { n.s.t.m.stats.nodes.released() }
-
-func (n *frameNode) ref() table.VideoRef { return n.e.Videos[n.column] }
-
-func (n *frameNode) ordinal() int { return int(n.ref().FirstFrame + n.row) }
-
-// frameSize is the exact byte size of the image, known without decoding
-// it: stored sizes, or those the catalog worked out for the whole video.
-func (n *frameNode) frameSize(ctx context.Context) (int64, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.size > 0 {
-		return n.size, nil
-	}
-	set, identity := n.s.setting(n.ref())
-	sizes, err := n.s.t.cat.frameSizesFor(ctx, n.ref(), set, identity)
-	if err != nil {
-		return 0, err
-	}
-	if n.ordinal() >= len(sizes) {
-		return 0, fmt.Errorf("%w: frame %d of a %d-frame video", table.ErrCorrupt, n.ordinal(), len(sizes))
-	}
-	n.size = sizes[n.ordinal()]
-	return n.size, nil
-}
-
-// fileAttr fills the attributes of a read-only file of episode e.
-func fileAttr(s *snapshotDir, e *table.EpisodeEntry, a *fuse.Attr, size int64) {
-	a.Mode = fuse.S_IFREG | 0o444
-	a.Nlink = 1
-	a.Size = uint64(size)
-	a.Blocks = (a.Size + 511) / 512
-	s.t.m.owner(a)
-	t := e.Time
-	if t.IsZero() {
-		t = s.snap.Time // written before episodes had their own time
-	}
-	a.SetTimes(nil, &t, &t)
-}
+func (n *frameNode) OnForget() { n.m.stats.nodes.released() }
 
 func (n *frameNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if _, err := n.frameSize(ctx); err != nil {
+	size, err := n.f.Size(ctx)
+	if err != nil {
 		return errno("frame size", err)
 	}
-	fileAttr(n.s, n.e, &out.Attr, n.size)
+	fileAttr(n.m, &out.Attr, size, n.f.Time())
 	out.SetTimeout(immutableTimeout)
 	return 0
 }
@@ -97,7 +38,7 @@ func (n *frameNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	m := n.s.t.m
+	m := n.m
 	const openFlags = fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH
 	if n.cached.Load() {
 		// An earlier open gave the kernel the image, which it keeps
@@ -127,24 +68,13 @@ func (n *frameNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 // image returns the frame's encoded image, checked against the size stat
 // announced.
 func (n *frameNode) image(ctx context.Context) ([]byte, syscall.Errno) {
-	m := n.s.t.m
-	size, err := n.frameSize(ctx)
-	if err != nil {
+	if _, err := n.f.Size(ctx); err != nil {
 		return nil, errno("frame size", err)
 	}
-	set, _ := n.s.setting(n.ref())
-	data, err := n.s.t.cat.frameFor(ctx, n.ref(), n.e.Rows, n.ordinal(), set)
+	data, err := n.f.Content(ctx)
 	if err != nil {
-		m.stats.frameErrors.Add(1)
-		return nil, errno(fmt.Sprintf("decode %s frame %d of episode %q", n.column, n.row, n.e.Episode), err)
-	}
-	if int64(len(data)) != size {
-		// The size promised at stat time and the bytes differ: the
-		// sizes came from another encoder build. Refuse rather than
-		// serve a file whose length lies.
-		m.stats.frameErrors.Add(1)
-		return nil, errno("frame size", fmt.Errorf("%w: episode %q %s frame %d is %d bytes, %d were announced",
-			table.ErrCorrupt, n.e.Episode, n.column, n.row, len(data), size))
+		n.m.stats.frameErrors.Add(1)
+		return nil, errno(n.f.String(), err)
 	}
 	return data, 0
 }
@@ -160,7 +90,7 @@ type frameHandle struct {
 }
 
 func (h *frameHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	m := h.n.s.t.m
+	m := h.n.m
 	m.stats.frameReads.Add(1)
 	if h.data != nil {
 		return fuse.ReadResultData(sliceAt(h.data, dest, off)), 0
@@ -174,20 +104,11 @@ func (h *frameHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 	return fuse.ReadResultData(part), 0
 }
 
-// xattrs returns the row's columns as user.* extended attributes.
-func (n *frameNode) xattrs(ctx context.Context) (map[string][]byte, error) {
-	rows, err := n.s.t.cat.episodeRows(ctx, n.s.snap, *n.e)
-	if err != nil {
-		return nil, err
-	}
-	return rows.xattrs(n.e.Episode, n.row)
-}
-
 func (n *frameNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !strings.HasPrefix(attr, userXattrPrefix) {
+	if !strings.HasPrefix(attr, UserXattrPrefix) {
 		return noXattrs{}.Getxattr(ctx, attr, dest)
 	}
-	attrs, err := n.xattrs(ctx)
+	attrs, err := n.f.Xattrs(ctx)
 	if err != nil {
 		return 0, errno("xattrs", err)
 	}
@@ -202,7 +123,7 @@ func (n *frameNode) Getxattr(ctx context.Context, attr string, dest []byte) (uin
 }
 
 func (n *frameNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	attrs, err := n.xattrs(ctx)
+	attrs, err := n.f.Xattrs(ctx)
 	if err != nil {
 		return 0, errno("xattrs", err)
 	}

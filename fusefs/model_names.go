@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"hash/fnv"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/framefs/framefs/table"
 )
 
-// ino derives a stable inode number from a node's path in the mount.
-func ino(path string) uint64 {
+// PathIno derives a stable inode number from a node's path in the mount.
+func PathIno(path string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(path))
 	v := h.Sum64()
@@ -45,5 +46,52 @@ func videoColumnOf(e *table.EpisodeEntry, name string) (string, bool) {
 // videoIno is the inode number of a stored video's file: every episode
 // folder showing the same payload shows the same file.
 func videoIno(ref table.VideoRef) uint64 {
-	return ino(fmt.Sprintf("video|%s@%d+%d|%s", ref.Pack, ref.Offset, ref.Length, ref.SHA256))
+	return PathIno(fmt.Sprintf("video|%s@%d+%d|%s", ref.Pack, ref.Offset, ref.Length, ref.SHA256))
 }
+
+// frameName is the file name of row i: a zero-padded ordinal, so that name
+// order is frame order.
+func frameName(i, rows int64, ext string) string {
+	width := max(6, len(strconv.FormatInt(rows-1, 10)))
+	return fmt.Sprintf("%0*d.%s", width, i, ext)
+}
+
+// parseFrameName is the inverse of frameName.
+func parseFrameName(name string, rows int64, ext string) (int64, bool) {
+	digits, ok := strings.CutSuffix(name, "."+ext)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || i < 0 || i >= rows || frameName(i, rows, ext) != name {
+		return 0, false
+	}
+	return i, true
+}
+
+// A file of an episode is the same file in every snapshot (and view) that
+// holds the same version of the episode: its inode number names what makes
+// its bytes, attributes and extended attributes (the episode version's rows
+// and video, the schema they are read with, the image setting), not its
+// path, and its times are the episode version's commit time. So the kernel
+// keeps one inode, and one copy in its page cache, for a frame read through
+// latest before and after a commit that did not change its episode, or
+// through a tag, a snapshot and a view; and the daemon one node. (Such
+// files report one link: they are not hard links to tools that copy
+// trees.)
+func episodeFileIno(e *table.EpisodeEntry, schemaID int, parts ...string) uint64 {
+	var b strings.Builder
+	fmt.Fprintf(&b, "episode|%s|%s#%d|%d|%d|%d", e.Episode, e.DataFile, e.RowGroup, e.FirstRowID, e.Rows, schemaID)
+	for _, col := range sortedKeys(e.Videos) {
+		r := e.Videos[col]
+		fmt.Fprintf(&b, "|%s=%s@%d+%d:%d", col, r.Pack, r.Offset, r.Length, r.FirstFrame)
+	}
+	for _, p := range parts {
+		b.WriteString("|" + p)
+	}
+	return PathIno(b.String())
+}
+
+// UserXattrPrefix is the only extended attribute namespace of the mount:
+// frames carry their row's columns as user.COLUMN.
+const UserXattrPrefix = "user."

@@ -13,34 +13,36 @@ import (
 	"github.com/framefs/framefs/table"
 )
 
-// viewContent is what a view's folder needs: the view object and its
-// image setting.
-type viewContent struct {
-	def table.View
-	// version names the view object's content, so that a view deleted and
+// View is what a view's folder needs: the view object and its image
+// setting.
+type View struct {
+	Def table.View
+	// Version names the view object's content, so that a view deleted and
 	// created again with another filter gets folders of other names
 	// (the kernel caches what it saw under the old ones).
-	version string
+	Version string
 	image   *viewImage
 }
 
-func newViewContent(v table.View) *viewContent {
+// NewView returns the View of a view object.
+func NewView(v table.View) *View {
 	data, _ := json.Marshal(v)
 	sum := sha256.Sum256(data)
-	vc := &viewContent{def: v, version: hex.EncodeToString(sum[:4])}
+	vc := &View{Def: v, Version: hex.EncodeToString(sum[:4])}
 	if v.Image != nil {
 		vc.image = &viewImage{ViewImage: *v.Image}
 	}
 	return vc
 }
 
-// folder is the name of the view's folder for a snapshot.
-func (vc *viewContent) folder(snap int64) string {
-	return fmt.Sprintf(".%s@%d-%s", vc.def.Name, snap, vc.version)
+// FolderName is the name of the view's folder for a snapshot,
+// ".NAME@N-V".
+func (vc *View) FolderName(snap int64) string {
+	return fmt.Sprintf(".%s@%d-%s", vc.Def.Name, snap, vc.Version)
 }
 
-// parseViewFolder splits ".NAME@N-V" into its parts.
-func parseViewFolder(name string) (view string, snap int64, version string, ok bool) {
+// ParseViewFolder splits ".NAME@N-V" into its parts.
+func ParseViewFolder(name string) (view string, snap int64, version string, ok bool) {
 	rest, ok := strings.CutPrefix(name, ".")
 	if !ok {
 		return "", 0, "", false
@@ -102,64 +104,62 @@ func (v *viewImage) forVideo(base media.ImageSetting, w, h int) media.ImageSetti
 	return s.Normalize()
 }
 
-// viewTree returns the folders of a view over a snapshot: the matching
+// ViewTree returns the folders of a view over a snapshot: the matching
 // frames under the snapshot's partition folders, or under COL=VALUE
 // folders of the view's group-by columns.
-func (c *catalog) viewTree(ctx context.Context, vc *viewContent, snap *table.Snapshot) (*snapshotTree, error) {
+func (c *Catalog) ViewTree(ctx context.Context, vc *View, snap *table.Snapshot) (*Tree, error) {
 	ctx = uninterrupted(ctx)
-	key := vc.folder(snap.ID)
-	return cached(c, c.views, key, "view "+key, func() (*snapshotTree, error) {
+	key := vc.FolderName(snap.ID)
+	return cached(c, c.views, key, "view "+key, func() (*Tree, error) {
 		schema, err := c.tbl.Schema(ctx, snap.SchemaID)
 		if err != nil {
 			return nil, err
 		}
-		f, err := c.tbl.CompileFilter(ctx, snap, vc.def.Where)
+		f, err := c.tbl.CompileFilter(ctx, snap, vc.Def.Where)
 		if err != nil {
 			return nil, err
 		}
-		if w := vc.def.Window; w != nil {
-			cs, err := c.tbl.SelectClips(ctx, snap, f, *w, table.SelectOptions{GroupBy: vc.def.GroupBy})
+		if w := vc.Def.Window; w != nil {
+			cs, err := c.tbl.SelectClips(ctx, snap, f, *w, table.SelectOptions{GroupBy: vc.Def.GroupBy})
 			if err != nil {
 				return nil, err
 			}
-			root, clips := buildClipTree(schema, cs, vc.def.GroupBy)
-			return &snapshotTree{schema: schema, root: root, clips: clips}, nil
+			ix, clips := buildClipTree(schema, cs, vc.Def.GroupBy)
+			t := newTree(c, snap, schema, vc, ix)
+			t.window, t.clips = &cs.Window, clips
+			return t, nil
 		}
-		sel, err := c.tbl.Select(ctx, snap, f, table.SelectOptions{GroupBy: vc.def.GroupBy})
+		sel, err := c.tbl.Select(ctx, snap, f, table.SelectOptions{GroupBy: vc.Def.GroupBy})
 		if err != nil {
 			return nil, err
 		}
-		return &snapshotTree{schema: schema, root: buildViewTree(schema, sel, vc.def.GroupBy)}, nil
+		return newTree(c, snap, schema, vc, buildViewTree(schema, sel, vc.Def.GroupBy)), nil
 	})
 }
 
-func buildViewTree(s *table.Schema, sel *table.Selection, groupBy []string) *treeDir {
-	root := &treeDir{subdirs: map[string]*treeDir{}}
+// buildViewTree indexes a view's matching rows, by episode, under the
+// folders of their partition values or group-by values.
+func buildViewTree(s *table.Schema, sel *table.Selection, groupBy []string) builtIndex {
+	b := newIndexBuilder()
 	for i := range sel.Episodes {
 		se := &sel.Episodes[i]
 		e := &se.Entry
 		for _, part := range se.Parts {
-			d := root
-			if len(groupBy) > 0 {
-				for _, folder := range strings.Split(part.Group, "/") {
-					d = d.child(folder)
-				}
-			} else {
-				for _, p := range s.PartitionColumns {
-					d = d.child(p + "=" + e.Partition[p])
-				}
-			}
-			ep := d.child(e.Episode)
-			ep.episode, ep.rows = e, part.Ordinals
-			if len(s.VideoColumns) > 1 {
-				for _, col := range s.VideoColumns {
-					c := ep.child(col)
-					c.episode, c.column, c.rows = e, col, part.Ordinals
-				}
-			} else {
-				ep.column = s.VideoColumns[0]
-			}
+			b.add(viewFolders(s, e, part.Group, groupBy), shownEpisode{e: e, rows: part.Ordinals})
 		}
 	}
-	return root
+	return b.build()
+}
+
+// viewFolders are the folders a view shows a part of episode e in: its
+// group's COL=VALUE folders with group-by, else its partition folders.
+func viewFolders(s *table.Schema, e *table.EpisodeEntry, group string, groupBy []string) []string {
+	if len(groupBy) > 0 {
+		return strings.Split(group, "/")
+	}
+	folders := make([]string, len(s.PartitionColumns))
+	for k, p := range s.PartitionColumns {
+		folders[k] = p + "=" + e.Partition[p]
+	}
+	return folders
 }

@@ -255,7 +255,7 @@ type mountFS struct {
 	extraStats func(b *strings.Builder)
 
 	mu       sync.Mutex // guards catalogs
-	catalogs []*catalog
+	catalogs []*Catalog
 
 	// The stagers of write directories run until bg ends (at unmount).
 	bg      context.Context
@@ -269,10 +269,14 @@ func (m *mountFS) closeCatalogs() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.catalogs {
-		c.close()
+		c.Close()
 	}
 	m.catalogs = nil
 }
+
+// ino is the inode number of the node at path in the mount, derived from
+// the path as the trees' folders derive theirs (PathIno).
+func ino(path string) uint64 { return PathIno(path) }
 
 func (m *mountFS) owner(a *fuse.Attr) {
 	a.Uid, a.Gid = m.uid, m.gid

@@ -51,10 +51,6 @@ func (readOnly) Setxattr(ctx context.Context, attr string, data []byte, flags ui
 
 func (readOnly) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.EROFS }
 
-// userXattrPrefix is the only extended attribute namespace of the mount:
-// frames carry their row's columns as user.COLUMN.
-const userXattrPrefix = "user."
-
 // noXattrs answers attribute reads of nodes without attributes. Other
 // namespaces than user. (SELinux labels, ACLs) are unsupported rather than
 // empty: ls -l asks every file for security.selinux and
@@ -63,7 +59,7 @@ const userXattrPrefix = "user."
 type noXattrs struct{}
 
 func (noXattrs) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if strings.HasPrefix(attr, userXattrPrefix) {
+	if strings.HasPrefix(attr, UserXattrPrefix) {
 		return 0, syscall.ENODATA
 	}
 	return 0, syscall.ENOTSUP

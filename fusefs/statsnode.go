@@ -14,14 +14,14 @@ import (
 // stats counts what the mount does; .stats shows them in the Prometheus
 // text format.
 type stats struct {
-	framesServed     atomic.Int64
-	bytesServed      atomic.Int64
-	frameErrors      atomic.Int64
-	sizeComputations atomic.Int64
-	lookups          atomic.Int64
-	frameReads       atomic.Int64
-	videoBytes       atomic.Int64
-	nodes            nodeCounts
+	framesServed atomic.Int64
+	bytesServed  atomic.Int64
+	frameErrors  atomic.Int64
+	lookups      atomic.Int64
+	frameReads   atomic.Int64
+	videoBytes   atomic.Int64
+	nodes        nodeCounts
+	catalog      Counters
 }
 
 func (s *stats) text(extra func(*strings.Builder)) []byte {
@@ -32,7 +32,7 @@ func (s *stats) text(extra func(*strings.Builder)) []byte {
 	counter("frames_served_total", "Frame images opened.", s.framesServed.Load())
 	counter("bytes_served_total", "Bytes of frame images handed to the kernel (at open, and for READs of dropped pages).", s.bytesServed.Load())
 	counter("frame_errors_total", "Frames that failed to decode (served as EIO).", s.frameErrors.Load())
-	counter("size_computations_total", "Videos decoded to work out frame sizes not stored at ingest.", s.sizeComputations.Load())
+	counter("size_computations_total", "Videos decoded to work out frame sizes not stored at ingest.", s.catalog.SizeComputations.Load())
 	counter("lookups_total", "Directory lookups.", s.lookups.Load())
 	counter("frame_read_requests_total", "READ requests for frame images (most reads are served from the page cache).", s.frameReads.Load())
 	counter("video_file_bytes_total", "Bytes read from the stored videos shown in episode folders.", s.videoBytes.Load())

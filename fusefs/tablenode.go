@@ -26,7 +26,7 @@ type tableNode struct {
 	readOnly
 	m    *mountFS
 	tbl  *table.Table
-	cat  *catalog
+	cat  *Catalog
 	path string
 	// withStats adds .stats (the root of a one-table mount).
 	withStats bool
@@ -54,12 +54,11 @@ func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string
 	if err != nil {
 		return nil, err
 	}
-	cat := newCatalog(m.bg, tbl, m.frames, setting.Normalize(), m.stats)
+	tn := &tableNode{m: m, tbl: tbl, path: path, snaps: map[int64]*table.Snapshot{}}
+	tn.cat = NewCatalog(m.bg, tbl, m.frames, setting.Normalize(), CatalogOptions{Counters: &m.stats.catalog, TreeDropped: tn.treeDropped})
 	m.mu.Lock()
-	m.catalogs = append(m.catalogs, cat)
+	m.catalogs = append(m.catalogs, tn.cat)
 	m.mu.Unlock()
-	tn := &tableNode{m: m, tbl: tbl, cat: cat, path: path, snaps: map[int64]*table.Snapshot{}}
-	cat.treeDropped = tn.treeDropped
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.startStaging(tn); err != nil {
@@ -147,7 +146,7 @@ func (n *tableNode) treeDropped(id int64) {
 		return
 	}
 	go func() {
-		if _, back := n.cat.trees.Get(id); back {
+		if n.cat.KeepsTree(id) {
 			return // looked up again meanwhile
 		}
 		n.mu.Lock()

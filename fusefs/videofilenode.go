@@ -24,16 +24,18 @@ import (
 type videoFileNode struct {
 	fs.Inode
 	readOnly
-	s      *snapshotDir
-	e      *table.EpisodeEntry
-	column string
-	ref    table.VideoRef
+	m *mountFS
+	f *File
 }
 
-func (n *videoFileNode) OnForget() { n.s.t.m.stats.nodes.released() }
+func (n *videoFileNode) OnForget() { n.m.stats.nodes.released() }
 
 func (n *videoFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fileAttr(n.s, n.e, &out.Attr, n.ref.Length)
+	size, err := n.f.Size(ctx)
+	if err != nil {
+		return errno(n.f.String(), err)
+	}
+	fileAttr(n.m, &out.Attr, size, n.f.Time())
 	out.SetTimeout(immutableTimeout)
 	return 0
 }
@@ -42,32 +44,36 @@ func (n *videoFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, 
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	v, err := n.s.t.cat.openVideo(ctx, n.ref)
+	size, err := n.f.Size(ctx)
+	if err != nil {
+		return nil, 0, errno(n.f.String(), err)
+	}
+	r, err := n.f.Video(ctx)
 	if err != nil {
 		return nil, 0, errno("open stored video", err)
 	}
-	return &videoHandle{n: n, r: v.R}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
+	return &videoHandle{n: n, r: r, size: size}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
 }
 
 // videoHandle reads an open stored video from its pack.
 type videoHandle struct {
-	n *videoFileNode
-	r io.ReaderAt
+	n    *videoFileNode
+	r    io.ReaderAt
+	size int64
 }
 
 func (h *videoHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	size := h.n.ref.Length
-	if off >= size {
+	if off >= h.size {
 		return fuse.ReadResultData(nil), 0
 	}
-	want := min(int64(len(dest)), size-off)
+	want := min(int64(len(dest)), h.size-off)
 	got, err := h.r.ReadAt(dest[:want], off)
 	if int64(got) < want {
 		if err == nil {
 			err = fmt.Errorf("%w: short read of a stored video", table.ErrCorrupt)
 		}
-		return nil, errno(fmt.Sprintf("read %s of episode %q", videoFileName(h.n.column, h.n.ref), h.n.e.Episode), err)
+		return nil, errno("read "+h.n.f.String(), err)
 	}
-	h.n.s.t.m.stats.videoBytes.Add(int64(got))
+	h.n.m.stats.videoBytes.Add(int64(got))
 	return fuse.ReadResultData(dest[:got]), 0
 }

@@ -46,14 +46,14 @@ const (
 type viewList struct {
 	mu        sync.Mutex // guards the fields below
 	refreshed time.Time
-	views     map[string]*viewContent
+	views     map[string]*View
 	broken    map[string]string // views this framefs cannot read: why
 	failed    map[string]string // NAME -> NAME.error content
 }
 
 // views returns the table's views, re-listed when older than the refresh
 // interval (or force is set).
-func (n *tableNode) views(ctx context.Context, force bool) (map[string]*viewContent, error) {
+func (n *tableNode) views(ctx context.Context, force bool) (map[string]*View, error) {
 	l := &n.viewList
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -64,18 +64,18 @@ func (n *tableNode) views(ctx context.Context, force bool) (map[string]*viewCont
 	if err != nil {
 		return nil, err
 	}
-	fresh := map[string]*viewContent{}
+	fresh := map[string]*View{}
 	broken := map[string]string{}
 	for i, v := range views {
 		if errs[i] != nil {
 			broken[v.Name] = errs[i].Error()
 			continue
 		}
-		if old := l.views[v.Name]; old != nil && old.def.Time.Equal(v.Time) && old.def.Where == v.Where {
+		if old := l.views[v.Name]; old != nil && old.Def.Time.Equal(v.Time) && old.Def.Where == v.Where {
 			fresh[v.Name] = old // keep its cached trees' identity
 			continue
 		}
-		fresh[v.Name] = newViewContent(v)
+		fresh[v.Name] = NewView(v)
 	}
 	l.views, l.broken, l.refreshed = fresh, broken, time.Now()
 	return fresh, nil
@@ -102,9 +102,9 @@ func (n *tableNode) viewFailure(name string) (string, bool) {
 }
 
 // viewSnapshot returns the snapshot a view shows now.
-func (n *tableNode) viewSnapshot(ctx context.Context, vc *viewContent) (int64, syscall.Errno) {
-	if vc.def.Snapshot != 0 {
-		return vc.def.Snapshot, 0
+func (n *tableNode) viewSnapshot(ctx context.Context, vc *View) (int64, syscall.Errno) {
+	if vc.Def.Snapshot != 0 {
+		return vc.Def.Snapshot, 0
 	}
 	ids, _, err := n.refresh(ctx, false)
 	if err != nil {
@@ -170,7 +170,7 @@ func (n *viewsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 
 // view returns a view by name, listing the views again if it is not
 // known yet.
-func (n *viewsNode) view(ctx context.Context, name string) (*viewContent, syscall.Errno) {
+func (n *viewsNode) view(ctx context.Context, name string) (*View, syscall.Errno) {
 	views, err := n.t.views(ctx, false)
 	if err != nil {
 		return nil, errno("list views", err)
@@ -191,15 +191,15 @@ func (n *viewsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	m := n.t.m
 	m.stats.lookups.Add(1)
 	path := n.path + "/" + name
-	if view, snapID, version, ok := parseViewFolder(name); ok {
+	if view, snapID, version, ok := ParseViewFolder(name); ok {
 		vc, errno := n.view(ctx, view)
 		if errno != 0 {
 			return nil, errno
 		}
-		if vc.version != version {
+		if vc.Version != version {
 			return nil, syscall.ENOENT // an earlier view of that name
 		}
-		if vc.def.Snapshot != 0 && vc.def.Snapshot != snapID {
+		if vc.Def.Snapshot != 0 && vc.Def.Snapshot != snapID {
 			return nil, syscall.ENOENT
 		}
 		snap, errno := n.t.snapshot(ctx, snapID)
@@ -229,9 +229,9 @@ func (n *viewsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		if errno != 0 {
 			return nil, errno
 		}
-		f := &viewTextNode{m: m, text: vc.def.Where + "\n", mtime: vc.def.Time}
+		f := &viewTextNode{m: m, text: vc.Def.Where + "\n", mtime: vc.Def.Time}
 		f.fill(&out.Attr)
-		return n.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path + "@" + vc.version)}), 0
+		return n.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path + "@" + vc.Version)}), 0
 	}
 	vc, errno := n.view(ctx, name)
 	if errno != 0 {
@@ -241,8 +241,8 @@ func (n *viewsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	if errno != 0 {
 		return nil, errno
 	}
-	target := vc.folder(snapID)
-	ln := &symlinkNode{m: m, target: target, mtime: vc.def.Time}
+	target := vc.FolderName(snapID)
+	ln := &symlinkNode{m: m, target: target, mtime: vc.Def.Time}
 	ln.fill(&out.Attr)
 	// One inode per target, as for latest: the kernel caches symlink
 	// targets by inode.

@@ -1,0 +1,42 @@
+package fusefs
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// metadataFileNode is a file of a tree whose bytes the catalog makes from
+// rows: an episode's frames.jsonl or frames.parquet, a clip's clip.json,
+// a clip view's clips.jsonl or clips.txt.
+type metadataFileNode struct {
+	fs.Inode
+	readOnly
+	m *mountFS
+	f *File
+}
+
+func (n *metadataFileNode) OnForget() { n.m.stats.nodes.released() }
+
+func (n *metadataFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	size, err := n.f.Size(ctx)
+	if err != nil {
+		return errno(n.f.String(), err)
+	}
+	fileAttr(n.m, &out.Attr, size, n.f.Time())
+	out.SetTimeout(immutableTimeout)
+	return 0
+}
+
+func (n *metadataFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	data, err := n.f.Content(ctx)
+	if err != nil {
+		return nil, 0, errno(n.f.String(), err)
+	}
+	return &bytesHandle{data: data}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
+}
