@@ -74,12 +74,12 @@ type Catalog struct {
 	flight singleflight.Group
 }
 
-// maxTrees bounds the snapshot trees a catalog keeps (about 200 bytes per
+// MaxTrees bounds the snapshot trees a catalog keeps (about 200 bytes per
 // episode each), so that a snapshot directory the kernel forgot and looks
 // up again does not read its manifests again. The folders the kernel
 // holds keep their tree too; the table node asks the kernel to drop the
 // folder of a snapshot whose tree leaves the cache (tableNode.treeDropped).
-const maxTrees = 16
+const MaxTrees = 16
 
 // Counters count what catalogs do, for the mount's .stats; catalogs may
 // share them.
@@ -87,14 +87,19 @@ type Counters struct {
 	// SizeComputations counts videos decoded to work out frame sizes not
 	// stored at ingest.
 	SizeComputations atomic.Int64
+	// RowsFilesMade counts rows files (frames.jsonl, frames.parquet) and
+	// clip.json files made from rows.
+	RowsFilesMade atomic.Int64
 }
 
 // CatalogOptions configure a Catalog.
 type CatalogOptions struct {
 	// Counters, if set, count the catalog's work.
 	Counters *Counters
+	// Budgets bound the metadata caches.
+	Budgets Budgets
 	// TreeDropped, if set, is told of every snapshot whose tree the
-	// catalog stopped keeping (see maxTrees). The catalog's lock may be
+	// catalog stopped keeping (see MaxTrees). The catalog's lock may be
 	// held: it must not call the catalog.
 	TreeDropped func(id int64)
 }
@@ -107,21 +112,21 @@ func NewCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 	// request that opened them returned. Evicted ones are closed; a
 	// read-ahead still reading one fails quietly and the frame is decoded
 	// on demand instead.
-	b := catalogBudgets
-	videos := newSizedLRU(b.videos, maxOpenVideos, videoBytes, func(_ string, v *table.Video) { v.Close() })
+	b := opts.Budgets.withDefaults()
+	videos := newSizedLRU(b.Videos, maxOpenVideos, videoBytes, func(_ string, v *table.Video) { v.Close() })
 	videos.owned = true
 	if opts.Counters == nil {
 		opts.Counters = &Counters{}
 	}
 	c := &Catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: frames.Identity(setting), counters: opts.Counters, treeDropped: opts.TreeDropped,
 		videos:    videos,
-		sizes:     newSizedLRU[string, []int64](b.frameSizes, 0, func(s []int64) int64 { return 8 * int64(len(s)) }, nil),
-		rows:      newSizedLRU[string, *episodeRows](b.rows, 0, (*episodeRows).bytes, nil),
-		files:     newSizedLRU[string, []byte](b.rowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
-		fileSizes: newSizedLRU[string, int64](b.fileSizes, 0, func(int64) int64 { return 8 }, nil),
-		views:     newSizedLRU[string, *Tree](math.MaxInt64, maxTrees, func(*Tree) int64 { return 0 }, nil)}
-	// Snapshot trees are bounded by count (see maxTrees).
-	c.trees = newSizedLRU(math.MaxInt64, maxTrees, func(*Tree) int64 { return 0 }, func(id int64, _ *Tree) {
+		sizes:     newSizedLRU[string, []int64](b.FrameSizes, 0, func(s []int64) int64 { return 8 * int64(len(s)) }, nil),
+		rows:      newSizedLRU[string, *episodeRows](b.Rows, 0, (*episodeRows).bytes, nil),
+		files:     newSizedLRU[string, []byte](b.RowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
+		fileSizes: newSizedLRU[string, int64](b.FileSizes, 0, func(int64) int64 { return 8 }, nil),
+		views:     newSizedLRU[string, *Tree](math.MaxInt64, MaxTrees, func(*Tree) int64 { return 0 }, nil)}
+	// Snapshot trees are bounded by count (see MaxTrees).
+	c.trees = newSizedLRU(math.MaxInt64, MaxTrees, func(*Tree) int64 { return 0 }, func(id int64, _ *Tree) {
 		if c.treeDropped != nil {
 			c.treeDropped(id)
 		}
@@ -129,33 +134,38 @@ func NewCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 	return c
 }
 
-// metadataBudgets are the byte budgets of a catalog's per-episode
-// metadata caches (docs/CACHES.md lists them). Together they bound what
-// the daemon keeps of the episodes it visited, whatever their number and
-// length.
-type metadataBudgets struct {
-	// videos bounds the frame indexes of open payloads (about 40 bytes
-	// a frame), besides their number (maxOpenVideos).
-	videos int64
-	// frameSizes bounds the frame size tables (8 bytes a frame).
-	frameSizes int64
-	// rows bounds the episodes' rows (their frames.jsonl, about 200
-	// bytes a frame, plus 8 bytes a frame of line ends).
-	rows int64
-	// rowsFiles bounds frames.parquet files and views' rows files.
-	rowsFiles int64
-	// fileSizes bounds the remembered sizes of rows files and clip.json
-	// (about 250 bytes each with their keys).
-	fileSizes int64
+// Budgets are the byte budgets of a catalog's per-episode metadata
+// caches (docs/CACHES.md lists them). Together they bound what the daemon
+// keeps of the episodes it visited, whatever their number and length. A
+// field left zero takes its default.
+type Budgets struct {
+	// Videos bounds the frame indexes of open payloads (about 40 bytes
+	// a frame), besides their number (maxOpenVideos). Default 32 MiB.
+	Videos int64
+	// FrameSizes bounds the frame size tables (8 bytes a frame).
+	// Default 32 MiB.
+	FrameSizes int64
+	// Rows bounds the episodes' rows (their frames.jsonl, about 200
+	// bytes a frame, plus 8 bytes a frame of line ends). Default 32 MiB.
+	Rows int64
+	// RowsFiles bounds frames.parquet files and views' rows files.
+	// Default 16 MiB.
+	RowsFiles int64
+	// FileSizes bounds the remembered sizes of rows files and clip.json
+	// (about 250 bytes each with their keys). Default 1 MiB.
+	FileSizes int64
 }
 
-// catalogBudgets are the budgets of new catalogs; tests lower them.
-var catalogBudgets = metadataBudgets{
-	videos:     32 << 20,
-	frameSizes: 32 << 20,
-	rows:       32 << 20,
-	rowsFiles:  16 << 20,
-	fileSizes:  1 << 20,
+func (b Budgets) withDefaults() Budgets {
+	for _, f := range []struct {
+		v   *int64
+		def int64
+	}{{&b.Videos, 32 << 20}, {&b.FrameSizes, 32 << 20}, {&b.Rows, 32 << 20}, {&b.RowsFiles, 16 << 20}, {&b.FileSizes, 1 << 20}} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	return b
 }
 
 // videoBytes estimates the memory of an open payload: its frame index
@@ -375,7 +385,7 @@ func (c *Catalog) readRows(ctx context.Context, snap *table.Snapshot, e table.Ep
 	if err != nil {
 		return nil, fmt.Errorf("episode %q: %w", e.Episode, err)
 	}
-	c.fileSizes.keep(rowsFileKey(snap, e, rowsJSONL, nil), int64(len(r.jsonl)))
+	c.fileSizes.keep(rowsFileKey(snap, e, RowsJSONL, nil), int64(len(r.jsonl)))
 	return r, nil
 }
 
@@ -396,7 +406,7 @@ func rowsFileKey(snap *table.Snapshot, e table.EpisodeEntry, name string, ordina
 func (c *Catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) ([]byte, error) {
 	ctx = uninterrupted(ctx)
 	rows := func() (*episodeRows, error) { return c.episodeRows(ctx, snap, e) }
-	if name == rowsJSONL && ordinals == nil {
+	if name == RowsJSONL && ordinals == nil {
 		// The rows' own encoding, kept once, with the rows.
 		return c.renderRowsFile(ctx, snap, e, name, nil, rows)
 	}
@@ -412,7 +422,7 @@ func (c *Catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e ta
 	rows func() (*episodeRows, error)) ([]byte, error) {
 	var data []byte
 	switch name {
-	case rowsJSONL:
+	case RowsJSONL:
 		r, err := rows()
 		if err != nil {
 			return nil, err
@@ -423,7 +433,7 @@ func (c *Catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e ta
 				return nil, err
 			}
 		}
-	case rowsParquet:
+	case RowsParquet:
 		var err error
 		if data, err = c.tbl.EpisodeParquetRows(ctx, snap, e, ordinals); err != nil {
 			return nil, err
@@ -431,6 +441,7 @@ func (c *Catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e ta
 	default:
 		return nil, fmt.Errorf("%w: %s", table.ErrNotFound, name)
 	}
+	c.counters.RowsFilesMade.Add(1)
 	c.fileSizes.keep(rowsFileKey(snap, e, name, ordinals), int64(len(data)))
 	return data, nil
 }
@@ -453,7 +464,7 @@ func (c *Catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e tabl
 		if size, ok := c.fileSizes.Get(key); ok {
 			return size, nil
 		}
-		if name == rowsParquet {
+		if name == RowsParquet {
 			data, err := c.rowsFile(ctx, snap, e, name, ordinals)
 			return int64(len(data)), err
 		}
@@ -473,13 +484,13 @@ func (c *Catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e tabl
 
 // clipJSONKey names a clip's clip.json in cache keys.
 func clipJSONKey(snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) string {
-	return fmt.Sprintf("%s/%s/%d/%s", episodeKey(snap, e), clipJSON, clip.start, ordinalsKey(clip.frames))
+	return fmt.Sprintf("%s/%s/%d/%s", episodeKey(snap, e), ClipJSON, clip.start, ordinalsKey(clip.frames))
 }
 
 // clipJSON renders a clip's clip.json from its episode's (cached) rows.
 // It is not kept (a clip view has a clip.json per window, each cheap to
 // render); its size is.
-func (c *Catalog) clipJSON(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) ([]byte, error) {
+func (c *Catalog) ClipJSON(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) ([]byte, error) {
 	rows, err := c.episodeRows(ctx, snap, e)
 	if err != nil {
 		return nil, err
@@ -503,6 +514,7 @@ func (c *Catalog) clipJSON(ctx context.Context, snap *table.Snapshot, e table.Ep
 	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
+	c.counters.RowsFilesMade.Add(1)
 	c.fileSizes.keep(clipJSONKey(snap, e, clip), int64(b.Len()))
 	return b.Bytes(), nil
 }
@@ -512,7 +524,7 @@ func (c *Catalog) clipJSONSize(ctx context.Context, snap *table.Snapshot, e tabl
 	if size, ok := c.fileSizes.Get(clipJSONKey(snap, e, clip)); ok {
 		return size, nil
 	}
-	data, err := c.clipJSON(ctx, snap, e, clip)
+	data, err := c.ClipJSON(ctx, snap, e, clip)
 	return int64(len(data)), err
 }
 
@@ -529,6 +541,6 @@ func ordinalsKey(ordinals []int64) string {
 
 // Names of the per-episode row files.
 const (
-	rowsJSONL   = "frames.jsonl"
-	rowsParquet = "frames.parquet"
+	RowsJSONL   = "frames.jsonl"
+	RowsParquet = "frames.parquet"
 )

@@ -31,9 +31,9 @@ import (
 
 // Names of the files of clip views.
 const (
-	clipJSON   = "clip.json"
-	clipsJSONL = "clips.jsonl"
-	clipsTxt   = "clips.txt"
+	ClipJSON   = "clip.json"
+	ClipsJSONL = "clips.jsonl"
+	ClipsTxt   = "clips.txt"
 )
 
 // clipWindow is one clip of an episode.
@@ -134,9 +134,9 @@ func (x *clipIndex) render() {
 func (x *clipIndex) file(name string) ([]byte, bool) {
 	x.render()
 	switch name {
-	case clipsJSONL:
+	case ClipsJSONL:
 		return x.jsonl, true
-	case clipsTxt:
+	case ClipsTxt:
 		return x.txt, true
 	}
 	return nil, false

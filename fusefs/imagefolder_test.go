@@ -77,7 +77,7 @@ func TestImageFolder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			os.WriteFile(filepath.Join(dir, frameName(i, e.Rows, "jpg")), img, 0o644)
+			os.WriteFile(filepath.Join(dir, FrameName(i, e.Rows, "jpg")), img, 0o644)
 			total++
 		}
 		v.Close()

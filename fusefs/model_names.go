@@ -49,21 +49,21 @@ func videoIno(ref table.VideoRef) uint64 {
 	return PathIno(fmt.Sprintf("video|%s@%d+%d|%s", ref.Pack, ref.Offset, ref.Length, ref.SHA256))
 }
 
-// frameName is the file name of row i: a zero-padded ordinal, so that name
+// FrameName is the file name of row i: a zero-padded ordinal, so that name
 // order is frame order.
-func frameName(i, rows int64, ext string) string {
+func FrameName(i, rows int64, ext string) string {
 	width := max(6, len(strconv.FormatInt(rows-1, 10)))
 	return fmt.Sprintf("%0*d.%s", width, i, ext)
 }
 
-// parseFrameName is the inverse of frameName.
+// parseFrameName is the inverse of FrameName.
 func parseFrameName(name string, rows int64, ext string) (int64, bool) {
 	digits, ok := strings.CutSuffix(name, "."+ext)
 	if !ok {
 		return 0, false
 	}
 	i, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || i < 0 || i >= rows || frameName(i, rows, ext) != name {
+	if err != nil || i < 0 || i >= rows || FrameName(i, rows, ext) != name {
 		return 0, false
 	}
 	return i, true

@@ -131,6 +131,9 @@ type Folder struct {
 // Ino is the folder's inode number, derived from its path.
 func (f *Folder) Ino() uint64 { return PathIno(f.path) }
 
+// Path is where the mount shows the folder.
+func (f *Folder) Path() string { return f.path }
+
 // Time is the snapshot's commit time.
 func (f *Folder) Time() time.Time { return f.tree.base.snap.Time }
 
@@ -192,14 +195,14 @@ func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 			}
 		}
 		if f.kind == clipFolder {
-			entries = append(entries, Entry{Name: clipJSON, Ino: f.clipJSONIno()})
+			entries = append(entries, Entry{Name: ClipJSON, Ino: f.clipJSONIno()})
 		}
 		return entries, nil
 	}
 	if f.column != "" {
 		ext := b.ext()
 		add := func(i int64) {
-			entries = append(entries, Entry{Name: frameName(i, e.Rows, ext), Ino: f.frameIno(i)})
+			entries = append(entries, Entry{Name: FrameName(i, e.Rows, ext), Ino: f.frameIno(i)})
 		}
 		if f.ep.rows == nil {
 			for i := int64(0); i < e.Rows; i++ {
@@ -215,7 +218,7 @@ func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 			ref := e.Videos[col]
 			entries = append(entries, Entry{Name: videoFileName(col, ref), Ino: videoIno(ref)})
 		}
-		for _, name := range []string{rowsJSONL, rowsParquet} {
+		for _, name := range []string{RowsJSONL, RowsParquet} {
 			entries = append(entries, Entry{Name: name, Ino: f.rowsIno(name)})
 			// ls -l stats the rows files last, after every frame: render
 			// them meanwhile on another core (their size is their content).
@@ -243,7 +246,7 @@ func (f *Folder) listPartition(ctx context.Context) ([]Entry, error) {
 		entries = append(entries, Entry{Name: name, Folder: true, Ino: PathIno(f.path + "/" + name)})
 	}
 	if f.IsRoot() && f.tree.clips != nil {
-		for _, name := range []string{clipsJSONL, clipsTxt} {
+		for _, name := range []string{ClipsJSONL, ClipsTxt} {
 			entries = append(entries, Entry{Name: name, Ino: PathIno(f.path + "/" + name)})
 		}
 	}
@@ -261,7 +264,7 @@ func (f *Folder) Lookup(ctx context.Context, name string) (Item, error) {
 	}
 	b, e := f.tree.base, f.ep.e
 	if f.clip != nil {
-		if name == clipJSON && f.kind == clipFolder {
+		if name == ClipJSON && f.kind == clipFolder {
 			return f.file(ClipJSONFile, name, episodeFileTime(b, e)), nil
 		}
 		if f.column == "" {
@@ -279,7 +282,7 @@ func (f *Folder) Lookup(ctx context.Context, name string) (Item, error) {
 			file.column, file.ino = col, videoIno(e.Videos[col])
 			return file, nil
 		}
-		if name == rowsJSONL || name == rowsParquet {
+		if name == RowsJSONL || name == RowsParquet {
 			return f.file(RowsFile, name, episodeFileTime(b, e)), nil
 		}
 	}
@@ -408,7 +411,7 @@ func (f *Folder) file(kind FileKind, name string, mtime time.Time) *File {
 // frame returns the file of row's frame of f's video column.
 func (f *Folder) frame(row int64) *File {
 	e := f.ep.e
-	file := f.file(FrameFile, frameName(row, e.Rows, f.tree.base.ext()), episodeFileTime(f.tree.base, e))
+	file := f.file(FrameFile, FrameName(row, e.Rows, f.tree.base.ext()), episodeFileTime(f.tree.base, e))
 	file.column, file.row, file.ino = f.column, row, f.frameIno(row)
 	return file
 }
@@ -441,7 +444,7 @@ func (f *Folder) rowsIno(name string) uint64 {
 // clipJSONIno is the inode number of a clip's clip.json: its content is
 // the episode version's rows at the clip's frames.
 func (f *Folder) clipJSONIno() uint64 {
-	return episodeFileIno(f.ep.e, f.tree.base.snap.SchemaID, clipJSON, ordinalsKey(f.clip.frames))
+	return episodeFileIno(f.ep.e, f.tree.base.snap.SchemaID, ClipJSON, ordinalsKey(f.clip.frames))
 }
 
 // Kind says what the file holds.
@@ -521,7 +524,7 @@ func (f *File) Content(ctx context.Context) ([]byte, error) {
 	case RowsFile:
 		return c.rowsFile(ctx, snap, *f.e, f.name, f.rows)
 	case ClipJSONFile:
-		return c.clipJSON(ctx, snap, *f.e, f.clip)
+		return c.ClipJSON(ctx, snap, *f.e, f.clip)
 	case ClipListFile:
 		return f.data, nil
 	}

@@ -230,7 +230,7 @@ func TestFramesMatchDecoder(t *testing.T) {
 		dv := decoder.Video{Key: decoder.VideoKey{Object: "direct/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
 		dir := f.path("robot", "latest", "task="+e.Partition["task"], e.Episode)
 		for i := int64(0); i < e.Rows; i++ {
-			name := filepath.Join(dir, frameName(i, e.Rows, "jpg"))
+			name := filepath.Join(dir, FrameName(i, e.Rows, "jpg"))
 			st, err := os.Stat(name)
 			if err != nil {
 				t.Fatal(err)

@@ -44,6 +44,10 @@ type Options struct {
 	// decoder and its caches.
 	ExtraStats func(b *strings.Builder)
 
+	// metadataBudgets bound each table's metadata caches (zero fields:
+	// the defaults); tests lower them.
+	metadataBudgets Budgets
+
 	// formerHeadLinger is how long after latest moved on the kernel is
 	// asked to drop the former head's folder (see tableNode.forgetFolder);
 	// tests shorten it.

@@ -99,7 +99,7 @@ func (n *folderNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 func listFolder(ctx context.Context, f *Folder) (fs.DirStream, syscall.Errno) {
 	list, err := f.List(ctx)
 	if err != nil {
-		return nil, errno("list "+f.path, err)
+		return nil, errno("list "+f.Path(), err)
 	}
 	entries := make([]fuse.DirEntry, len(list))
 	for i, e := range list {
@@ -118,7 +118,7 @@ func lookupIn(ctx context.Context, m *mountFS, parent *fs.Inode, f *Folder, name
 	m.stats.lookups.Add(1)
 	item, err := f.Lookup(ctx, name)
 	if err != nil {
-		return nil, errno("look up "+name+" in "+f.path, err)
+		return nil, errno("look up "+name+" in "+f.Path(), err)
 	}
 	// Snapshot contents never change: let the kernel cache them.
 	out.SetEntryTimeout(immutableTimeout)

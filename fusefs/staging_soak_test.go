@@ -413,7 +413,7 @@ func (s *soak) readOne(rng *rand.Rand, old bool) {
 		frames, rows = s.refs[k], soakRows(len(s.refs[k]))
 	}
 	i := rng.IntN(rows)
-	got, err := os.ReadFile(filepath.Join(base, "task=pick", name, frameName(int64(i), int64(rows), "jpg")))
+	got, err := os.ReadFile(filepath.Join(base, "task=pick", name, FrameName(int64(i), int64(rows), "jpg")))
 	switch {
 	case err == nil && bytes.Equal(got, frames[i]):
 		s.reads.Add(1)

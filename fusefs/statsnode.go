@@ -33,6 +33,7 @@ func (s *stats) text(extra func(*strings.Builder)) []byte {
 	counter("bytes_served_total", "Bytes of frame images handed to the kernel (at open, and for READs of dropped pages).", s.bytesServed.Load())
 	counter("frame_errors_total", "Frames that failed to decode (served as EIO).", s.frameErrors.Load())
 	counter("size_computations_total", "Videos decoded to work out frame sizes not stored at ingest.", s.catalog.SizeComputations.Load())
+	counter("rows_files_made_total", "Rows files (frames.jsonl, frames.parquet) and clip.json files made from rows.", s.catalog.RowsFilesMade.Load())
 	counter("lookups_total", "Directory lookups.", s.lookups.Load())
 	counter("frame_read_requests_total", "READ requests for frame images (most reads are served from the page cache).", s.frameReads.Load())
 	counter("video_file_bytes_total", "Bytes read from the stored videos shown in episode folders.", s.videoBytes.Load())

@@ -55,7 +55,8 @@ func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string
 		return nil, err
 	}
 	tn := &tableNode{m: m, tbl: tbl, path: path, snaps: map[int64]*table.Snapshot{}}
-	tn.cat = NewCatalog(m.bg, tbl, m.frames, setting.Normalize(), CatalogOptions{Counters: &m.stats.catalog, TreeDropped: tn.treeDropped})
+	tn.cat = NewCatalog(m.bg, tbl, m.frames, setting.Normalize(), CatalogOptions{
+		Counters: &m.stats.catalog, Budgets: m.opts.metadataBudgets, TreeDropped: tn.treeDropped})
 	m.mu.Lock()
 	m.catalogs = append(m.catalogs, tn.cat)
 	m.mu.Unlock()
@@ -135,7 +136,7 @@ func (n *tableNode) forgetFolder(id int64) {
 }
 
 // treeDropped is told when the catalog drops snapshot id's folder tree to
-// keep at most maxTrees. Folders the kernel still holds under snapshots/ID
+// keep at most MaxTrees. Folders the kernel still holds under snapshots/ID
 // keep the tree alive through their nodes, and the kernel keeps them
 // until memory runs short: a reader travelling through hundreds of
 // snapshots would hold all their trees. So the kernel is asked to drop
