@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
 
@@ -91,7 +92,7 @@ func TestClipViewLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "c4")
-	lines := readClipsJSONL(t, filepath.Join(root, ClipsJSONL))
+	lines := readClipsJSONL(t, filepath.Join(root, mounttree.ClipsJSONL))
 	// The expected clips, window by window.
 	var want []clipLine
 	for _, ep := range []struct {
@@ -116,7 +117,7 @@ func TestClipViewLayout(t *testing.T) {
 	if got := clipFolders(t, root+"/"); !slices.Equal(got, paths) {
 		t.Errorf("clip folders %v, clips.jsonl %v", got, paths)
 	}
-	txt, err := os.ReadFile(filepath.Join(root, ClipsTxt))
+	txt, err := os.ReadFile(filepath.Join(root, mounttree.ClipsTxt))
 	if err != nil || !strings.HasPrefix(string(txt), "task=pick/ep1/clip-000000 4 0\ntask=pick/ep1/clip-000003 4 0\n") ||
 		bytes.Count(txt, []byte("\n")) != len(lines) {
 		t.Errorf("clips.txt: %q %v", txt, err)
@@ -128,7 +129,7 @@ func TestClipViewLayout(t *testing.T) {
 		t.Errorf("episode folder of a clip view: %v, want %v", got, want)
 	}
 	// The episode folder's rows files hold the rows in at least one clip.
-	jsonl, err := os.ReadFile(filepath.Join(ep1, RowsJSONL))
+	jsonl, err := os.ReadFile(filepath.Join(ep1, mounttree.RowsJSONL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestClipViewLayout(t *testing.T) {
 			FrameIndices []int64          `json:"frame_indices"`
 			Rows         []map[string]any `json:"rows"`
 		}
-		data, err := os.ReadFile(filepath.Join(dir, ClipJSON))
+		data, err := os.ReadFile(filepath.Join(dir, mounttree.ClipJSON))
 		if err != nil || json.Unmarshal(data, &doc) != nil {
 			t.Fatalf("%s/clip.json: %s %v", c.Path, data, err)
 		}
@@ -196,7 +197,7 @@ func TestClipViewLayout(t *testing.T) {
 		t.Errorf("a window holding a row that does not match: %v", err)
 	}
 	checkReadOnly(t, filepath.Join(ep1, "clip-000000"), "00.jpg", nil)
-	for _, p := range []string{filepath.Join(root, ClipsJSONL), filepath.Join(ep1, "clip-000000", ClipJSON)} {
+	for _, p := range []string{filepath.Join(root, mounttree.ClipsJSONL), filepath.Join(ep1, "clip-000000", mounttree.ClipJSON)} {
 		if _, err := os.OpenFile(p, os.O_WRONLY, 0); !errors.Is(err, syscall.EROFS) {
 			t.Errorf("open %s for writing: %v, want EROFS", p, err)
 		}
@@ -208,7 +209,7 @@ func TestClipViewLayout(t *testing.T) {
 	if _, err := f.tbl.CreateView(ctx, table.View{Name: "plain", Where: "t < 3"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(f.path("robot", "views", "plain", ClipsJSONL)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(f.path("robot", "views", "plain", mounttree.ClipsJSONL)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("clips.jsonl in a plain view: %v", err)
 	}
 }
@@ -223,17 +224,17 @@ func TestClipViewEmptyAndGroupBy(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "long")
-	if got := names(t, root); !slices.Equal(got, []string{ClipsJSONL, ClipsTxt}) {
+	if got := names(t, root); !slices.Equal(got, []string{mounttree.ClipsJSONL, mounttree.ClipsTxt}) {
 		t.Errorf("a view with no clips: %v", got)
 	}
-	if data, err := os.ReadFile(filepath.Join(root, ClipsJSONL)); err != nil || len(data) != 0 {
+	if data, err := os.ReadFile(filepath.Join(root, mounttree.ClipsJSONL)); err != nil || len(data) != 0 {
 		t.Errorf("clips.jsonl of no clips: %q %v", data, err)
 	}
 	if _, err := f.tbl.CreateView(ctx, table.View{Name: "bytask", Where: "TRUE", GroupBy: []string{"task"},
 		Window: &table.Window{Length: 10, Hop: 10}}); err != nil {
 		t.Fatal(err)
 	}
-	txt, err := os.ReadFile(f.path("robot", "views", "bytask", ClipsTxt))
+	txt, err := os.ReadFile(f.path("robot", "views", "bytask", mounttree.ClipsTxt))
 	want := "task=pick/ep1/clip-000000 10 0\ntask=pick/ep1/clip-000010 10 0\ntask=pick/ep1/clip-000020 10 0\ntask=pick/ep1/clip-000030 10 0\n" +
 		"task=place/ep2/clip-000000 10 1\ntask=place/ep2/clip-000010 10 1\ntask=place/ep2/clip-000020 10 1\n"
 	if err != nil || string(txt) != want {
@@ -261,7 +262,7 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "c16")
-	lines := readClipsJSONL(t, filepath.Join(root, ClipsJSONL))
+	lines := readClipsJSONL(t, filepath.Join(root, mounttree.ClipsJSONL))
 	if len(lines) != 4 {
 		t.Fatalf("%d clips, want 4 (starts 0, 8, 16, 24 of 40 frames)", len(lines))
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/mounttree"
 )
 
 // frameNode is one frame image.
@@ -16,7 +18,7 @@ type frameNode struct {
 	fs.Inode
 	readOnly
 	m *mountFS
-	f *File
+	f *mounttree.File
 	// cached says the image was handed to the kernel's page cache (see
 	// Open).
 	cached atomic.Bool
@@ -105,7 +107,7 @@ func (h *frameHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Re
 }
 
 func (n *frameNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if !strings.HasPrefix(attr, UserXattrPrefix) {
+	if !strings.HasPrefix(attr, mounttree.UserXattrPrefix) {
 		return noXattrs{}.Getxattr(ctx, attr, dest)
 	}
 	attrs, err := n.f.Xattrs(ctx)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
@@ -154,7 +155,7 @@ func gcUnderReaders(t *testing.T, f *fixture, writer *table.Table, setting decod
 				}
 				i := rng.IntN(300)
 				after := collected.Load() // the video was gone before this read
-				got, err := readFrameAt(dirs["doomed"], FrameName(int64(i), 300, ext))
+				got, err := readFrameAt(dirs["doomed"], mounttree.FrameName(int64(i), 300, ext))
 				ok, clean := readOutcome(got, err, doomedRef[i])
 				switch {
 				case ok && after:
@@ -169,7 +170,7 @@ func gcUnderReaders(t *testing.T, f *fixture, writer *table.Table, setting decod
 					return
 				}
 				j := rng.IntN(40)
-				got, err = readFrameAt(dirs["ep1"], FrameName(int64(j), 40, ext))
+				got, err = readFrameAt(dirs["ep1"], mounttree.FrameName(int64(j), 40, ext))
 				if err != nil || !bytes.Equal(got, ep1Ref[j]) {
 					t.Errorf("ep1 frame %d, which stays live: %d bytes, %v", j, len(got), err)
 					return
@@ -197,7 +198,7 @@ func gcUnderReaders(t *testing.T, f *fixture, writer *table.Table, setting decod
 	}
 	collected.Store(true)
 	for i := 0; i < 60; i++ {
-		got, err := readFrameAt(dirs["unread"], FrameName(int64(i), 60, ext))
+		got, err := readFrameAt(dirs["unread"], mounttree.FrameName(int64(i), 60, ext))
 		switch ok, clean := readOutcome(got, err, unreadRef[i]); {
 		case ok:
 			counts.unreadOK.Add(1)
@@ -213,7 +214,7 @@ func gcUnderReaders(t *testing.T, f *fixture, writer *table.Table, setting decod
 	wg.Wait()
 
 	// The daemon serves on.
-	got, err := os.ReadFile(f.path("robot", "latest", "task=pick", "ep1", FrameName(7, 40, ext)))
+	got, err := os.ReadFile(f.path("robot", "latest", "task=pick", "ep1", mounttree.FrameName(7, 40, ext)))
 	if err != nil || !bytes.Equal(got, ep1Ref[7]) {
 		t.Fatalf("a live frame after the gc: %d bytes, %v", len(got), err)
 	}

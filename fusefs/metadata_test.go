@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/framefs/framefs/internal/treetest"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -88,12 +90,12 @@ func TestRowsFilesAndXattrsMatchRows(t *testing.T) {
 	for _, r := range rows {
 		enc.Encode(r)
 	}
-	if got, err := os.ReadFile(filepath.Join(ep, RowsJSONL)); err != nil || !bytes.Equal(got, want.Bytes()) {
+	if got, err := os.ReadFile(filepath.Join(ep, mounttree.RowsJSONL)); err != nil || !bytes.Equal(got, want.Bytes()) {
 		t.Errorf("frames.jsonl (%v):\n%s\nwant\n%s", err, got, want.Bytes())
 	}
 	for i, r := range rows {
 		frame := filepath.Join(ep, fmt.Sprintf("%06d.jpg", i))
-		wantAttrs := oldXattrs(r)
+		wantAttrs := treetest.RowXattrs(r)
 		var wantNames []string
 		for k := range wantAttrs {
 			wantNames = append(wantNames, k)
@@ -115,7 +117,7 @@ func TestRowsFilesAndXattrsMatchRows(t *testing.T) {
 	if _, err := f.tbl.CreateView(ctx, table.View{Name: "c", Where: "t >= 0", Window: &w}); err != nil {
 		t.Fatal(err)
 	}
-	clips := readClipsJSONL(t, f.path("meta", "views", "c", ClipsJSONL))
+	clips := readClipsJSONL(t, f.path("meta", "views", "c", mounttree.ClipsJSONL))
 	if len(clips) != len(w.Starts(40)) {
 		t.Fatalf("%d clips, want %d", len(clips), len(w.Starts(40)))
 	}
@@ -134,7 +136,7 @@ func TestRowsFilesAndXattrsMatchRows(t *testing.T) {
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", " ")
 		enc.Encode(doc)
-		path := f.path("meta", "views", "c", c.Path, ClipJSON)
+		path := f.path("meta", "views", "c", c.Path, mounttree.ClipJSON)
 		got, err := os.ReadFile(path)
 		if err != nil || !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("%s (%v):\n%s\nwant\n%s", c.Path, err, got, want.Bytes())
@@ -168,7 +170,7 @@ func manyEpisodesTable(t *testing.T, wh string) *table.Table {
 // caches' bounds are tested in package mounttree.)
 func TestRowsFileSizesAfterForget(t *testing.T) {
 	// A 40-row episode's rows take about 7 KB, its frames.parquet a few.
-	f := newFixtureOf(t, Options{ReadOnly: true, metadataBudgets: Budgets{Rows: 16 << 10, RowsFiles: 12 << 10}}, manyEpisodesTable)
+	f := newFixtureOf(t, Options{ReadOnly: true, metadataBudgets: mounttree.Budgets{Rows: 16 << 10, RowsFiles: 12 << 10}}, manyEpisodesTable)
 	var eps []string
 	for i := 1; i <= 8; i++ {
 		task := "pick"
@@ -179,7 +181,7 @@ func TestRowsFileSizesAfterForget(t *testing.T) {
 	}
 	sizes := map[string]int64{}
 	for _, ep := range eps {
-		for _, name := range []string{RowsJSONL, RowsParquet} {
+		for _, name := range []string{mounttree.RowsJSONL, mounttree.RowsParquet} {
 			st, err := os.Stat(filepath.Join(ep, name))
 			if err != nil {
 				t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/mounttree"
 )
 
 // metadataFileNode is a file of a tree whose bytes the catalog makes from
@@ -15,7 +17,7 @@ type metadataFileNode struct {
 	fs.Inode
 	readOnly
 	m *mountFS
-	f *File
+	f *mounttree.File
 }
 
 func (n *metadataFileNode) OnForget() { n.m.stats.nodes.released() }

@@ -17,6 +17,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
 
@@ -40,7 +41,7 @@ func (s *Server) Wait() {
 func (s *Server) Unmount() error { return s.Server.Unmount() }
 
 // MountWarehouse mounts every table of a warehouse at dir.
-func MountWarehouse(dir, source string, wh Warehouse, frames FrameServer, opts Options) (*Server, error) {
+func MountWarehouse(dir, source string, wh Warehouse, frames mounttree.FrameServer, opts Options) (*Server, error) {
 	m := newMountFS(frames, opts)
 	root := &rootNode{m: m, wh: wh, tables: map[string]*tableNode{}}
 	srv, err := mount(dir, source, root, m)
@@ -52,7 +53,7 @@ func MountWarehouse(dir, source string, wh Warehouse, frames FrameServer, opts O
 
 // MountTable mounts one table at dir: its latest, snapshots and tags at
 // the root.
-func MountTable(dir, source string, tbl *table.Table, frames FrameServer, opts Options) (*Server, error) {
+func MountTable(dir, source string, tbl *table.Table, frames mounttree.FrameServer, opts Options) (*Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	root, err := NewTableRoot(ctx, tbl, frames, opts)
@@ -77,7 +78,7 @@ type TableRoot struct {
 // NewTableRoot builds the tree of a one-table mount of tbl, reading its
 // latest schema for the image setting; with opts.StagingDir set, its write
 // directories start staging. Close releases it.
-func NewTableRoot(ctx context.Context, tbl *table.Table, frames FrameServer, opts Options) (*TableRoot, error) {
+func NewTableRoot(ctx context.Context, tbl *table.Table, frames mounttree.FrameServer, opts Options) (*TableRoot, error) {
 	m := newMountFS(frames, opts)
 	tn, err := newTableNode(ctx, m, tbl, "")
 	if err != nil {
@@ -95,7 +96,7 @@ func (r *TableRoot) Node() fs.InodeEmbedder { return r.node }
 // released by Server.Wait.)
 func (r *TableRoot) Close() { r.m.release() }
 
-func newMountFS(frames FrameServer, opts Options) *mountFS {
+func newMountFS(frames mounttree.FrameServer, opts Options) *mountFS {
 	uid, gid := currentOwner()
 	bg, stop := context.WithCancel(context.Background())
 	return &mountFS{opts: opts.withDefaults(), frames: frames, stats: &stats{}, started: time.Now(), uid: uid, gid: gid,
@@ -246,7 +247,7 @@ type Warehouse interface {
 // mountFS holds what every node of one mount shares.
 type mountFS struct {
 	opts    Options
-	frames  FrameServer
+	frames  mounttree.FrameServer
 	stats   *stats
 	started time.Time
 	uid     uint32
@@ -255,7 +256,7 @@ type mountFS struct {
 	extraStats func(b *strings.Builder)
 
 	mu       sync.Mutex // guards catalogs
-	catalogs []*Catalog
+	catalogs []*mounttree.Catalog
 
 	// The stagers of write directories run until bg ends (at unmount).
 	bg      context.Context
@@ -276,7 +277,7 @@ func (m *mountFS) closeCatalogs() {
 
 // ino is the inode number of the node at path in the mount, derived from
 // the path as the trees' folders derive theirs (PathIno).
-func ino(path string) uint64 { return PathIno(path) }
+func ino(path string) uint64 { return mounttree.PathIno(path) }
 
 func (m *mountFS) owner(a *fuse.Attr) {
 	a.Uid, a.Gid = m.uid, m.gid

@@ -14,12 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/testenv"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
-	"golang.org/x/sys/unix"
 )
 
 // requireFUSE skips a test that needs /dev/fuse when it is missing, unless
@@ -230,7 +232,7 @@ func TestFramesMatchDecoder(t *testing.T) {
 		dv := decoder.Video{Key: decoder.VideoKey{Object: "direct/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
 		dir := f.path("robot", "latest", "task="+e.Partition["task"], e.Episode)
 		for i := int64(0); i < e.Rows; i++ {
-			name := filepath.Join(dir, FrameName(i, e.Rows, "jpg"))
+			name := filepath.Join(dir, mounttree.FrameName(i, e.Rows, "jpg"))
 			st, err := os.Stat(name)
 			if err != nil {
 				t.Fatal(err)

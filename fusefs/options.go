@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
 
@@ -46,7 +47,7 @@ type Options struct {
 
 	// metadataBudgets bound each table's metadata caches (zero fields:
 	// the defaults); tests lower them.
-	metadataBudgets Budgets
+	metadataBudgets mounttree.Budgets
 
 	// formerHeadLinger is how long after latest moved on the kernel is
 	// asked to drop the former head's folder (see tableNode.forgetFolder);

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/mounttree"
 )
 
 // readOnly answers every change to a node with EROFS. Snapshots, tags and
@@ -59,7 +61,7 @@ func (readOnly) Removexattr(ctx context.Context, attr string) syscall.Errno { re
 type noXattrs struct{}
 
 func (noXattrs) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if strings.HasPrefix(attr, UserXattrPrefix) {
+	if strings.HasPrefix(attr, mounttree.UserXattrPrefix) {
 		return 0, syscall.ENODATA
 	}
 	return 0, syscall.ENOTSUP

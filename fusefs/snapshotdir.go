@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
 
@@ -30,11 +31,11 @@ type snapshotDir struct {
 	snap *table.Snapshot
 	path string
 	// view is set on a view's folder.
-	view *View
+	view *mounttree.View
 }
 
 // root returns the top folder of n's tree.
-func (n *snapshotDir) root(ctx context.Context) (*Folder, syscall.Errno) {
+func (n *snapshotDir) root(ctx context.Context) (*mounttree.Folder, syscall.Errno) {
 	if n.view != nil {
 		st, err := n.t.cat.ViewTree(ctx, n.view, n.snap)
 		if err != nil {
@@ -76,7 +77,7 @@ type folderNode struct {
 	fs.Inode
 	readOnly
 	m *mountFS
-	f *Folder
+	f *mounttree.Folder
 }
 
 // OnForget releases the node's memory accounting; see nodeCounts.
@@ -96,7 +97,7 @@ func (n *folderNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 }
 
 // listFolder lists a folder of a tree.
-func listFolder(ctx context.Context, f *Folder) (fs.DirStream, syscall.Errno) {
+func listFolder(ctx context.Context, f *mounttree.Folder) (fs.DirStream, syscall.Errno) {
 	list, err := f.List(ctx)
 	if err != nil {
 		return nil, errno("list "+f.Path(), err)
@@ -114,7 +115,7 @@ func listFolder(ctx context.Context, f *Folder) (fs.DirStream, syscall.Errno) {
 
 // lookupIn resolves name in folder f, whose node is parent: the node of
 // what it names, with its attributes in out.
-func lookupIn(ctx context.Context, m *mountFS, parent *fs.Inode, f *Folder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+func lookupIn(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.Folder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	m.stats.lookups.Add(1)
 	item, err := f.Lookup(ctx, name)
 	if err != nil {
@@ -124,10 +125,10 @@ func lookupIn(ctx context.Context, m *mountFS, parent *fs.Inode, f *Folder, name
 	out.SetEntryTimeout(immutableTimeout)
 	out.SetAttrTimeout(immutableTimeout)
 	switch item := item.(type) {
-	case *Folder:
+	case *mounttree.Folder:
 		dirAttr(m, &out.Attr, item.Time())
 		return parent.NewInode(ctx, &folderNode{m: m, f: item}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: item.Ino()}), 0
-	case *File:
+	case *mounttree.File:
 		size, err := item.Size(ctx)
 		if err != nil {
 			return nil, errno("size of "+item.String(), err)
@@ -135,9 +136,9 @@ func lookupIn(ctx context.Context, m *mountFS, parent *fs.Inode, f *Folder, name
 		fileAttr(m, &out.Attr, size, item.Time())
 		var node fs.InodeEmbedder
 		switch item.Kind() {
-		case FrameFile:
+		case mounttree.FrameFile:
 			node = &frameNode{m: m, f: item}
-		case VideoFile:
+		case mounttree.VideoFile:
 			node = &videoFileNode{m: m, f: item}
 		default:
 			node = &metadataFileNode{m: m, f: item}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -413,7 +414,7 @@ func (s *soak) readOne(rng *rand.Rand, old bool) {
 		frames, rows = s.refs[k], soakRows(len(s.refs[k]))
 	}
 	i := rng.IntN(rows)
-	got, err := os.ReadFile(filepath.Join(base, "task=pick", name, FrameName(int64(i), int64(rows), "jpg")))
+	got, err := os.ReadFile(filepath.Join(base, "task=pick", name, mounttree.FrameName(int64(i), int64(rows), "jpg")))
 	switch {
 	case err == nil && bytes.Equal(got, frames[i]):
 		s.reads.Add(1)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/mounttree"
 )
 
 // stats counts what the mount does; .stats shows them in the Prometheus
@@ -21,7 +23,7 @@ type stats struct {
 	frameReads   atomic.Int64
 	videoBytes   atomic.Int64
 	nodes        nodeCounts
-	catalog      Counters
+	catalog      mounttree.Counters
 }
 
 func (s *stats) text(extra func(*strings.Builder)) []byte {

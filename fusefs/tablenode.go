@@ -13,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
 
@@ -26,7 +27,7 @@ type tableNode struct {
 	readOnly
 	m    *mountFS
 	tbl  *table.Table
-	cat  *Catalog
+	cat  *mounttree.Catalog
 	path string
 	// withStats adds .stats (the root of a one-table mount).
 	withStats bool
@@ -55,7 +56,7 @@ func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string
 		return nil, err
 	}
 	tn := &tableNode{m: m, tbl: tbl, path: path, snaps: map[int64]*table.Snapshot{}}
-	tn.cat = NewCatalog(m.bg, tbl, m.frames, setting.Normalize(), CatalogOptions{
+	tn.cat = mounttree.NewCatalog(m.bg, tbl, m.frames, setting.Normalize(), mounttree.CatalogOptions{
 		Counters: &m.stats.catalog, Budgets: m.opts.metadataBudgets, TreeDropped: tn.treeDropped})
 	m.mu.Lock()
 	m.catalogs = append(m.catalogs, tn.cat)

@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
 
@@ -25,7 +26,7 @@ type videoFileNode struct {
 	fs.Inode
 	readOnly
 	m *mountFS
-	f *File
+	f *mounttree.File
 }
 
 func (n *videoFileNode) OnForget() { n.m.stats.nodes.released() }

@@ -14,6 +14,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/filter"
 )
@@ -46,14 +47,14 @@ const (
 type viewList struct {
 	mu        sync.Mutex // guards the fields below
 	refreshed time.Time
-	views     map[string]*View
+	views     map[string]*mounttree.View
 	broken    map[string]string // views this framefs cannot read: why
 	failed    map[string]string // NAME -> NAME.error content
 }
 
 // views returns the table's views, re-listed when older than the refresh
 // interval (or force is set).
-func (n *tableNode) views(ctx context.Context, force bool) (map[string]*View, error) {
+func (n *tableNode) views(ctx context.Context, force bool) (map[string]*mounttree.View, error) {
 	l := &n.viewList
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -64,7 +65,7 @@ func (n *tableNode) views(ctx context.Context, force bool) (map[string]*View, er
 	if err != nil {
 		return nil, err
 	}
-	fresh := map[string]*View{}
+	fresh := map[string]*mounttree.View{}
 	broken := map[string]string{}
 	for i, v := range views {
 		if errs[i] != nil {
@@ -75,7 +76,7 @@ func (n *tableNode) views(ctx context.Context, force bool) (map[string]*View, er
 			fresh[v.Name] = old // keep its cached trees' identity
 			continue
 		}
-		fresh[v.Name] = NewView(v)
+		fresh[v.Name] = mounttree.NewView(v)
 	}
 	l.views, l.broken, l.refreshed = fresh, broken, time.Now()
 	return fresh, nil
@@ -102,7 +103,7 @@ func (n *tableNode) viewFailure(name string) (string, bool) {
 }
 
 // viewSnapshot returns the snapshot a view shows now.
-func (n *tableNode) viewSnapshot(ctx context.Context, vc *View) (int64, syscall.Errno) {
+func (n *tableNode) viewSnapshot(ctx context.Context, vc *mounttree.View) (int64, syscall.Errno) {
 	if vc.Def.Snapshot != 0 {
 		return vc.Def.Snapshot, 0
 	}
@@ -170,7 +171,7 @@ func (n *viewsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 
 // view returns a view by name, listing the views again if it is not
 // known yet.
-func (n *viewsNode) view(ctx context.Context, name string) (*View, syscall.Errno) {
+func (n *viewsNode) view(ctx context.Context, name string) (*mounttree.View, syscall.Errno) {
 	views, err := n.t.views(ctx, false)
 	if err != nil {
 		return nil, errno("list views", err)
@@ -191,7 +192,7 @@ func (n *viewsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	m := n.t.m
 	m.stats.lookups.Add(1)
 	path := n.path + "/" + name
-	if view, snapID, version, ok := ParseViewFolder(name); ok {
+	if view, snapID, version, ok := mounttree.ParseViewFolder(name); ok {
 		vc, errno := n.view(ctx, view)
 		if errno != 0 {
 			return nil, errno

@@ -7,6 +7,7 @@ package treetest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -141,4 +142,23 @@ func RobotTable(t testing.TB) *table.Table {
 		t.Fatal(err)
 	}
 	return tbl
+}
+
+// RowXattrs is what a frame's extended attributes are, made from its
+// decoded row: user.COLUMN, a string as itself, other values as their
+// JSON, nulls left out. The mount serves them from compact rows, which
+// must give the same bytes.
+func RowXattrs(row table.Row) map[string][]byte {
+	out := map[string][]byte{}
+	for k, v := range row {
+		switch x := v.(type) {
+		case nil:
+		case string:
+			out["user."+k] = []byte(x)
+		default:
+			b, _ := json.Marshal(x)
+			out["user."+k] = b
+		}
+	}
+	return out
 }
