@@ -6,7 +6,7 @@ BIN      := bin/framefs
 FUZZTIME ?= 1m
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 
-.PHONY: all deps build run test vet fmt-check unit testreport e2e versitygw test-server bench fuzz soak soak-write fixtures golden clean
+.PHONY: all deps build run test vet fmt-check unit nocgo testreport e2e versitygw test-server bench fuzz soak soak-write fixtures golden clean
 
 all: build
 
@@ -29,7 +29,7 @@ TESTREPORT := .cache/bin/testreport
 
 test: deps test-server vet fmt-check testreport
 	@rm -f "$$FRAMEFS_SKIP_LOG"; status=0; \
-	$(MAKE) --no-print-directory unit e2e || status=$$?; \
+	$(MAKE) --no-print-directory unit nocgo e2e || status=$$?; \
 	$(TESTREPORT) -summary "$$FRAMEFS_SKIP_LOG"; exit $$status
 
 vet:
@@ -47,6 +47,11 @@ fmt-check:
 unit: testreport
 	@scripts/with-test-tmp.sh bash -o pipefail -c \
 	'$(GO) test -race -count=1 -timeout 12m -json ./... | $(TESTREPORT) -skips "$$FRAMEFS_SKIP_LOG"'
+
+# The mount model and the in-process tests of the node tree build and pass
+# without cgo (so without FFmpeg), as internal/layering promises.
+nocgo:
+	CGO_ENABLED=0 $(GO) test -count=1 ./mounttree/... ./fusefs/inprocess/...
 
 testreport:
 	@mkdir -p .cache/bin && $(GO) build -o $(TESTREPORT) ./internal/cmd/testreport

@@ -5,8 +5,11 @@
 //   - the domain packages (table/..., ingest/..., videoidx/..., cache/...,
 //     media/... and any lerobot package) depend on neither FFmpeg
 //     (go-astiav) nor go-fuse;
+//   - the mount model (mounttree), built with its tests, depends on
+//     neither FFmpeg, the decoder, go-fuse nor fusefs: it says what a
+//     snapshot's folders hold as plain values, tested without FUSE;
 //   - fusefs, built without its tests, depends on neither go-astiav nor
-//     the decoder: it reaches FFmpeg only through its FrameServer
+//     the decoder: it reaches FFmpeg only through mounttree's FrameServer
 //     interface, so its node tree builds and tests without cgo;
 //   - only decoder uses cgo, and only fusefs imports go-fuse;
 //   - the in-process tests of the FUSE tree (fusefs/inprocess), test
