@@ -43,7 +43,6 @@ type tableNode struct {
 	ids       []int64
 	tags      []table.Tag
 	refreshed time.Time
-	snaps     map[int64]*table.Snapshot
 }
 
 func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string) (*tableNode, error) {
@@ -55,7 +54,7 @@ func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string
 	if err != nil {
 		return nil, err
 	}
-	tn := &tableNode{m: m, tbl: tbl, path: path, snaps: map[int64]*table.Snapshot{}}
+	tn := &tableNode{m: m, tbl: tbl, path: path}
 	tn.cat = mounttree.NewCatalog(m.bg, tbl, m.frames, setting.Normalize(), mounttree.CatalogOptions{
 		Counters: &m.stats.catalog, Budgets: m.opts.metadataBudgets, TreeDropped: tn.treeDropped})
 	m.mu.Lock()
@@ -192,19 +191,11 @@ func (n *tableNode) snapshot(ctx context.Context, id int64) (*table.Snapshot, sy
 			return nil, syscall.ENOENT
 		}
 	}
-	n.mu.Lock()
-	s := n.snaps[id]
-	n.mu.Unlock()
-	if s != nil {
-		return s, 0
-	}
-	s, err = n.tbl.Snapshot(ctx, id)
+	// The table keeps the snapshots it read, within a byte bound.
+	s, err := n.tbl.Snapshot(ctx, id)
 	if err != nil {
 		return nil, errno(fmt.Sprintf("read snapshot %d", id), err)
 	}
-	n.mu.Lock()
-	n.snaps[id] = s
-	n.mu.Unlock()
 	return s, 0
 }
 
@@ -364,8 +355,6 @@ func (n *snapshotsNode) Lookup(ctx context.Context, name string, out *fuse.Entry
 		return nil, errno
 	}
 	path := n.path + "/" + name
-	dirAttr(n.t.m, &out.Attr, snap.Time)
 	// The snapshot's tree is built once, from its manifests, on first use.
-	node := &snapshotDir{t: n.t, snap: snap, path: path}
-	return n.NewInode(ctx, node, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
+	return n.t.m.child(ctx, &n.Inode, ino(path), fuse.S_IFDIR, out, func() treeNode { return &snapshotDir{t: n.t, snap: snap, path: path} })
 }
