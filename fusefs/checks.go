@@ -30,6 +30,7 @@ var (
 	_ = (fs.NodeLookuper)((*snapshotDir)(nil))
 	_ = (fs.NodeReaddirer)((*snapshotDir)(nil))
 	_ = (fs.NodeGetattrer)((*snapshotDir)(nil))
+	_ = (fs.NodeOnForgetter)((*snapshotDir)(nil))
 	_ = (fs.NodeLookuper)((*folderNode)(nil))
 	_ = (fs.NodeReaddirer)((*folderNode)(nil))
 	_ = (fs.NodeGetattrer)((*folderNode)(nil))

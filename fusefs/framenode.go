@@ -24,16 +24,20 @@ type frameNode struct {
 	cached atomic.Bool
 }
 
-func (n *frameNode) OnForget() { n.m.stats.nodes.released() }
+func (n *frameNode) OnForget() { n.m.forgotten(n) }
 
-func (n *frameNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (n *frameNode) attr(ctx context.Context, a *fuse.Attr) syscall.Errno {
 	size, err := n.f.Size(ctx)
 	if err != nil {
 		return errno("frame size", err)
 	}
-	fileAttr(n.m, &out.Attr, size, n.f.Time())
-	out.SetTimeout(immutableTimeout)
+	fileAttr(n.m, a, size, n.f.Time())
 	return 0
+}
+
+func (n *frameNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.SetTimeout(immutableTimeout)
+	return n.attr(ctx, &out.Attr)
 }
 
 func (n *frameNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {

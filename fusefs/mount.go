@@ -255,6 +255,9 @@ type mountFS struct {
 	// extraStats adds decoder and cache counters to .stats.
 	extraStats func(b *strings.Builder)
 
+	// live are the nodes of snapshot and view folders the kernel holds.
+	live liveNodes
+
 	mu       sync.Mutex // guards catalogs
 	catalogs []*mounttree.Catalog
 

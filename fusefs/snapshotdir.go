@@ -50,10 +50,17 @@ func (n *snapshotDir) root(ctx context.Context) (*mounttree.Folder, syscall.Errn
 	return st.Root(n.path), 0
 }
 
-func (n *snapshotDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	dirAttr(n.t.m, &out.Attr, n.snap.Time)
+func (n *snapshotDir) attr(ctx context.Context, a *fuse.Attr) syscall.Errno {
+	dirAttr(n.t.m, a, n.snap.Time)
 	return 0
 }
+
+func (n *snapshotDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	return n.attr(ctx, &out.Attr)
+}
+
+// OnForget drops the node from the live nodes.
+func (n *snapshotDir) OnForget() { n.t.m.live.forget(n.StableAttr().Ino) }
 
 func (n *snapshotDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	root, errno := n.root(ctx)
@@ -81,11 +88,15 @@ type folderNode struct {
 }
 
 // OnForget releases the node's memory accounting; see nodeCounts.
-func (n *folderNode) OnForget() { n.m.stats.nodes.released() }
+func (n *folderNode) OnForget() { n.m.forgotten(n) }
+
+func (n *folderNode) attr(ctx context.Context, a *fuse.Attr) syscall.Errno {
+	dirAttr(n.m, a, n.f.Time())
+	return 0
+}
 
 func (n *folderNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	dirAttr(n.m, &out.Attr, n.f.Time())
-	return 0
+	return n.attr(ctx, &out.Attr)
 }
 
 func (n *folderNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
@@ -124,28 +135,53 @@ func lookupIn(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.Fo
 	// Snapshot contents never change: let the kernel cache them.
 	out.SetEntryTimeout(immutableTimeout)
 	out.SetAttrTimeout(immutableTimeout)
-	switch item := item.(type) {
-	case *mounttree.Folder:
-		dirAttr(m, &out.Attr, item.Time())
-		return parent.NewInode(ctx, &folderNode{m: m, f: item}, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: item.Ino()}), 0
-	case *mounttree.File:
-		size, err := item.Size(ctx)
-		if err != nil {
-			return nil, errno("size of "+item.String(), err)
-		}
-		fileAttr(m, &out.Attr, size, item.Time())
-		var node fs.InodeEmbedder
-		switch item.Kind() {
-		case mounttree.FrameFile:
-			node = &frameNode{m: m, f: item}
-		case mounttree.VideoFile:
-			node = &videoFileNode{m: m, f: item}
-		default:
-			node = &metadataFileNode{m: m, f: item}
-		}
-		return parent.NewInode(ctx, node, fs.StableAttr{Mode: fuse.S_IFREG, Ino: item.Ino()}), 0
+	if folder, ok := item.(*mounttree.Folder); ok {
+		return m.child(ctx, parent, folder.Ino(), fuse.S_IFDIR, out, func() treeNode { return &folderNode{m: m, f: folder} })
 	}
-	return nil, syscall.EIO
+	file := item.(*mounttree.File)
+	return m.child(ctx, parent, file.Ino(), fuse.S_IFREG, out, func() treeNode {
+		switch file.Kind() {
+		case mounttree.FrameFile:
+			return &frameNode{m: m, f: file}
+		case mounttree.VideoFile:
+			return &videoFileNode{m: m, f: file}
+		}
+		return &metadataFileNode{m: m, f: file}
+	})
+}
+
+// treeNode is a node of a snapshot's or view's folder.
+type treeNode interface {
+	fs.InodeEmbedder
+	// attr fills the node's attributes.
+	attr(ctx context.Context, a *fuse.Attr) syscall.Errno
+}
+
+// child returns the node of inode ino (of type mode) for a lookup under
+// parent, with its attributes in out: the node the daemon has for the
+// inode if it has one, else the one newNode makes.
+func (m *mountFS) child(ctx context.Context, parent *fs.Inode, ino uint64, mode uint32, out *fuse.EntryOut, newNode func() treeNode) (*fs.Inode, syscall.Errno) {
+	if in := m.live.get(ino); in != nil {
+		if node, ok := in.Operations().(treeNode); ok && in.StableAttr().Mode == mode {
+			if errno := node.attr(ctx, &out.Attr); errno != 0 {
+				return nil, errno
+			}
+			return in, 0
+		}
+	}
+	node := newNode()
+	if errno := node.attr(ctx, &out.Attr); errno != 0 {
+		return nil, errno
+	}
+	m.stats.nodesMade.Add(1)
+	return m.live.add(parent.NewInode(ctx, node, fs.StableAttr{Mode: mode, Ino: ino})), 0
+}
+
+// forgotten is told of a node of a tree the kernel forgot: it leaves the
+// live nodes and counts for the memory trim (see nodeCounts).
+func (m *mountFS) forgotten(node fs.InodeEmbedder) {
+	m.live.forget(node.EmbeddedInode().StableAttr().Ino)
+	m.stats.nodes.released()
 }
 
 // fileAttr fills the attributes of a read-only file of a tree.

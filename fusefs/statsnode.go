@@ -22,6 +22,7 @@ type stats struct {
 	lookups      atomic.Int64
 	frameReads   atomic.Int64
 	videoBytes   atomic.Int64
+	nodesMade    atomic.Int64
 	nodes        nodeCounts
 	catalog      mounttree.Counters
 }
@@ -39,6 +40,7 @@ func (s *stats) text(extra func(*strings.Builder)) []byte {
 	counter("lookups_total", "Directory lookups.", s.lookups.Load())
 	counter("frame_read_requests_total", "READ requests for frame images (most reads are served from the page cache).", s.frameReads.Load())
 	counter("video_file_bytes_total", "Bytes read from the stored videos shown in episode folders.", s.videoBytes.Load())
+	counter("nodes_made_total", "Snapshot files and folders given a node at a lookup (a lookup of one the daemon has reuses its node).", s.nodesMade.Load())
 	counter("nodes_forgotten_total", "Snapshot files and folders released after the kernel forgot them.", s.nodes.forgotten.Load())
 	counter("memory_trims_total", "Times memory was given back to the system after many nodes were released.", s.nodes.trims.Load())
 	if extra != nil {

@@ -29,16 +29,20 @@ type videoFileNode struct {
 	f *mounttree.File
 }
 
-func (n *videoFileNode) OnForget() { n.m.stats.nodes.released() }
+func (n *videoFileNode) OnForget() { n.m.forgotten(n) }
 
-func (n *videoFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (n *videoFileNode) attr(ctx context.Context, a *fuse.Attr) syscall.Errno {
 	size, err := n.f.Size(ctx)
 	if err != nil {
 		return errno(n.f.String(), err)
 	}
-	fileAttr(n.m, &out.Attr, size, n.f.Time())
-	out.SetTimeout(immutableTimeout)
+	fileAttr(n.m, a, size, n.f.Time())
 	return 0
+}
+
+func (n *videoFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.SetTimeout(immutableTimeout)
+	return n.attr(ctx, &out.Attr)
 }
 
 func (n *videoFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {

@@ -210,9 +210,7 @@ func (n *viewsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		// A view of one snapshot never changes: let the kernel cache it.
 		out.SetEntryTimeout(immutableTimeout)
 		out.SetAttrTimeout(immutableTimeout)
-		dirAttr(m, &out.Attr, snap.Time)
-		node := &snapshotDir{t: n.t, snap: snap, path: path, view: vc}
-		return n.NewInode(ctx, node, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
+		return m.child(ctx, &n.Inode, ino(path), fuse.S_IFDIR, out, func() treeNode { return &snapshotDir{t: n.t, snap: snap, path: path, view: vc} })
 	}
 	out.SetEntryTimeout(m.opts.Refresh / 2)
 	out.SetAttrTimeout(m.opts.Refresh / 2)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -514,5 +515,53 @@ func TestImageChoice(t *testing.T) {
 	}
 	if _, st := tr.lookup(tr.walk("latest/task=pick/ep1").NodeId, "000002.jpg"); st != fuse.ENOENT {
 		t.Errorf("lookup of a .jpg in a PNG mount: %v", st)
+	}
+}
+
+// statsValue reads one value of the tree's .stats.
+func (tr *tree) statsValue(name string) int64 {
+	tr.t.Helper()
+	for _, line := range strings.Split(string(tr.readFile(tr.walk(".stats").NodeId)), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				tr.t.Fatalf("%s: %q", name, line)
+			}
+			return n
+		}
+	}
+	tr.t.Fatalf(".stats has no %s", name)
+	return 0
+}
+
+// TestLookupsReuseNodes: after a commit, listing the new head's folder of
+// an unchanged episode makes nodes for the new folders only: its frames,
+// rows files and video are the inodes the daemon already has (their
+// numbers name the episode version), and get the same node ids.
+func TestLookupsReuseNodes(t *testing.T) {
+	tbl := treetest.RobotTable(t)
+	tr := newTree(t, tbl, fusefs.Options{ReadOnly: true, Refresh: time.Millisecond})
+	const ep1 = "latest/task=pick/ep1"
+	names, before := tr.list(tr.walk(ep1).NodeId)
+	if len(names) != 43 {
+		t.Fatalf("%s lists %d names, want 40 frames, a video and two rows files", ep1, len(names))
+	}
+	made := tr.statsValue("framefs_nodes_made_total")
+	if _, err := tbl.UpdateRows(context.Background(), "ep2", treetest.Rows(t, "ep2", "place", 30)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // past the refresh interval
+	if target := tr.readlink(tr.walk("latest").NodeId); target != "snapshots/2" {
+		t.Fatalf("latest -> %s after the commit", target)
+	}
+	_, after := tr.list(tr.walk(ep1).NodeId)
+	// snapshots/2, task=pick and ep1 are new folders.
+	if n := tr.statsValue("framefs_nodes_made_total") - made; n != 3 {
+		t.Errorf("listing an unchanged episode in the new head made %d nodes, want 3 (its folders)", n)
+	}
+	for name, e := range before {
+		if after[name].NodeId != e.NodeId {
+			t.Errorf("%s: node %d in snapshot 1, %d in snapshot 2", name, e.NodeId, after[name].NodeId)
+		}
 	}
 }
