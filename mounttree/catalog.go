@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -61,12 +60,17 @@ type Catalog struct {
 	// rendered, by file key, so that stat needs no content after the
 	// content was evicted.
 	fileSizes *sizedLRU[string, int64]
-	trees     *sizedLRU[int64, *Tree] // by snapshot id
+	// trees holds the trees of snapshots, by snapshot id, and views the
+	// trees of views, by view version and snapshot: each bounded in
+	// bytes (their indexes; the records of episodes they share are
+	// counted apart) and to MaxTrees trees.
+	trees *sizedLRU[int64, *Tree]
+	views *sizedLRU[string, *Tree]
 	// treeDropped, if set, is told of every snapshot whose tree left
 	// trees.
 	treeDropped func(id int64)
-	// views holds the trees of views, by view version and snapshot.
-	views *sizedLRU[string, *Tree]
+	// records hands out the records of the episodes the trees show.
+	records episodeRecords
 	// identities caches frames.Identity of the settings views use.
 	identities sync.Map // media.ImageSetting -> string
 	// flight runs one computation per cache key at a time; concurrent
@@ -124,9 +128,10 @@ func NewCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 		rows:      newSizedLRU[string, *episodeRows](b.Rows, 0, (*episodeRows).bytes, nil),
 		files:     newSizedLRU[string, []byte](b.RowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
 		fileSizes: newSizedLRU[string, int64](b.FileSizes, 0, func(int64) int64 { return 8 }, nil),
-		views:     newSizedLRU[string, *Tree](math.MaxInt64, MaxTrees, func(*Tree) int64 { return 0 }, nil)}
-	// Snapshot trees are bounded by count (see MaxTrees).
-	c.trees = newSizedLRU(math.MaxInt64, MaxTrees, func(*Tree) int64 { return 0 }, func(id int64, _ *Tree) {
+		views:     newSizedLRU[string, *Tree](b.Trees, MaxTrees, (*Tree).bytes, nil)}
+	// A snapshot's tree is charged its index once it is read (see
+	// snapshotIndex.load).
+	c.trees = newSizedLRU(b.Trees, MaxTrees, (*Tree).bytes, func(id int64, _ *Tree) {
 		if c.treeDropped != nil {
 			c.treeDropped(id)
 		}
@@ -154,13 +159,17 @@ type Budgets struct {
 	// FileSizes bounds the remembered sizes of rows files and clip.json
 	// (about 250 bytes each with their keys). Default 1 MiB.
 	FileSizes int64
+	// Trees bounds the trees of snapshots and, apart, of views: their
+	// indexes, 8 bytes an episode in a snapshot's (more in a view's, with
+	// the rows it shows), besides their number (MaxTrees). Default 16 MiB.
+	Trees int64
 }
 
 func (b Budgets) withDefaults() Budgets {
 	for _, f := range []struct {
 		v   *int64
 		def int64
-	}{{&b.Videos, 32 << 20}, {&b.FrameSizes, 32 << 20}, {&b.Rows, 32 << 20}, {&b.RowsFiles, 16 << 20}, {&b.FileSizes, 1 << 20}} {
+	}{{&b.Videos, 32 << 20}, {&b.FrameSizes, 32 << 20}, {&b.Rows, 32 << 20}, {&b.RowsFiles, 16 << 20}, {&b.FileSizes, 1 << 20}, {&b.Trees, 16 << 20}} {
 		if *f.v == 0 {
 			*f.v = f.def
 		}
@@ -360,12 +369,12 @@ func (c *Catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, 
 
 // episodeKey names an episode version read with a snapshot's schema in
 // cache keys.
-func episodeKey(snap *table.Snapshot, e table.EpisodeEntry) string {
-	return fmt.Sprintf("%s#%d@%d", e.DataFile, e.RowGroup, snap.SchemaID)
+func episodeKey(snap *table.Snapshot, e *episode) string {
+	return fmt.Sprintf("%s#%d@%d", e.dataFile, e.rowGroup, snap.SchemaID)
 }
 
 // episodeRows returns an episode's rows (with row ids and ordinals).
-func (c *Catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) (*episodeRows, error) {
+func (c *Catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e *episode) (*episodeRows, error) {
 	ctx = uninterrupted(ctx)
 	key := episodeKey(snap, e)
 	return cached(c, c.rows, key, "rows "+key, func() (*episodeRows, error) {
@@ -374,16 +383,16 @@ func (c *Catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table
 }
 
 // readRows reads an episode's rows, without keeping them.
-func (c *Catalog) readRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) (*episodeRows, error) {
+func (c *Catalog) readRows(ctx context.Context, snap *table.Snapshot, e *episode) (*episodeRows, error) {
 	// Rows are read with the snapshot's schema: a column added later
 	// shows as null.
-	rows, err := c.tbl.Rows(ctx, snap, e)
+	rows, err := c.tbl.Rows(ctx, snap, e.entry())
 	if err != nil {
 		return nil, err
 	}
 	r, err := newEpisodeRows(rows)
 	if err != nil {
-		return nil, fmt.Errorf("episode %q: %w", e.Episode, err)
+		return nil, fmt.Errorf("episode %q: %w", e.name, err)
 	}
 	c.fileSizes.keep(rowsFileKey(snap, e, RowsJSONL, nil), int64(len(r.jsonl)))
 	return r, nil
@@ -392,7 +401,7 @@ func (c *Catalog) readRows(ctx context.Context, snap *table.Snapshot, e table.Ep
 // rowsFileKey names an episode's frames.jsonl or frames.parquet in cache
 // keys: of the rows at ordinals (a view's selection), or of every row when
 // ordinals is nil.
-func rowsFileKey(snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) string {
+func rowsFileKey(snap *table.Snapshot, e *episode, name string, ordinals []int64) string {
 	key := episodeKey(snap, e) + "/" + name
 	if ordinals != nil {
 		key += "/" + ordinalsKey(ordinals)
@@ -403,7 +412,7 @@ func rowsFileKey(snap *table.Snapshot, e table.EpisodeEntry, name string, ordina
 // rowsFile returns the content of an episode's frames.jsonl or
 // frames.parquet: of the rows at ordinals (a view's selection), or of
 // every row when ordinals is nil.
-func (c *Catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) ([]byte, error) {
+func (c *Catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e *episode, name string, ordinals []int64) ([]byte, error) {
 	ctx = uninterrupted(ctx)
 	rows := func() (*episodeRows, error) { return c.episodeRows(ctx, snap, e) }
 	if name == RowsJSONL && ordinals == nil {
@@ -418,7 +427,7 @@ func (c *Catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.Ep
 
 // renderRowsFile makes rowsFile's file, taking the episode's rows from
 // rows, and remembers its size.
-func (c *Catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64,
+func (c *Catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e *episode, name string, ordinals []int64,
 	rows func() (*episodeRows, error)) ([]byte, error) {
 	var data []byte
 	switch name {
@@ -429,13 +438,13 @@ func (c *Catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e ta
 		}
 		data = r.jsonl
 		if ordinals != nil {
-			if data, err = r.jsonlOf(e.Episode, ordinals); err != nil {
+			if data, err = r.jsonlOf(e.name, ordinals); err != nil {
 				return nil, err
 			}
 		}
 	case RowsParquet:
 		var err error
-		if data, err = c.tbl.EpisodeParquetRows(ctx, snap, e, ordinals); err != nil {
+		if data, err = c.tbl.EpisodeParquetRows(ctx, snap, e.entry(), ordinals); err != nil {
 			return nil, err
 		}
 	default:
@@ -454,7 +463,7 @@ func (c *Catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e ta
 // fill the caches with rows nobody reads. A frames.parquet is kept within
 // its budget like a read one, since the read that usually follows a stat
 // (cp, rsync, tar) would otherwise read and encode the rows again.
-func (c *Catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) (int64, error) {
+func (c *Catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e *episode, name string, ordinals []int64) (int64, error) {
 	ctx = uninterrupted(ctx)
 	key := rowsFileKey(snap, e, name, ordinals)
 	if size, ok := c.fileSizes.Get(key); ok {
@@ -483,14 +492,14 @@ func (c *Catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e tabl
 }
 
 // clipJSONKey names a clip's clip.json in cache keys.
-func clipJSONKey(snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) string {
+func clipJSONKey(snap *table.Snapshot, e *episode, clip *clipWindow) string {
 	return fmt.Sprintf("%s/%s/%d/%s", episodeKey(snap, e), ClipJSON, clip.start, ordinalsKey(clip.frames))
 }
 
 // clipJSON renders a clip's clip.json from its episode's (cached) rows.
 // It is not kept (a clip view has a clip.json per window, each cheap to
 // render); its size is.
-func (c *Catalog) ClipJSON(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) ([]byte, error) {
+func (c *Catalog) clipJSON(ctx context.Context, snap *table.Snapshot, e *episode, clip *clipWindow) ([]byte, error) {
 	rows, err := c.episodeRows(ctx, snap, e)
 	if err != nil {
 		return nil, err
@@ -500,9 +509,9 @@ func (c *Catalog) ClipJSON(ctx context.Context, snap *table.Snapshot, e table.Ep
 		Start        int64             `json:"start"`
 		FrameIndices []int64           `json:"frame_indices"`
 		Rows         []json.RawMessage `json:"rows"`
-	}{Episode: e.Episode, Start: clip.start, FrameIndices: clip.frames}
+	}{Episode: e.name, Start: clip.start, FrameIndices: clip.frames}
 	for _, f := range clip.frames {
-		if err := rows.check(e.Episode, f); err != nil {
+		if err := rows.check(e.name, f); err != nil {
 			return nil, err
 		}
 		doc.Rows = append(doc.Rows, rows.unescapedRow(f))
@@ -520,11 +529,11 @@ func (c *Catalog) ClipJSON(ctx context.Context, snap *table.Snapshot, e table.Ep
 }
 
 // clipJSONSize is the size of clipJSON's file, remembered.
-func (c *Catalog) clipJSONSize(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) (int64, error) {
+func (c *Catalog) clipJSONSize(ctx context.Context, snap *table.Snapshot, e *episode, clip *clipWindow) (int64, error) {
 	if size, ok := c.fileSizes.Get(clipJSONKey(snap, e, clip)); ok {
 		return size, nil
 	}
-	data, err := c.ClipJSON(ctx, snap, e, clip)
+	data, err := c.clipJSON(ctx, snap, e, clip)
 	return int64(len(data)), err
 }
 

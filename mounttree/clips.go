@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/framefs/framefs/table"
 )
@@ -108,6 +109,16 @@ type clipIndex struct {
 	txt     []byte
 }
 
+// bytes estimates the memory of x: its records and, once rendered, its
+// files.
+func (x *clipIndex) bytes() int64 {
+	n := int64(cap(x.records)) * int64(unsafe.Sizeof(clipRecord{}))
+	for _, r := range x.records {
+		n += int64(len(r.Path)+len(r.Episode)+len(r.top)) + 8*int64(cap(r.FrameIndices))
+	}
+	return n + int64(cap(x.jsonl)+cap(x.txt))
+}
+
 func (x *clipIndex) render() {
 	x.once.Do(func() {
 		var jb, tb bytes.Buffer
@@ -144,7 +155,7 @@ func (x *clipIndex) file(name string) ([]byte, bool) {
 
 // buildClipTree lays out a clip view: episodes under partition (or
 // group-by) folders as in a plain view, each holding its clips' folders.
-func buildClipTree(s *table.Schema, cs *table.ClipSelection, groupBy []string) (builtIndex, *clipIndex) {
+func buildClipTree(records *episodeRecords, s *table.Schema, cs *table.ClipSelection, groupBy []string) (builtIndex, *clipIndex) {
 	b := newIndexBuilder()
 	idx := &clipIndex{}
 	w := cs.Window
@@ -159,7 +170,7 @@ func buildClipTree(s *table.Schema, cs *table.ClipSelection, groupBy []string) (
 			}
 			// The episode folder shows the rows files and videos; its
 			// frames are in the clip folders.
-			b.add(folders, shownEpisode{e: e, rows: part.Ordinals(w), clips: part.Starts})
+			b.add(folders, shownEpisode{e: records.record(e), episodePart: episodePart{rows: part.Ordinals(w), clips: part.Starts}})
 			for _, start := range part.Starts {
 				name := clipName(start, e.Rows)
 				rec := clipRecord{Path: strings.Join(append(slices.Clone(folders), e.Episode, name), "/"),

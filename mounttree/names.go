@@ -34,10 +34,10 @@ func videoFileName(column string, ref table.VideoRef) string {
 
 // videoColumnOf returns the video column whose file is name in an episode
 // folder of e.
-func videoColumnOf(e *table.EpisodeEntry, name string) (string, bool) {
-	for col, ref := range e.Videos {
-		if videoFileName(col, ref) == name {
-			return col, true
+func videoColumnOf(e *episode, name string) (string, bool) {
+	for _, v := range e.videos {
+		if videoFileName(v.column, v.ref) == name {
+			return v.column, true
 		}
 	}
 	return "", false
@@ -79,12 +79,12 @@ func parseFrameName(name string, rows int64, ext string) (int64, bool) {
 // through a tag, a snapshot and a view; and the daemon one node. (Such
 // files report one link: they are not hard links to tools that copy
 // trees.)
-func episodeFileIno(e *table.EpisodeEntry, schemaID int, parts ...string) uint64 {
+func episodeFileIno(e *episode, schemaID int, parts ...string) uint64 {
 	var b strings.Builder
-	fmt.Fprintf(&b, "episode|%s|%s#%d|%d|%d|%d", e.Episode, e.DataFile, e.RowGroup, e.FirstRowID, e.Rows, schemaID)
-	for _, col := range sortedKeys(e.Videos) {
-		r := e.Videos[col]
-		fmt.Fprintf(&b, "|%s=%s@%d+%d:%d", col, r.Pack, r.Offset, r.Length, r.FirstFrame)
+	fmt.Fprintf(&b, "episode|%s|%s#%d|%d|%d|%d", e.name, e.dataFile, e.rowGroup, e.firstRowID, e.rows, schemaID)
+	for _, v := range e.videos { // sorted by column
+		r := v.ref
+		fmt.Fprintf(&b, "|%s=%s@%d+%d:%d", v.column, r.Pack, r.Offset, r.Length, r.FirstFrame)
 	}
 	for _, p := range parts {
 		b.WriteString("|" + p)

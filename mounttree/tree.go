@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/table"
@@ -64,6 +65,24 @@ func (b *treeBase) ext() string {
 		return b.view.image.format(b.cat.setting).Extension()
 	}
 	return b.cat.setting.Format.Extension()
+}
+
+// bytes estimates the memory of t: its index once read (not the records
+// of its episodes, which trees share) and a clip view's clips.
+func (t *Tree) bytes() int64 {
+	n := int64(unsafe.Sizeof(*t)) + int64(unsafe.Sizeof(*t.base))
+	switch x := t.index.(type) {
+	case builtIndex:
+		n += x.bytes()
+	case *snapshotIndex:
+		x.mu.Lock()
+		n += x.built.bytes()
+		x.mu.Unlock()
+	}
+	if t.clips != nil {
+		n += t.clips.bytes()
+	}
+	return n
 }
 
 // Root returns the tree's top folder, which the mount shows at path: the
@@ -151,7 +170,7 @@ func (f *Folder) sub(name string, kind folderKind) *Folder {
 
 // episodeSub returns the folder of episode ep in partition folder f.
 func (f *Folder) episodeSub(ep shownEpisode) *Folder {
-	sub := f.sub(ep.e.Episode, episodeFolder)
+	sub := f.sub(ep.e.name, episodeFolder)
 	sub.ep, sub.column = ep, ""
 	if f.tree.window == nil && f.tree.base.videoColumns == 1 {
 		sub.column = f.tree.schema.VideoColumns[0] // frames right in it
@@ -167,7 +186,7 @@ func (f *Folder) subfolders() []string {
 	case f.kind == episodeFolder && f.tree.window != nil:
 		names := make([]string, len(f.ep.clips))
 		for i, start := range f.ep.clips {
-			names[i] = clipName(start, f.ep.e.Rows) // zero-padded: in start order
+			names[i] = clipName(start, f.ep.e.rows) // zero-padded: in start order
 		}
 		return names
 	case (f.kind == episodeFolder || f.kind == clipFolder) && f.tree.base.videoColumns > 1:
@@ -202,10 +221,10 @@ func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 	if f.column != "" {
 		ext := b.ext()
 		add := func(i int64) {
-			entries = append(entries, Entry{Name: FrameName(i, e.Rows, ext), Ino: f.frameIno(i)})
+			entries = append(entries, Entry{Name: FrameName(i, e.rows, ext), Ino: f.frameIno(i)})
 		}
 		if f.ep.rows == nil {
-			for i := int64(0); i < e.Rows; i++ {
+			for i := int64(0); i < e.rows; i++ {
 				add(i)
 			}
 		}
@@ -214,15 +233,14 @@ func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 		}
 	}
 	if f.kind == episodeFolder {
-		for _, col := range sortedKeys(e.Videos) {
-			ref := e.Videos[col]
-			entries = append(entries, Entry{Name: videoFileName(col, ref), Ino: videoIno(ref)})
+		for _, v := range e.videos {
+			entries = append(entries, Entry{Name: videoFileName(v.column, v.ref), Ino: videoIno(v.ref)})
 		}
 		for _, name := range []string{RowsJSONL, RowsParquet} {
 			entries = append(entries, Entry{Name: name, Ino: f.rowsIno(name)})
 			// ls -l stats the rows files last, after every frame: render
 			// them meanwhile on another core (their size is their content).
-			go b.cat.rowsFileSize(b.cat.life, b.snap, *e, name, f.ep.rows)
+			go b.cat.rowsFileSize(b.cat.life, b.snap, e, name, f.ep.rows)
 		}
 	}
 	return entries, nil
@@ -235,11 +253,7 @@ func (f *Folder) listPartition(ctx context.Context) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(folders)+len(eps))
-	names = append(names, folders...)
-	for _, ep := range eps {
-		names = append(names, ep.e.Episode)
-	}
+	names := append(slices.Clip(folders), eps...)
 	sort.Strings(names)
 	entries := make([]Entry, 0, len(names)+2)
 	for _, name := range names {
@@ -279,7 +293,7 @@ func (f *Folder) Lookup(ctx context.Context, name string) (Item, error) {
 	if f.kind == episodeFolder {
 		if col, ok := videoColumnOf(e, name); ok {
 			file := f.file(VideoFile, name, episodeFileTime(b, e))
-			file.column, file.ino = col, videoIno(e.Videos[col])
+			file.column, file.ino = col, videoIno(e.video(col))
 			return file, nil
 		}
 		if name == RowsJSONL || name == RowsParquet {
@@ -289,7 +303,7 @@ func (f *Folder) Lookup(ctx context.Context, name string) (Item, error) {
 	if f.column == "" {
 		return nil, errNoEntry
 	}
-	row, ok := parseFrameName(name, e.Rows, b.ext())
+	row, ok := parseFrameName(name, e.rows, b.ext())
 	if !ok {
 		return nil, errNoEntry
 	}
@@ -306,7 +320,7 @@ func (f *Folder) Lookup(ctx context.Context, name string) (Item, error) {
 func (f *Folder) subfolder(name string) *Folder {
 	switch {
 	case f.kind == episodeFolder && f.tree.window != nil:
-		start, ok := parseClipName(name, f.ep.e.Rows)
+		start, ok := parseClipName(name, f.ep.e.rows)
 		if !ok {
 			return nil
 		}
@@ -378,7 +392,7 @@ type File struct {
 	ino  uint64
 	time time.Time
 	// e is the episode of every file but a clip list.
-	e *table.EpisodeEntry
+	e *episode
 	// column is a frame's or stored video's video column.
 	column string
 	// row is a frame's row in its episode.
@@ -411,24 +425,24 @@ func (f *Folder) file(kind FileKind, name string, mtime time.Time) *File {
 // frame returns the file of row's frame of f's video column.
 func (f *Folder) frame(row int64) *File {
 	e := f.ep.e
-	file := f.file(FrameFile, FrameName(row, e.Rows, f.tree.base.ext()), episodeFileTime(f.tree.base, e))
+	file := f.file(FrameFile, FrameName(row, e.rows, f.tree.base.ext()), episodeFileTime(f.tree.base, e))
 	file.column, file.row, file.ino = f.column, row, f.frameIno(row)
 	return file
 }
 
 // episodeFileTime is the time of the files of episode e: when its version
 // was committed.
-func episodeFileTime(b *treeBase, e *table.EpisodeEntry) time.Time {
-	if e.Time.IsZero() {
+func episodeFileTime(b *treeBase, e *episode) time.Time {
+	if e.time.IsZero() {
 		return b.snap.Time // written before episodes had their own time
 	}
-	return e.Time
+	return e.time
 }
 
 // frameIno is the inode number of row's frame of f's video column, as
 // served with the table's image setting (or a view's own).
 func (f *Folder) frameIno(row int64) uint64 {
-	_, identity := f.tree.base.setting(f.ep.e.Videos[f.column])
+	_, identity := f.tree.base.setting(f.ep.e.video(f.column))
 	return episodeFileIno(f.ep.e, f.tree.base.snap.SchemaID, "frame", f.column, fmt.Sprint(row), identity)
 }
 
@@ -465,14 +479,14 @@ func (f *File) Time() time.Time { return f.time }
 func (f *File) String() string {
 	switch f.kind {
 	case FrameFile:
-		return fmt.Sprintf("%s frame %d of episode %q", f.column, f.row, f.e.Episode)
+		return fmt.Sprintf("%s frame %d of episode %q", f.column, f.row, f.e.name)
 	case ClipListFile:
 		return f.name
 	}
-	return fmt.Sprintf("%s of episode %q", f.name, f.e.Episode)
+	return fmt.Sprintf("%s of episode %q", f.name, f.e.name)
 }
 
-func (f *File) ref() table.VideoRef { return f.e.Videos[f.column] }
+func (f *File) ref() table.VideoRef { return f.e.video(f.column) }
 
 // ordinal is a frame's ordinal in its video.
 func (f *File) ordinal() int { return int(f.ref().FirstFrame + f.row) }
@@ -488,9 +502,9 @@ func (f *File) Size(ctx context.Context) (int64, error) {
 	case VideoFile:
 		return f.ref().Length, nil
 	case RowsFile:
-		return c.rowsFileSize(ctx, snap, *f.e, f.name, f.rows)
+		return c.rowsFileSize(ctx, snap, f.e, f.name, f.rows)
 	case ClipJSONFile:
-		return c.clipJSONSize(ctx, snap, *f.e, f.clip)
+		return c.clipJSONSize(ctx, snap, f.e, f.clip)
 	}
 	return int64(len(f.data)), nil
 }
@@ -522,9 +536,9 @@ func (f *File) Content(ctx context.Context) ([]byte, error) {
 	case FrameFile:
 		return f.image(ctx)
 	case RowsFile:
-		return c.rowsFile(ctx, snap, *f.e, f.name, f.rows)
+		return c.rowsFile(ctx, snap, f.e, f.name, f.rows)
 	case ClipJSONFile:
-		return c.ClipJSON(ctx, snap, *f.e, f.clip)
+		return c.clipJSON(ctx, snap, f.e, f.clip)
 	case ClipListFile:
 		return f.data, nil
 	}
@@ -538,7 +552,7 @@ func (f *File) image(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	set, _ := f.base.setting(f.ref())
-	data, err := f.base.cat.frameFor(ctx, f.ref(), f.e.Rows, f.ordinal(), set)
+	data, err := f.base.cat.frameFor(ctx, f.ref(), f.e.rows, f.ordinal(), set)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", f, err)
 	}
@@ -547,7 +561,7 @@ func (f *File) image(ctx context.Context) ([]byte, error) {
 		// sizes came from another encoder build. Refuse rather than
 		// serve a file whose length lies.
 		return nil, fmt.Errorf("%w: episode %q %s frame %d is %d bytes, %d were announced",
-			table.ErrCorrupt, f.e.Episode, f.column, f.row, len(data), size)
+			table.ErrCorrupt, f.e.name, f.column, f.row, len(data), size)
 	}
 	return data, nil
 }
@@ -571,11 +585,11 @@ func (f *File) Xattrs(ctx context.Context) (map[string][]byte, error) {
 	if f.kind != FrameFile {
 		return nil, nil
 	}
-	rows, err := f.base.cat.episodeRows(ctx, f.base.snap, *f.e)
+	rows, err := f.base.cat.episodeRows(ctx, f.base.snap, f.e)
 	if err != nil {
 		return nil, err
 	}
-	return rows.xattrs(f.e.Episode, f.row)
+	return rows.xattrs(f.e.name, f.row)
 }
 
 // sortedKeys returns a map's keys in order.

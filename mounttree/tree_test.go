@@ -271,7 +271,7 @@ type askedIndex struct {
 	asked []string
 }
 
-func (x *askedIndex) list(ctx context.Context, dir string) ([]string, []shownEpisode, error) {
+func (x *askedIndex) list(ctx context.Context, dir string) ([]string, []string, error) {
 	x.asked = append(x.asked, "list "+dir)
 	return x.index.list(ctx, dir)
 }

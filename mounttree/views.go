@@ -124,7 +124,8 @@ func (c *Catalog) ViewTree(ctx context.Context, vc *View, snap *table.Snapshot) 
 			if err != nil {
 				return nil, err
 			}
-			ix, clips := buildClipTree(schema, cs, vc.Def.GroupBy)
+			ix, clips := buildClipTree(&c.records, schema, cs, vc.Def.GroupBy)
+			clips.render() // now, so that the tree is charged its files
 			t := newTree(c, snap, schema, vc, ix)
 			t.window, t.clips = &cs.Window, clips
 			return t, nil
@@ -133,19 +134,19 @@ func (c *Catalog) ViewTree(ctx context.Context, vc *View, snap *table.Snapshot) 
 		if err != nil {
 			return nil, err
 		}
-		return newTree(c, snap, schema, vc, buildViewTree(schema, sel, vc.Def.GroupBy)), nil
+		return newTree(c, snap, schema, vc, buildViewTree(&c.records, schema, sel, vc.Def.GroupBy)), nil
 	})
 }
 
 // buildViewTree indexes a view's matching rows, by episode, under the
 // folders of their partition values or group-by values.
-func buildViewTree(s *table.Schema, sel *table.Selection, groupBy []string) builtIndex {
+func buildViewTree(records *episodeRecords, s *table.Schema, sel *table.Selection, groupBy []string) builtIndex {
 	b := newIndexBuilder()
 	for i := range sel.Episodes {
 		se := &sel.Episodes[i]
 		e := &se.Entry
 		for _, part := range se.Parts {
-			b.add(viewFolders(s, e, part.Group, groupBy), shownEpisode{e: e, rows: part.Ordinals})
+			b.add(viewFolders(s, e, part.Group, groupBy), shownEpisode{e: records.record(e), episodePart: episodePart{rows: part.Ordinals}})
 		}
 	}
 	return b.build()
