@@ -27,12 +27,7 @@ type frameNode struct {
 func (n *frameNode) OnForget() { n.m.forgotten(n) }
 
 func (n *frameNode) attr(ctx context.Context, a *fuse.Attr) syscall.Errno {
-	size, err := n.f.Size(ctx)
-	if err != nil {
-		return errno("frame size", err)
-	}
-	fileAttr(n.m, a, size, n.f.Time())
-	return 0
+	return fileAttr(ctx, n.m, n.f, a)
 }
 
 func (n *frameNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {

@@ -23,12 +23,7 @@ type metadataFileNode struct {
 func (n *metadataFileNode) OnForget() { n.m.forgotten(n) }
 
 func (n *metadataFileNode) attr(ctx context.Context, a *fuse.Attr) syscall.Errno {
-	size, err := n.f.Size(ctx)
-	if err != nil {
-		return errno(n.f.String(), err)
-	}
-	fileAttr(n.m, a, size, n.f.Time())
-	return 0
+	return fileAttr(ctx, n.m, n.f, a)
 }
 
 func (n *metadataFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {

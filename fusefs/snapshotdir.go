@@ -185,11 +185,17 @@ func (m *mountFS) forgotten(node fs.InodeEmbedder) {
 }
 
 // fileAttr fills the attributes of a read-only file of a tree.
-func fileAttr(m *mountFS, a *fuse.Attr, size int64, mtime time.Time) {
+func fileAttr(ctx context.Context, m *mountFS, f *mounttree.File, a *fuse.Attr) syscall.Errno {
+	size, err := f.Size(ctx)
+	if err != nil {
+		return errno("size of "+f.String(), err)
+	}
 	a.Mode = fuse.S_IFREG | 0o444
 	a.Nlink = 1
 	a.Size = uint64(size)
 	a.Blocks = (a.Size + 511) / 512
 	m.owner(a)
+	mtime := f.Time()
 	a.SetTimes(nil, &mtime, &mtime)
+	return 0
 }

@@ -32,12 +32,7 @@ type videoFileNode struct {
 func (n *videoFileNode) OnForget() { n.m.forgotten(n) }
 
 func (n *videoFileNode) attr(ctx context.Context, a *fuse.Attr) syscall.Errno {
-	size, err := n.f.Size(ctx)
-	if err != nil {
-		return errno(n.f.String(), err)
-	}
-	fileAttr(n.m, a, size, n.f.Time())
-	return 0
+	return fileAttr(ctx, n.m, n.f, a)
 }
 
 func (n *videoFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
