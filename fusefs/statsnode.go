@@ -71,8 +71,16 @@ func (n *statsNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 	return &bytesHandle{data: n.m.stats.text(n.m.statsExtra)}, fuse.FOPEN_DIRECT_IO, 0
 }
 
-// statsExtra adds the write directories' and the decoder's counters.
+// statsExtra adds the metadata caches' bytes, and the write directories'
+// and the decoder's counters.
 func (m *mountFS) statsExtra(b *strings.Builder) {
+	m.mu.Lock()
+	var cached int64
+	for _, c := range m.catalogs {
+		cached += c.CacheBytes()
+	}
+	m.mu.Unlock()
+	fmt.Fprintf(b, "# HELP framefs_metadata_cache_bytes What the tables' metadata caches hold (rows, rows files, sizes, open videos, trees, manifests, snapshots).\n# TYPE framefs_metadata_cache_bytes gauge\nframefs_metadata_cache_bytes %d\n", cached)
 	m.stagingStats(b)
 	if m.extraStats != nil {
 		m.extraStats(b)

@@ -273,6 +273,17 @@ func (c *Catalog) SnapshotTree(ctx context.Context, snap *table.Snapshot) (*Tree
 	})
 }
 
+// CacheBytes is what the catalog's caches hold, by the sizes they are
+// charged (docs/CACHES.md, "Metadata caches"), the table's caches of
+// decoded metadata included.
+func (c *Catalog) CacheBytes() int64 {
+	n := c.tbl.CacheBytes()
+	for _, b := range []interface{ Bytes() int64 }{c.videos, c.sizes, c.rows, c.files, c.fileSizes, c.trees, c.views} {
+		n += b.Bytes()
+	}
+	return n
+}
+
 // KeepsTree reports whether the catalog keeps snapshot id's tree.
 func (c *Catalog) KeepsTree(id int64) bool {
 	_, ok := c.trees.Get(id)

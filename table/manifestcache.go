@@ -30,6 +30,10 @@ func (c *manifestCache) get(key string) *Manifest {
 	return m
 }
 
+// CacheBytes is what the table's caches of decoded metadata (manifests
+// and snapshots) hold, by the sizes they are charged.
+func (t *Table) CacheBytes() int64 { return t.manifests.lru.Bytes() + t.snapshots.Bytes() }
+
 // add keeps m, evicting the least recently used manifests beyond the
 // bound. A manifest larger than the whole bound is not kept.
 func (c *manifestCache) add(key string, m *Manifest) { c.lru.Add(key, m, manifestBytes(m)) }

@@ -565,3 +565,14 @@ func TestLookupsReuseNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataCacheBytesShown: .stats shows what the metadata caches
+// hold, which reading a rows file adds to.
+func TestMetadataCacheBytesShown(t *testing.T) {
+	tr := newTree(t, treetest.RobotTable(t), fusefs.Options{ReadOnly: true})
+	before := tr.statsValue("framefs_metadata_cache_bytes")
+	jsonl := tr.readFile(tr.walk("latest/task=pick/ep1/frames.jsonl").NodeId)
+	if after := tr.statsValue("framefs_metadata_cache_bytes"); after < before+int64(len(jsonl)) {
+		t.Errorf("framefs_metadata_cache_bytes went from %d to %d reading a %d-byte frames.jsonl", before, after, len(jsonl))
+	}
+}
