@@ -10,10 +10,10 @@ import (
 // decoded (manifestBytes estimates it: about 3.4 times their JSON, 2.8 KB
 // an episode with two column statistics). A mount lives through thousands
 // of commits; every commit writes manifests and most are soon only in old
-// snapshots, so an unbounded cache grew with the table's history. 32 MiB
-// holds the manifests of a snapshot of about 10,000 episodes; a larger
+// snapshots, so an unbounded cache grew with the table's history. 16 MiB
+// holds the manifests of a snapshot of about 5,000 episodes; a larger
 // snapshot reads its manifests again when it is listed.
-const maxManifestBytes = 32 << 20
+const maxManifestBytes = 16 << 20
 
 // manifestCache is a least-recently-used cache of decoded manifests by key,
 // bounded by maxBytes of their encoded size. It is safe for concurrent use.
