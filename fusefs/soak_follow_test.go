@@ -33,7 +33,8 @@ const (
 // image and picture caches) in front of a table that takes a one-episode
 // commit every 2 seconds, for FRAMEFS_SOAK_FOLLOW (make soak-follow: 10
 // minutes), while a reader lists every episode folder of latest and reads
-// one frame of each, as a training job following a growing dataset does.
+// one frame of each (the same one each time), as a job following a growing
+// dataset does.
 // It checks every frame read, and the daemon's memory against its bound
 // and the follower rule (soak_memory_test.go), which it prints every
 // minute. Skipped unless FRAMEFS_SOAK_FOLLOW is set.
@@ -86,8 +87,10 @@ func TestSoakFollower(t *testing.T) {
 	waitFor(t, func() bool { _, err := os.Stat(latest); return err == nil }, "the mount")
 
 	var (
-		mu       sync.Mutex
-		first    = map[string]int{} // episode -> its first frame in the video
+		mu sync.Mutex
+		// frame is, by episode, the video frame of its first row and the
+		// row the reader reads.
+		frame    = map[string][2]int{}
 		failures []string
 		commits  atomic.Int64
 		reads    atomic.Int64
@@ -121,7 +124,7 @@ func TestSoakFollower(t *testing.T) {
 				return
 			}
 			mu.Lock()
-			first[name] = from
+			frame[name] = [2]int{from, rng.IntN(followRows)}
 			mu.Unlock()
 			commits.Add(1)
 			time.Sleep(followCommit)
@@ -129,7 +132,6 @@ func TestSoakFollower(t *testing.T) {
 	}()
 	go func() { // the reader
 		defer wg.Done()
-		rng := rand.New(rand.NewPCG(8, 8))
 		for time.Now().Before(deadline) {
 			for _, task := range []string{"pick", "place"} {
 				eps, err := os.ReadDir(filepath.Join(latest, "task="+task))
@@ -139,7 +141,7 @@ func TestSoakFollower(t *testing.T) {
 				}
 				for _, e := range eps {
 					mu.Lock()
-					from, ours := first[e.Name()]
+					f, ours := frame[e.Name()]
 					mu.Unlock()
 					if !ours {
 						continue // ep1, ep2
@@ -150,7 +152,7 @@ func TestSoakFollower(t *testing.T) {
 						fail("list %s: %d entries, %v", dir, len(names), err)
 						continue
 					}
-					i := rng.IntN(followRows)
+					from, i := f[0], f[1]
 					got, err := os.ReadFile(filepath.Join(dir, mounttree.FrameName(int64(i), followRows, "jpg")))
 					switch {
 					case err == nil && bytes.Equal(got, refs[from+i]):
