@@ -79,7 +79,7 @@ func metaTable(t *testing.T, wh string) *table.Table {
 func TestRowsFilesAndXattrsMatchRows(t *testing.T) {
 	f := newFixtureOf(t, Options{ReadOnly: true}, metaTable)
 	ctx := context.Background()
-	snap, eps := headEpisodes(t, f.tbl)
+	snap, eps := treetest.HeadEpisodes(t, f.tbl)
 	rows, err := f.tbl.Rows(ctx, snap, eps[0])
 	if err != nil {
 		t.Fatal(err)

@@ -39,16 +39,7 @@ const (
 // and the follower rule (soak_memory_test.go), which it prints every
 // minute. Skipped unless FRAMEFS_SOAK_FOLLOW is set.
 func TestSoakFollower(t *testing.T) {
-	duration, err := time.ParseDuration(os.Getenv("FRAMEFS_SOAK_FOLLOW"))
-	if err != nil {
-		t.Skip("set FRAMEFS_SOAK_FOLLOW=DURATION and FRAMEFS_BIN=bin/framefs (make soak-follow)")
-	}
-	bin, err := filepath.Abs(os.Getenv("FRAMEFS_BIN"))
-	if err != nil || os.Getenv("FRAMEFS_BIN") == "" {
-		t.Fatal("FRAMEFS_BIN must name the framefs binary")
-	}
-	requireFUSE(t)
-	t.Parallel() // beside the write soak in make test's short runs
+	duration, bin := soakSetup(t, "FRAMEFS_SOAK_FOLLOW", "soak-follow")
 	ctx := context.Background()
 	wh, mnt := t.TempDir(), filepath.Join(t.TempDir(), "mnt")
 	os.MkdirAll(mnt, 0o755)
@@ -181,6 +172,23 @@ func TestSoakFollower(t *testing.T) {
 		t.Error(f)
 	}
 	watch.check(false, true)
+}
+
+// soakSetup returns how long a soak runs (the duration in env, else the
+// test skips) and the framefs binary it runs (FRAMEFS_BIN); soaks run
+// side by side, as make test's short runs do.
+func soakSetup(t *testing.T, env, target string) (time.Duration, string) {
+	duration, err := time.ParseDuration(os.Getenv(env))
+	if err != nil {
+		t.Skipf("set %s=DURATION and FRAMEFS_BIN=bin/framefs (make %s)", env, target)
+	}
+	bin, err := filepath.Abs(os.Getenv("FRAMEFS_BIN"))
+	if err != nil || os.Getenv("FRAMEFS_BIN") == "" {
+		t.Fatal("FRAMEFS_BIN must name the framefs binary")
+	}
+	requireFUSE(t)
+	t.Parallel()
+	return duration, bin
 }
 
 // openTable opens the table in directory dir with opts.

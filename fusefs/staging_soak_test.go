@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
@@ -36,16 +37,7 @@ import (
 // memory within its bound and not growing with time (soak_memory_test.go;
 // printed every minute). Skipped unless FRAMEFS_SOAK_WRITE is set.
 func TestSoakWriteDirectories(t *testing.T) {
-	duration, err := time.ParseDuration(os.Getenv("FRAMEFS_SOAK_WRITE"))
-	if err != nil {
-		t.Skip("set FRAMEFS_SOAK_WRITE=DURATION and FRAMEFS_BIN=bin/framefs (make soak-write)")
-	}
-	bin, err := filepath.Abs(os.Getenv("FRAMEFS_BIN"))
-	if err != nil || os.Getenv("FRAMEFS_BIN") == "" {
-		t.Fatal("FRAMEFS_BIN must name the framefs binary")
-	}
-	requireFUSE(t)
-	t.Parallel() // beside the follower soak in make test's short runs
+	duration, bin := soakSetup(t, "FRAMEFS_SOAK_WRITE", "soak-write")
 	s := newSoak(t, bin)
 	s.run(duration)
 	s.check()
@@ -469,7 +461,7 @@ func (s *soak) check() {
 	failures := stagingStat(t, s.mnt, "ingest_failures_total", "ingest")
 
 	// Every dropped episode not deleted is in the head, as written.
-	head, eps := headEpisodes(t, dirWarehouseTable(t, s.tblDir))
+	head, eps := treetest.HeadEpisodes(t, dirWarehouseTable(t, s.tblDir))
 	inHead := map[string]bool{}
 	for _, e := range eps {
 		inHead[e.Episode] = true

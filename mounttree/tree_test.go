@@ -26,15 +26,6 @@ func newTestCatalog(t *testing.T, tbl *table.Table, frames FrameServer, opts Cat
 	return c
 }
 
-func snapshotOf(t *testing.T, tbl *table.Table, id int64) *table.Snapshot {
-	t.Helper()
-	snap, err := tbl.Snapshot(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap
-}
-
 // names lists a folder's names.
 func listNames(t *testing.T, f *Folder) []string {
 	t.Helper()
@@ -76,7 +67,7 @@ func TestSnapshotTree(t *testing.T) {
 	tbl := treetest.RobotTable(t)
 	frames := &treetest.Frames{}
 	c := newTestCatalog(t, tbl, frames, CatalogOptions{})
-	tree, err := c.SnapshotTree(ctx, snapshotOf(t, tbl, 1))
+	tree, err := c.SnapshotTree(ctx, treetest.Snapshot(t, tbl, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +129,7 @@ func TestSnapshotTree(t *testing.T) {
 	if _, err := tbl.UpdateRows(ctx, "ep1", treetest.Rows(t, "ep1", "pick", 40)); err != nil {
 		t.Fatal(err)
 	}
-	tree2, err := c.SnapshotTree(ctx, snapshotOf(t, tbl, 2))
+	tree2, err := c.SnapshotTree(ctx, treetest.Snapshot(t, tbl, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,15 +156,7 @@ func TestSnapshotTree(t *testing.T) {
 // headEpisode returns an episode of the table's head.
 func headEpisode(t *testing.T, tbl *table.Table, name string) table.EpisodeEntry {
 	t.Helper()
-	ctx := context.Background()
-	head, err := tbl.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eps, err := tbl.Episodes(ctx, head)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, eps := treetest.HeadEpisodes(t, tbl)
 	for _, e := range eps {
 		if e.Episode == name {
 			return e
@@ -191,7 +174,7 @@ func TestViewTrees(t *testing.T) {
 	ctx := context.Background()
 	tbl := treetest.RobotTable(t)
 	c := newTestCatalog(t, tbl, &treetest.Frames{}, CatalogOptions{})
-	snap := snapshotOf(t, tbl, 1)
+	snap := treetest.Snapshot(t, tbl, 1)
 	snapRoot := func() *Folder {
 		tree, err := c.SnapshotTree(ctx, snap)
 		if err != nil {
@@ -289,7 +272,7 @@ func TestIndexAskedPerFolder(t *testing.T) {
 	ctx := context.Background()
 	tbl := treetest.RobotTable(t)
 	c := newTestCatalog(t, tbl, &treetest.Frames{}, CatalogOptions{})
-	tree, err := c.SnapshotTree(ctx, snapshotOf(t, tbl, 1))
+	tree, err := c.SnapshotTree(ctx, treetest.Snapshot(t, tbl, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +308,7 @@ func TestMetadataCachesBounded(t *testing.T) {
 	// budgets that hold two or three of each.
 	counters := &Counters{}
 	c := newTestCatalog(t, tbl, &treetest.Frames{}, CatalogOptions{Counters: counters, Budgets: Budgets{Rows: 16 << 10, RowsFiles: 12 << 10}})
-	tree, err := c.SnapshotTree(ctx, snapshotOf(t, tbl, 2))
+	tree, err := c.SnapshotTree(ctx, treetest.Snapshot(t, tbl, 2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,6 +144,31 @@ func RobotTable(t testing.TB) *table.Table {
 	return tbl
 }
 
+// Snapshot returns snapshot id of tbl.
+func Snapshot(t testing.TB, tbl *table.Table, id int64) *table.Snapshot {
+	t.Helper()
+	s, err := tbl.Snapshot(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// HeadEpisodes returns the head of tbl and its episodes.
+func HeadEpisodes(t testing.TB, tbl *table.Table) (*table.Snapshot, []table.EpisodeEntry) {
+	t.Helper()
+	ctx := context.Background()
+	head, err := tbl.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := tbl.Episodes(ctx, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return head, eps
+}
+
 // RowXattrs is what a frame's extended attributes are, made from its
 // decoded row: user.COLUMN, a string as itself, other values as their
 // JSON, nulls left out. The mount serves them from compact rows, which
