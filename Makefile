@@ -6,7 +6,7 @@ BIN      := bin/framefs
 FUZZTIME ?= 1m
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 
-.PHONY: all deps build run test vet fmt-check unit nocgo testreport e2e versitygw test-server bench fuzz soak soak-write soak-follow soak-short fixtures golden clean
+.PHONY: all deps build run test vet fmt-check unit nocgo testreport e2e versitygw test-server bench fuzz soak soak-write soak-follow soak-short fixtures golden frozen-table clean
 
 all: build
 
@@ -85,12 +85,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
 	$(GO) test -run '^$$' -fuzz '^FuzzFastStart$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
 	$(GO) test -run '^$$' -fuzz '^FuzzScanIndex$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./decoder
+	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./decoder
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSidecar$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table
 	$(GO) test -run '^$$' -fuzz '^FuzzEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./cache/diskcache
-	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table/filter
+	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./query/filter
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./internal/timestamp
 	$(GO) test -run '^$$' -fuzz '^FuzzChunkIndex$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table
 	$(GO) test -run '^$$' -fuzz '^FuzzInfo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
 	$(GO) test -run '^$$' -fuzz '^FuzzParquet$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONLines$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
 
 # 16 readers of random frames through a real mount for 60 s.
 soak:
@@ -123,6 +126,12 @@ fixtures:
 	scripts/make-fixtures.sh
 golden:
 	scripts/make-golden.sh
+
+# Writes testdata/format/vN, the frozen example table of the current table
+# format version (FormatVersion in table/format.go). It refuses when that
+# version has one: see testdata/format/README.md.
+frozen-table:
+	$(GO) test -count=1 -run '^$$' ./cmd/framefs -write-frozen-table
 
 clean:
 	rm -rf bin bench-results.json

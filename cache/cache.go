@@ -251,6 +251,32 @@ func (c *Cache[K]) Load(ctx context.Context, k K, load func(context.Context) ([]
 	}
 }
 
+// Wait returns k's value if it is cached, or waits for a load of k in
+// flight and returns its value. ok is false when k is neither cached nor
+// loading, or its load failed or was abandoned: the caller makes the value
+// another way. Unlike Load, it never loads and counts no miss.
+func (c *Cache[K]) Wait(ctx context.Context, k K) (v []byte, ok bool, err error) {
+	c.mu.Lock()
+	if v, ok := c.get(k); ok {
+		c.mu.Unlock()
+		return v, true, nil
+	}
+	f, inFlight := c.flights[k]
+	if inFlight {
+		c.stats.Shared++
+	}
+	c.mu.Unlock()
+	if !inFlight {
+		return nil, false, nil
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	return f.val, f.err == nil, nil
+}
+
 // run calls load for the flight f of k and publishes the result, also when
 // load panics.
 func (c *Cache[K]) run(ctx context.Context, k K, f *flight, load func(context.Context) ([]byte, error)) (v []byte, err error) {

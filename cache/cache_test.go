@@ -320,3 +320,48 @@ func TestDemoteEvictsFirst(t *testing.T) {
 		t.Errorf("stats %+v after re-adding a demoted key", st)
 	}
 }
+
+// TestWait: Wait returns a cached value, waits for one in flight, and
+// reports a key that is neither (or whose load was abandoned) without
+// loading it or counting a miss.
+func TestWait(t *testing.T) {
+	c := New[int](1 << 20)
+	ctx := context.Background()
+	if _, ok, err := c.Wait(ctx, 1); ok || err != nil {
+		t.Fatalf("Wait on an unknown key: ok %v, err %v", ok, err)
+	}
+	c.Add(1, []byte("one"))
+	if v, ok, err := c.Wait(ctx, 1); !ok || err != nil || string(v) != "one" {
+		t.Fatalf("Wait on a cached key: %q, %v, %v", v, ok, err)
+	}
+	p, _ := c.Promise(2)
+	got := make(chan string)
+	go func() {
+		v, ok, err := c.Wait(ctx, 2)
+		got <- fmt.Sprint(string(v), " ", ok, " ", err)
+	}()
+	time.Sleep(5 * time.Millisecond)
+	p.Fulfil([]byte("two"), nil)
+	if g := <-got; g != "two true <nil>" {
+		t.Errorf("Wait on a promised key got %s", g)
+	}
+	p3, _ := c.Promise(3)
+	go func() {
+		_, ok, err := c.Wait(ctx, 3)
+		got <- fmt.Sprint(ok, err)
+	}()
+	time.Sleep(5 * time.Millisecond)
+	p3.Abandon()
+	if g := <-got; g != "false <nil>" {
+		t.Errorf("Wait on an abandoned promise got %s", g)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	c.Promise(4)
+	cancel()
+	if _, ok, err := c.Wait(cctx, 4); ok || !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait with a cancelled context: %v, %v", ok, err)
+	}
+	if st := c.Stats(); st.Misses != 0 {
+		t.Errorf("Wait counted %d misses", st.Misses)
+	}
+}

@@ -92,9 +92,13 @@ type convKey struct {
 	width, height  int
 	format         astiav.PixelFormat
 	sarNum, sarDen int
+	rotation       string // the stream's display transform (rotation.filters)
 	outWidth       int
 	outHeight      int
-	bgr            bool // bgr24 output, see renderer.convert
+	// scaled says the output size is not the display size: the picture is
+	// scaled in its own pixel format first, then converted (filterChain).
+	scaled bool
+	bgr    bool // bgr24 output, see renderer.convert
 }
 
 // converter is one configured filter graph. Not safe for concurrent use.
@@ -105,8 +109,13 @@ type converter struct {
 	out   *astiav.Frame
 }
 
-func newConverter(k convKey, rot rotation, tb astiav.Rational) (*converter, error) {
-	return newConverterDesc(k, filterChain(k, rot), tb)
+// converterTimeBase is the time base converters' graphs are configured
+// with: none of their filters uses time, and a fixed one lets pictures of
+// every stream share a graph.
+var converterTimeBase = astiav.NewRational(1, 1)
+
+func newConverter(k convKey) (*converter, error) {
+	return newConverterDesc(k, filterChain(k), converterTimeBase)
 }
 
 // newConverterDesc builds a graph for frames described by k with the
@@ -170,14 +179,24 @@ func newConverterDesc(k convKey, desc string, tb astiav.Rational) (c *converter,
 
 // filterChain returns the graph description between the buffer source and
 // the sink.
-func filterChain(k convKey, rot rotation) string {
+func filterChain(k convKey) string {
 	chain := ""
-	if rot.filters != "" {
-		chain = rot.filters + ","
+	if k.rotation != "" {
+		chain = k.rotation + ","
 	}
 	format := "rgb24"
 	if k.bgr {
 		format = "bgr24"
+	}
+	if k.scaled {
+		// Scaling in the decoded pixel format (YUV 4:2:0, usually) and
+		// converting afterwards runs swscale's SIMD planar scaler and its
+		// unscaled converter, the one native-size images use: twice as
+		// fast as scaling straight to RGB, whose vertical filter has only
+		// C code for packed RGB output. The pixels differ from that one-step
+		// conversion by rounding; scaledRevision names the choice.
+		return chain + fmt.Sprintf("scale=w=%d:h=%d:flags=bicubic,format=%s,scale=flags=bicubic,format=%s",
+			k.outWidth, k.outHeight, k.format.Name(), format)
 	}
 	return chain + fmt.Sprintf("scale=w=%d:h=%d:flags=bicubic,format=%s", k.outWidth, k.outHeight, format)
 }

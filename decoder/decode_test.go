@@ -15,6 +15,9 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 )
 
 // TestFramesMatchFFmpeg decodes every frame of every fixture in order and
@@ -28,7 +31,7 @@ func TestFramesMatchFFmpeg(t *testing.T) {
 			if v.Index.Frames() != fx.frames || len(fx.pts) != fx.frames {
 				t.Fatalf("index has %d frames, golden %d", v.Index.Frames(), fx.frames)
 			}
-			pool := NewPool(Options{MaxSessionsPerVideo: 1})
+			pool := newTestPool(serving.Options{MaxSessionsPerVideo: 1})
 			defer pool.Close()
 			info, err := pool.Info(context.Background(), v)
 			if err != nil {
@@ -56,7 +59,7 @@ func TestFramesMatchFFmpeg(t *testing.T) {
 // bytes sequential decoding gave.
 func TestRandomAccessMatchesSequential(t *testing.T) {
 	ctx := context.Background()
-	ppm := ImageSetting{Format: FormatPPM}
+	ppm := media.ImageSetting{Format: media.FormatPPM}
 	for _, fx := range fixtures(t) {
 		t.Run(fx.name, func(t *testing.T) {
 			t.Parallel()
@@ -65,7 +68,7 @@ func TestRandomAccessMatchesSequential(t *testing.T) {
 			n := v.Index.Frames()
 
 			// One session, every frame (at most 120), shuffled.
-			reused := NewPool(Options{MaxSessionsPerVideo: 1})
+			reused := newTestPool(serving.Options{MaxSessionsPerVideo: 1})
 			defer reused.Close()
 			for _, i := range shuffled(n, 120, 1) {
 				b, err := reused.Frame(ctx, v, i, ppm)
@@ -76,7 +79,7 @@ func TestRandomAccessMatchesSequential(t *testing.T) {
 					t.Fatalf("reused session, frame %d differs from sequential decoding", i)
 				}
 			}
-			if st := reused.Stats(); st.Opened != 1 {
+			if st := reused.PoolStats(); st.Opened != 1 {
 				t.Errorf("reused pool opened %d sessions, want 1", st.Opened)
 			}
 			// Backwards, which defeats every continuation.
@@ -93,9 +96,9 @@ func TestRandomAccessMatchesSequential(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s.bind(ctx, v.R)
-				b, err := s.image(ctx, i, ppm)
-				s.close()
+				s.Bind(ctx, v.R)
+				b, err := sessionImage(ctx, s, i, ppm)
+				s.Close()
 				if err != nil {
 					t.Fatalf("fresh session, frame %d: %v", i, err)
 				}
@@ -165,7 +168,7 @@ func TestReferenceFramesExact(t *testing.T) {
 				}
 			}
 			// In order: one session walks the video.
-			seq := NewPool(Options{MaxSessionsPerVideo: 1})
+			seq := newTestPool(serving.Options{MaxSessionsPerVideo: 1})
 			defer seq.Close()
 			byFrame := map[int]ref{}
 			for _, r := range list {
@@ -173,7 +176,7 @@ func TestReferenceFramesExact(t *testing.T) {
 			}
 			last := sortedKeys(byFrame)[len(byFrame)-1]
 			for i := 0; i <= last; i++ {
-				b, err := seq.Frame(ctx, v, i, ImageSetting{Format: FormatPPM})
+				b, err := seq.Frame(ctx, v, i, media.ImageSetting{Format: media.FormatPPM})
 				if err != nil {
 					t.Fatalf("frame %d: %v", i, err)
 				}
@@ -182,11 +185,11 @@ func TestReferenceFramesExact(t *testing.T) {
 				}
 			}
 			// Shuffled, twice, on a fresh pool.
-			rnd := NewPool(Options{MaxSessionsPerVideo: 1})
+			rnd := newTestPool(serving.Options{MaxSessionsPerVideo: 1})
 			defer rnd.Close()
 			for round := range 2 {
 				for _, j := range shuffled(len(list), len(list), uint64(10+round)) {
-					b, err := rnd.Frame(ctx, v, list[j].frame, ImageSetting{Format: FormatPPM})
+					b, err := rnd.Frame(ctx, v, list[j].frame, media.ImageSetting{Format: media.FormatPPM})
 					if err != nil {
 						t.Fatalf("frame %d: %v", list[j].frame, err)
 					}
@@ -207,8 +210,8 @@ func TestOpenGOPLeadingFrames(t *testing.T) {
 	v := openVideo(t, fx.path, 0)
 	ctx := context.Background()
 	for _, i := range []int{29, 28, 27, 30, 31, 26} {
-		pool := NewPool(Options{})
-		b, err := pool.Frame(ctx, v, i, ImageSetting{Format: FormatPPM})
+		pool := newTestPool(serving.Options{})
+		b, err := pool.Frame(ctx, v, i, media.ImageSetting{Format: media.FormatPPM})
 		pool.Close()
 		if err != nil {
 			t.Fatalf("frame %d: %v", i, err)
@@ -230,8 +233,8 @@ func TestFirstPresentedFrameNotKey(t *testing.T) {
 	}
 	want := sequentialHashes(t, fixture{name: "h264_editlist.mp4.stream0", path: v.Key.Object})
 	for _, i := range []int{0, 14, 1, 15, 16} {
-		pool := NewPool(Options{})
-		b, err := pool.Frame(context.Background(), v, i, ImageSetting{Format: FormatPPM})
+		pool := newTestPool(serving.Options{})
+		b, err := pool.Frame(context.Background(), v, i, media.ImageSetting{Format: media.FormatPPM})
 		pool.Close()
 		if err != nil || sha256.Sum256(b) != want[i] {
 			t.Fatalf("frame %d: %v (or bytes differ from sequential decoding)", i, err)
@@ -251,7 +254,7 @@ func TestRotation(t *testing.T) {
 			path := ffmpegTo(t, filepath.Join(t.TempDir(), "rotated.mp4"),
 				"-i", src, "-c", "copy", "-metadata:s:v:0", "rotate="+strconv.Itoa(angle))
 			v := openVideo(t, path, 0)
-			pool := NewPool(Options{})
+			pool := newTestPool(serving.Options{})
 			defer pool.Close()
 			info, err := pool.Info(context.Background(), v)
 			if err != nil {
@@ -264,7 +267,7 @@ func TestRotation(t *testing.T) {
 				if i%7 != 0 {
 					return
 				}
-				b, err := pool.Frame(context.Background(), v, i, ImageSetting{Format: FormatPPM})
+				b, err := pool.Frame(context.Background(), v, i, media.ImageSetting{Format: media.FormatPPM})
 				if err != nil {
 					t.Fatalf("frame %d: %v", i, err)
 				}
@@ -287,9 +290,9 @@ func TestDecoderThreadsSameBytes(t *testing.T) {
 	ctx := context.Background()
 	var outs [2][][]byte
 	for k, threads := range []int{1, 3} {
-		pool := NewPool(Options{DecoderThreads: threads})
+		pool := newTestPool(serving.Options{DecoderThreads: threads})
 		for _, i := range []int{0, 1, 2, 40, 41, 89, 12} {
-			b, err := pool.Frame(ctx, v, i, ImageSetting{Format: FormatPPM})
+			b, err := pool.Frame(ctx, v, i, media.ImageSetting{Format: media.FormatPPM})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,11 +314,11 @@ func TestFrameErrors(t *testing.T) {
 	ctx := context.Background()
 	path := "../testdata/video/h264_bframes_gop30.mp4"
 	v := openVideo(t, path, 0)
-	pool := NewPool(Options{})
+	pool := newTestPool(serving.Options{})
 	defer pool.Close()
 	for _, n := range []int{-1, v.Index.Frames()} {
-		if _, err := pool.Frame(ctx, v, n, ImageSetting{}); !errors.Is(err, ErrFrameRange) {
-			t.Errorf("frame %d: %v, want ErrFrameRange", n, err)
+		if _, err := pool.Frame(ctx, v, n, media.ImageSetting{}); !errors.Is(err, media.ErrFrameRange) {
+			t.Errorf("frame %d: %v, want media.ErrFrameRange", n, err)
 		}
 	}
 
@@ -323,7 +326,7 @@ func TestFrameErrors(t *testing.T) {
 	wrong := v
 	wrong.Key.Object += "#wrong-index"
 	wrong.Index = other.Index
-	if _, err := pool.Frame(ctx, wrong, 5, ImageSetting{}); !errors.Is(err, ErrIndexMismatch) {
+	if _, err := pool.Frame(ctx, wrong, 5, media.ImageSetting{}); !errors.Is(err, ErrIndexMismatch) {
 		t.Errorf("index of another video: %v, want ErrIndexMismatch", err)
 	}
 
@@ -334,7 +337,7 @@ func TestFrameErrors(t *testing.T) {
 
 	// Cut in the middle of the media data (of a file with moov in front):
 	// frames before the cut decode, frames after it fail with
-	// ErrFrameDecode, naming the frame.
+	// media.ErrFrameDecode, naming the frame.
 	fast := openVideo(t, "../testdata/video/h264_faststart.mp4", 0)
 	fastData, err := os.ReadFile(fast.Key.Object)
 	if err != nil {
@@ -344,10 +347,10 @@ func TestFrameErrors(t *testing.T) {
 	cut.Key.Object += "#cut"
 	cutAt := fast.Index.Samples[60].Offset + 10
 	cut.R, cut.Size = bytes.NewReader(fastData[:cutAt]), cutAt
-	if _, err := pool.Frame(ctx, cut, 70, ImageSetting{}); !errors.Is(err, ErrFrameDecode) || !containsFrame(err, 70) {
-		t.Errorf("frame after the cut: %v, want ErrFrameDecode naming frame 70", err)
+	if _, err := pool.Frame(ctx, cut, 70, media.ImageSetting{}); !errors.Is(err, media.ErrFrameDecode) || !containsFrame(err, 70) {
+		t.Errorf("frame after the cut: %v, want media.ErrFrameDecode naming frame 70", err)
 	}
-	if _, err := pool.Frame(ctx, cut, 10, ImageSetting{}); err != nil {
+	if _, err := pool.Frame(ctx, cut, 10, media.ImageSetting{}); err != nil {
 		t.Errorf("frame before the cut: %v", err)
 	}
 
@@ -369,22 +372,22 @@ func TestFrameErrors(t *testing.T) {
 	bad := v
 	bad.Key.Object += "#damaged"
 	bad.R = bytes.NewReader(damaged)
-	_, err = pool.Frame(ctx, bad, target, ImageSetting{})
-	if !errors.Is(err, ErrFrameDecode) || !containsFrame(err, target) {
-		t.Errorf("damaged frame %d: %v, want ErrFrameDecode naming it", target, err)
+	_, err = pool.Frame(ctx, bad, target, media.ImageSetting{})
+	if !errors.Is(err, media.ErrFrameDecode) || !containsFrame(err, target) {
+		t.Errorf("damaged frame %d: %v, want media.ErrFrameDecode naming it", target, err)
 	}
-	before := pool.Stats().Broken
+	before := pool.PoolStats().Broken
 	for _, i := range []int{5, 80} {
-		b, err := pool.Frame(ctx, bad, i, ImageSetting{Format: FormatPPM})
+		b, err := pool.Frame(ctx, bad, i, media.ImageSetting{Format: media.FormatPPM})
 		if err != nil {
 			t.Fatalf("frame %d of another GOP after the error: %v", i, err)
 		}
-		want, _ := pool.Frame(ctx, v, i, ImageSetting{Format: FormatPPM})
+		want, _ := pool.Frame(ctx, v, i, media.ImageSetting{Format: media.FormatPPM})
 		if !bytes.Equal(b, want) {
 			t.Errorf("frame %d of another GOP differs from the undamaged video's", i)
 		}
 	}
-	if after := pool.Stats().Broken; after != before {
+	if after := pool.PoolStats().Broken; after != before {
 		t.Errorf("%d sessions broke reading good frames", after-before)
 	}
 }
@@ -399,9 +402,9 @@ func TestConcurrentDeterminism(t *testing.T) {
 	t.Parallel()
 	v := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
 	frames := []int{0, 1, 2, 3, 29, 30, 31, 44, 45, 60, 89}
-	settings := []ImageSetting{
-		{Format: FormatJPEG}, {Format: FormatJPEG, JPEGQuality: 40}, {Format: FormatPNG},
-		{Format: FormatBMP}, {Format: FormatPPM}, {Format: FormatJPEG, Width: 64},
+	settings := []media.ImageSetting{
+		{Format: media.FormatJPEG}, {Format: media.FormatJPEG, JPEGQuality: 40}, {Format: media.FormatPNG},
+		{Format: media.FormatBMP}, {Format: media.FormatPPM}, {Format: media.FormatJPEG, Width: 64},
 	}
 	results := make([]map[string][]byte, 2)
 	var wg sync.WaitGroup
@@ -409,7 +412,7 @@ func TestConcurrentDeterminism(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pool := NewPool(Options{})
+			pool := newTestPool(serving.Options{})
 			defer pool.Close()
 			results[g] = map[string][]byte{}
 			for k := range frames {
@@ -447,7 +450,7 @@ func TestConcurrentDeterminism(t *testing.T) {
 // switches back to the session's own decoder.
 func TestDrainMatchesSequential(t *testing.T) {
 	ctx := context.Background()
-	ppm := ImageSetting{Format: FormatPPM}
+	ppm := media.ImageSetting{Format: media.FormatPPM}
 	for _, fx := range fixtures(t) {
 		t.Run(fx.name, func(t *testing.T) {
 			t.Parallel()
@@ -460,7 +463,7 @@ func TestDrainMatchesSequential(t *testing.T) {
 					t.Fatal(err)
 				}
 				s.seekThreads = tc.seekThreads
-				s.bind(ctx, v.R)
+				s.Bind(ctx, v.R)
 				for _, i := range shuffled(n, tc.limit, 3) {
 					ords := []int{i}
 					if tc.seekThreads > 1 && i+1 < n {
@@ -468,13 +471,13 @@ func TestDrainMatchesSequential(t *testing.T) {
 					}
 					for k, j := range ords {
 						s.alwaysDrain = k == 0
-						b, err := s.image(ctx, j, ppm)
+						b, err := sessionImage(ctx, s, j, ppm)
 						if err != nil {
-							s.close()
+							s.Close()
 							t.Fatalf("%d seek threads, frame %d: %v", tc.seekThreads, j, err)
 						}
 						if sha256.Sum256(b) != want[j] {
-							s.close()
+							s.Close()
 							t.Fatalf("%d seek threads, frame %d differs from sequential decoding", tc.seekThreads, j)
 						}
 					}
@@ -485,7 +488,7 @@ func TestDrainMatchesSequential(t *testing.T) {
 				if tc.seekThreads > 1 && s.drains > 0 && s.spare.threads == 0 {
 					t.Errorf("%d seek threads: the threaded decoder was never used", tc.seekThreads)
 				}
-				s.close()
+				s.Close()
 			}
 		})
 	}

@@ -8,17 +8,17 @@
 // FFmpeg outputs. It is the index of last resort for files that are not MP4
 // (videoidx.ReadMP4 indexes those from their sample tables).
 //
-// It serves frames as image files: a Pool keeps decoder sessions open
-// between requests and reaches frame N by seeking to the index's decode
-// start and decoding forward to N's timestamp (or decoding on, when the
-// session already stands in N's GOP; a random reader's request stops
+// It is the codec under the frame server (package serving): Codec opens
+// sessions (media.Session) that reach frame N by seeking to the index's
+// decode start and decoding forward to N's timestamp (or decoding on, when
+// the session already stands in N's GOP; a random reader's request stops
 // feeding the decoder at N's own packet and skips the unreferenced pictures
-// before it); frames are converted to RGB by a
-// libavfilter graph, which reproduces the ffmpeg command line's pixels bit
-// for bit, and encoded as JPEG, PNG, BMP or PPM (ImageSetting). FrameSource
-// adds a byte-bounded cache of encoded images (package cache), read-ahead
-// for sequential readers and FrameSizes for ingest. EncodeImagesToVideo
-// goes the other way, from image files to an MP4.
+// before it), and renderers (media.Renderer) that convert pictures to RGB
+// by a libavfilter graph, which reproduces the ffmpeg command line's
+// pixels bit for bit, and encode them as JPEG, PNG, BMP or PPM
+// (media.ImageSetting). Which frames to decode when, and what to keep, is
+// the frame server's policy, not this package's. EncodeImagesToVideo goes
+// the other way, from image files to an MP4.
 //
 // Inputs are an io.ReaderAt plus a size, read through a custom FFmpeg IO
 // context (see openInput), so the same code reads a local file, a byte range
@@ -30,20 +30,20 @@
 //     reads and writes them with Go), or let FFmpeg open files, network
 //     protocols or other resources on its own;
 //   - leak FFmpeg memory: every FFmpeg object is freed on every path, errors
-//     included; FFmpeg objects live within one call or in a Pool session,
-//     which is freed when evicted, broken by an error or when the pool
-//     closes;
+//     included; FFmpeg objects live within one call, in a session (freed
+//     by Close), in a renderer (freed by Close) or in a picture (freed by
+//     its last Release);
 //   - panic or crash on bad input: untrusted bytes end in an error that
 //     wraps videoidx.ErrCorrupt, videoidx.ErrTruncated, videoidx.ErrNoVideo,
-//     ErrUnrecognized, ErrUnsupported, ErrFrameDecode, ErrIndexMismatch or
-//     ErrNotImage, while errors of the caller's io.ReaderAt and context come
-//     back wrapped as they are;
+//     ErrUnrecognized, ErrUnsupported, media.ErrFrameDecode,
+//     ErrIndexMismatch or ErrNotImage, while errors of the caller's
+//     io.ReaderAt and context come back wrapped as they are;
 //   - change process-wide FFmpeg state such as the log level or the log
 //     callback; that is the command's decision;
-//   - depend on go-fuse or the table format. Domain packages
-//     above it see only Go types (videoidx.Index, images, errors); no
-//     go-astiav type appears in the exported API. The plain values it
-//     shares with its callers (ImageSetting, Video, ErrFrameRange, ...)
-//     are package media's, under aliases here, so callers that only name
-//     them build without cgo.
+//   - depend on the frame server, go-fuse or the table format. Packages
+//     above it see only Go types (videoidx.Index, the media interfaces,
+//     images, errors); no go-astiav type appears in the exported API. The
+//     values and interfaces it shares with its callers (media.Video,
+//     media.ImageSetting, media.Session, ...) are package media's, so
+//     callers that only name them build without cgo.
 package decoder

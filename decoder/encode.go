@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/asticode/go-astiav"
+
+	"github.com/framefs/framefs/media"
 )
 
 // PNG images use zlib level 2 and the Sub filter on every row. Measured on
@@ -19,7 +21,7 @@ const (
 
 // encKey identifies an image encoder of a session.
 type encKey struct {
-	format        ImageFormat
+	format        media.ImageFormat
 	quality       int
 	width, height int
 }
@@ -33,14 +35,16 @@ type imageEncoder interface {
 
 func newImageEncoder(k encKey) (imageEncoder, error) {
 	switch k.format {
-	case FormatJPEG:
+	case media.FormatJPEG:
 		return newJPEGEncoder(k)
-	case FormatPNG:
+	case media.FormatPNG:
 		return newPNGEncoder(k)
-	case FormatBMP:
+	case media.FormatBMP:
 		return bmpEncoder{k.width, k.height}, nil
-	case FormatPPM:
+	case media.FormatPPM:
 		return ppmEncoder{k.width, k.height}, nil
+	case media.FormatNPY:
+		return npyEncoder{k.width, k.height}, nil
 	}
 	return nil, fmt.Errorf("decoder: unknown image format %d", k.format)
 }
@@ -154,6 +158,22 @@ func (e ppmEncoder) encode(f *astiav.Frame) ([]byte, error) {
 }
 
 func (ppmEncoder) free() {}
+
+// npyEncoder writes NumPy's .npy format: media.NPYHeader, then the RGB
+// rows top-down, as PPM stores them.
+type npyEncoder struct{ width, height int }
+
+func (e npyEncoder) encode(f *astiav.Frame) ([]byte, error) {
+	if err := checkFrameSize(f, e.width, e.height, astiav.PixelFormatRgb24); err != nil {
+		return nil, err
+	}
+	h := media.NPYHeader(e.width, e.height)
+	b := make([]byte, 0, len(h)+3*e.width*e.height)
+	b = append(b, h...)
+	return appendRGBPixels(b, f, e.width, e.height), nil
+}
+
+func (npyEncoder) free() {}
 
 // checkFrameSize guards the Go-side writers, which read the frame's memory
 // directly: the filter graph must have produced exactly the promised size.

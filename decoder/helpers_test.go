@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/videoidx"
 )
 
@@ -75,9 +77,9 @@ func fileExists(p string) bool {
 // indexes caches the frame index of each (path, stream).
 var indexes sync.Map
 
-// openVideo opens a fixture as a Video. The file stays open until the test
+// openVideo opens a fixture as a media.Video. The file stays open until the test
 // ends.
-func openVideo(t testing.TB, path string, stream int) Video {
+func openVideo(t testing.TB, path string, stream int) media.Video {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -97,7 +99,7 @@ func openVideo(t testing.TB, path string, stream int) Video {
 		}
 		ix, _ = indexes.LoadOrStore(key, idx)
 	}
-	v := Video{Key: VideoKey{Object: path, Length: st.Size()}, R: f, Size: st.Size()}
+	v := media.Video{Key: media.VideoKey{Object: path, Length: st.Size()}, R: f, Size: st.Size()}
 	v.Index = ix.(*videoidx.Index)
 	return v
 }
@@ -111,17 +113,17 @@ func sequentialHashes(t *testing.T, fx fixture) [][32]byte {
 	e := v.(*seqEntry)
 	e.once.Do(func() {
 		video := openVideo(t, fx.path, fx.stream)
-		pool := NewPool(Options{MaxSessionsPerVideo: 1})
+		pool := newTestPool(serving.Options{MaxSessionsPerVideo: 1})
 		defer pool.Close()
 		for i := range video.Index.Frames() {
-			b, err := pool.Frame(context.Background(), video, i, ImageSetting{Format: FormatPPM})
+			b, err := pool.Frame(context.Background(), video, i, media.ImageSetting{Format: media.FormatPPM})
 			if err != nil {
 				e.err = fmt.Errorf("sequential frame %d: %w", i, err)
 				return
 			}
 			e.hashes = append(e.hashes, sha256.Sum256(b))
 		}
-		if st := pool.Stats(); st.Seeks != 0 {
+		if st := pool.PoolStats(); st.Seeks != 0 {
 			e.err = fmt.Errorf("sequential decoding of %d frames seeked %d times, want 0", len(e.hashes), st.Seeks)
 		}
 	})
@@ -250,4 +252,25 @@ func sortedKeys[V any](m map[int]V) []int {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// newTestPool returns a frame server over the decoder that keeps no images
+// and reads nothing ahead, so that each Frame call decodes (or takes a kept
+// picture), as the tests of the codec ask for frames one at a time.
+func newTestPool(opts serving.Options) *serving.Server {
+	opts.CacheBytes, opts.Readahead, opts.NoFill = -1, -1, true
+	return serving.New(Codec{}, opts)
+}
+
+// sessionImage decodes frame ordinal with s and renders it, the way the
+// frame server's pool does.
+func sessionImage(ctx context.Context, s *session, ordinal int, setting media.ImageSetting) ([]byte, error) {
+	pic, err := s.Decode(ctx, ordinal, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer pic.Release()
+	r := newRenderer()
+	defer r.Close()
+	return r.Encode(pic, setting.Normalize())
 }

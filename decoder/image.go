@@ -7,71 +7,37 @@ import (
 	"github.com/framefs/framefs/media"
 )
 
-// The image values live in package media, which builds without cgo; the
-// names stay here so that callers of the decoder need one import.
-type (
-	// ImageFormat is media.ImageFormat.
-	ImageFormat = media.ImageFormat
-	// ImageSetting is media.ImageSetting.
-	ImageSetting = media.ImageSetting
-)
-
-// The image formats, as in package media.
-const (
-	FormatJPEG = media.FormatJPEG
-	FormatPNG  = media.FormatPNG
-	FormatBMP  = media.FormatBMP
-	FormatPPM  = media.FormatPPM
-)
-
-// DefaultJPEGQuality and MaxImageDimension are media's.
-const (
-	DefaultJPEGQuality = media.DefaultJPEGQuality
-	MaxImageDimension  = media.MaxImageDimension
-)
-
-// ParseImageFormat is media.ParseImageFormat.
-func ParseImageFormat(s string) (ImageFormat, error) { return media.ParseImageFormat(s) }
-
-// SettingFor is media.SettingFor.
-func SettingFor(format string, jpegQuality int) (ImageSetting, error) {
-	return media.SettingFor(format, jpegQuality)
-}
-
 // imageRevision changes whenever framefs changes how it makes the bytes of
 // an image (filter chain, encoder options, header layout), so that it
 // shows in Identity even when no library changed.
 const imageRevision = 2
+
+// scaledRevision changes whenever framefs changes how it scales (see
+// filterChain); it shows in the Identity of scaled settings only, so that
+// the stored sizes of native-size images stay valid. Revision 2 scales in
+// the decoded pixel format before converting to RGB.
+const scaledRevision = 2
 
 // Identity names everything that determines the bytes of an image made
 // with setting s: the normalized setting (ImageSetting.Canonical),
 // framefs's own image revision and the versions of the libraries involved.
 // Frame sizes stored next to a table are valid exactly as long as the
 // identity they were computed under equals the current one.
-func Identity(s ImageSetting) string {
+func Identity(s media.ImageSetting) string {
 	s = s.Normalize()
 	id := fmt.Sprintf("%s;framefs-image=%d;%s", s.Canonical(), imageRevision, LibraryVersions())
-	if s.Format == FormatJPEG {
+	if s.Width != 0 || s.Height != 0 {
+		id = fmt.Sprintf("%s;framefs-image=%d,scaled=%d;%s", s.Canonical(), imageRevision, scaledRevision, LibraryVersions())
+	}
+	if s.Format == media.FormatJPEG {
 		id += "," + jpegIdentity()
 	}
 	return id
 }
 
-// PredictSize returns the exact byte size of every image made with setting
-// s from a video of the given display size, for the formats whose size
-// depends on the picture size alone (BMP and PPM). ok is false for JPEG
-// and PNG, whose sizes are known only after encoding.
-func PredictSize(s ImageSetting, displayWidth, displayHeight int) (size int64, ok bool) {
-	w, h := s.OutputSize(displayWidth, displayHeight)
-	switch s.Format {
-	case FormatBMP:
-		return bmpHeaderSize + int64(bmpStride(w))*int64(h), true
-	case FormatPPM:
-		return int64(len(ppmHeader(w, h))) + 3*int64(w)*int64(h), true
-	}
-	return 0, false
-}
-
+// The layouts of BMP and PPM files, whose sizes media.PredictSize works
+// out from the picture size alone; TestImageSettingSizes holds the two to
+// each other.
 const bmpHeaderSize = 14 + 40
 
 func bmpStride(w int) int { return (3*w + 3) &^ 3 }

@@ -15,6 +15,9 @@ import (
 	"unsafe"
 
 	"github.com/asticode/go-astiav"
+
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 )
 
 // fillFrame copies tightly packed rgb24 rows into a frame's first plane.
@@ -35,29 +38,29 @@ func planePointer(f *astiav.Frame) unsafe.Pointer {
 
 func TestImageSettingSizes(t *testing.T) {
 	tests := []struct {
-		setting        ImageSetting
+		setting        media.ImageSetting
 		dispW, dispH   int
 		outW, outH     int
 		predict        int64
 		predictable    bool
 		identityPrefix string
 	}{
-		{ImageSetting{Format: FormatBMP}, 640, 480, 640, 480, 54 + 1920*480, true, "bmp;size=native;"},
-		{ImageSetting{Format: FormatBMP}, 161, 90, 161, 90, 54 + 484*90, true, "bmp;size=native;"},
-		{ImageSetting{Format: FormatPPM}, 320, 180, 320, 180, int64(len("P6\n320 180\n255\n")) + 3*320*180, true, "ppm;size=native;"},
-		{ImageSetting{Format: FormatPPM, Width: 160}, 320, 180, 160, 90, int64(len("P6\n160 90\n255\n")) + 3*160*90, true, "ppm;size=160x0;"},
-		{ImageSetting{Format: FormatBMP, Height: 100}, 480, 270, 178, 100, 54 + 536*100, true, "bmp;size=0x100;"},
-		{ImageSetting{Format: FormatBMP, Width: 33, Height: 7}, 480, 270, 33, 7, 54 + 100*7, true, "bmp;size=33x7;"},
-		{ImageSetting{}, 640, 480, 640, 480, 0, false, "jpeg;q=95;size=native;"},
-		{ImageSetting{JPEGQuality: 100, Width: 64}, 640, 480, 64, 48, 0, false, "jpeg;q=100;size=64x0;"},
-		{ImageSetting{Format: FormatPNG, JPEGQuality: 50}, 640, 480, 640, 480, 0, false, "png;size=native;"},
+		{media.ImageSetting{Format: media.FormatBMP}, 640, 480, 640, 480, 54 + 1920*480, true, "bmp;size=native;"},
+		{media.ImageSetting{Format: media.FormatBMP}, 161, 90, 161, 90, 54 + 484*90, true, "bmp;size=native;"},
+		{media.ImageSetting{Format: media.FormatPPM}, 320, 180, 320, 180, int64(len("P6\n320 180\n255\n")) + 3*320*180, true, "ppm;size=native;"},
+		{media.ImageSetting{Format: media.FormatPPM, Width: 160}, 320, 180, 160, 90, int64(len("P6\n160 90\n255\n")) + 3*160*90, true, "ppm;size=160x0;"},
+		{media.ImageSetting{Format: media.FormatBMP, Height: 100}, 480, 270, 178, 100, 54 + 536*100, true, "bmp;size=0x100;"},
+		{media.ImageSetting{Format: media.FormatBMP, Width: 33, Height: 7}, 480, 270, 33, 7, 54 + 100*7, true, "bmp;size=33x7;"},
+		{media.ImageSetting{}, 640, 480, 640, 480, 0, false, "jpeg;q=95;size=native;"},
+		{media.ImageSetting{JPEGQuality: 100, Width: 64}, 640, 480, 64, 48, 0, false, "jpeg;q=100;size=64x0;"},
+		{media.ImageSetting{Format: media.FormatPNG, JPEGQuality: 50}, 640, 480, 640, 480, 0, false, "png;size=native;"},
 	}
 	for _, tc := range tests {
 		w, h := tc.setting.OutputSize(tc.dispW, tc.dispH)
 		if w != tc.outW || h != tc.outH {
 			t.Errorf("%+v.OutputSize(%d, %d) = %d, %d; want %d, %d", tc.setting, tc.dispW, tc.dispH, w, h, tc.outW, tc.outH)
 		}
-		size, ok := PredictSize(tc.setting, tc.dispW, tc.dispH)
+		size, ok := media.PredictSize(tc.setting, tc.dispW, tc.dispH)
 		if size != tc.predict || ok != tc.predictable {
 			t.Errorf("%+v.PredictSize = %d, %v; want %d, %v", tc.setting, size, ok, tc.predict, tc.predictable)
 		}
@@ -66,15 +69,15 @@ func TestImageSettingSizes(t *testing.T) {
 			t.Errorf("%+v.Identity() = %q, want prefix %q and library versions", tc.setting, id, tc.identityPrefix)
 		}
 	}
-	if Identity(ImageSetting{}) != Identity(ImageSetting{JPEGQuality: DefaultJPEGQuality}) {
+	if Identity(media.ImageSetting{}) != Identity(media.ImageSetting{JPEGQuality: media.DefaultJPEGQuality}) {
 		t.Error("the default quality and its explicit value have different identities")
 	}
-	for _, bad := range []ImageSetting{{Format: 9}, {JPEGQuality: 101}, {JPEGQuality: -1}, {Width: -1}, {Height: MaxImageDimension + 1}} {
+	for _, bad := range []media.ImageSetting{{Format: 9}, {JPEGQuality: 101}, {JPEGQuality: -1}, {Width: -1}, {Height: media.MaxImageDimension + 1}} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v validates", bad)
 		}
 	}
-	if id := Identity(ImageSetting{}); !strings.Contains(id, "libjpeg-turbo:") || strings.Contains(id, "unavailable") {
+	if id := Identity(media.ImageSetting{}); !strings.Contains(id, "libjpeg-turbo:") || strings.Contains(id, "unavailable") {
 		t.Errorf("JPEG identity %q does not fingerprint libjpeg-turbo", id)
 	}
 }
@@ -96,8 +99,10 @@ func TestImageFormats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.close()
-			s.bind(ctx, v.R)
+			defer s.Close()
+			s.Bind(ctx, v.R)
+			r := newRenderer()
+			defer r.Close()
 			// Every frame of the small videos; a few million pixels' worth
 			// spread over the big ones (the checks are per-pixel Go loops,
 			// slow under -race).
@@ -110,33 +115,37 @@ func TestImageFormats(t *testing.T) {
 				if err != nil {
 					t.Fatalf("frame %d: %v", i, err)
 				}
-				enc := func(set ImageSetting) []byte {
-					b, err := s.r.encode(f, set.Normalize())
+				enc := func(set media.ImageSetting) []byte {
+					b, err := r.encode(f, s.st, set.Normalize())
 					if err != nil {
 						t.Fatalf("frame %d %+v: %v", i, set, err)
 					}
-					if size, ok := PredictSize(set, s.info.Width, s.info.Height); ok && int64(len(b)) != size {
+					if size, ok := media.PredictSize(set, s.info.Width, s.info.Height); ok && int64(len(b)) != size {
 						t.Fatalf("frame %d %+v: %d bytes, predicted %d", i, set, len(b), size)
 					}
 					return b
 				}
-				_, _, rgb := ppmPixels(t, enc(ImageSetting{Format: FormatPPM}))
-				bw, bh, brgb := bmpPixels(t, enc(ImageSetting{Format: FormatBMP}))
+				_, _, rgb := ppmPixels(t, enc(media.ImageSetting{Format: media.FormatPPM}))
+				bw, bh, brgb := bmpPixels(t, enc(media.ImageSetting{Format: media.FormatBMP}))
 				if bw != s.info.Width || bh != s.info.Height || !bytes.Equal(brgb, rgb) {
 					t.Fatalf("frame %d: BMP pixels differ from PPM's", i)
+				}
+				npy := enc(media.ImageSetting{Format: media.FormatNPY})
+				if hdr := media.NPYHeader(s.info.Width, s.info.Height); !bytes.HasPrefix(npy, []byte(hdr)) || !bytes.Equal(npy[len(hdr):], rgb) {
+					t.Fatalf("frame %d: the .npy file is not its header and PPM's pixels", i)
 				}
 				if step == 1 && i%5 != 0 {
 					s.frame.Unref()
 					continue
 				}
-				img, err := png.Decode(bytes.NewReader(enc(ImageSetting{Format: FormatPNG})))
+				img, err := png.Decode(bytes.NewReader(enc(media.ImageSetting{Format: media.FormatPNG})))
 				if err != nil {
 					t.Fatalf("frame %d PNG: %v", i, err)
 				}
 				if d := maxAbsDiff(rgbOf(img), rgb); d != 0 {
 					t.Fatalf("frame %d: PNG differs from PPM by %d", i, d)
 				}
-				jb := enc(ImageSetting{Format: FormatJPEG, JPEGQuality: 100})
+				jb := enc(media.ImageSetting{Format: media.FormatJPEG, JPEGQuality: 100})
 				jimg, err := jpeg.Decode(bytes.NewReader(jb))
 				if err != nil {
 					t.Fatalf("frame %d JPEG: %v", i, err)
@@ -145,22 +154,22 @@ func TestImageFormats(t *testing.T) {
 					t.Errorf("frame %d: JPEG at quality 100 is off by %.2f levels on average", i, mean)
 				}
 				// Scaled, BMP still holds the PPM's pixels.
-				_, _, small := ppmPixels(t, enc(ImageSetting{Format: FormatPPM, Height: 31}))
-				if _, _, bsmall := bmpPixels(t, enc(ImageSetting{Format: FormatBMP, Height: 31})); !bytes.Equal(bsmall, small) {
+				_, _, small := ppmPixels(t, enc(media.ImageSetting{Format: media.FormatPPM, Height: 31}))
+				if _, _, bsmall := bmpPixels(t, enc(media.ImageSetting{Format: media.FormatBMP, Height: 31})); !bytes.Equal(bsmall, small) {
 					t.Fatalf("frame %d: scaled BMP pixels differ from scaled PPM's", i)
 				}
-				for _, set := range []ImageSetting{{Format: FormatPPM, Width: 50}, {Format: FormatBMP, Height: 31}, {Format: FormatPNG, Width: 40, Height: 40}, {Format: FormatJPEG, Width: 17}} {
+				for _, set := range []media.ImageSetting{{Format: media.FormatPPM, Width: 50}, {Format: media.FormatBMP, Height: 31}, {Format: media.FormatPNG, Width: 40, Height: 40}, {Format: media.FormatJPEG, Width: 17}} {
 					b := enc(set)
 					w, h := set.OutputSize(s.info.Width, s.info.Height)
 					var cfg image.Config
 					switch set.Format {
-					case FormatPNG:
+					case media.FormatPNG:
 						cfg, err = png.DecodeConfig(bytes.NewReader(b))
-					case FormatJPEG:
+					case media.FormatJPEG:
 						cfg, err = jpeg.DecodeConfig(bytes.NewReader(b))
-					case FormatBMP:
+					case media.FormatBMP:
 						cfg.Width, cfg.Height, _ = bmpPixels(t, b)
-					case FormatPPM:
+					case media.FormatPPM:
 						cfg.Width, cfg.Height, _ = ppmPixels(t, b)
 					}
 					if err != nil || cfg.Width != w || cfg.Height != h {
@@ -211,9 +220,9 @@ func meanAbsDiff(a, b []byte) float64 {
 func TestJPEGIsPlainJFIF(t *testing.T) {
 	t.Parallel()
 	v := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
-	pool := NewPool(Options{})
+	pool := newTestPool(serving.Options{})
 	defer pool.Close()
-	b, err := pool.Frame(context.Background(), v, 3, ImageSetting{})
+	b, err := pool.Frame(context.Background(), v, 3, media.ImageSetting{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +258,7 @@ func jpegSamples(t testing.TB) [][]byte {
 			pic[i] = byte(i/3%w + i/(3*w) + int(rng.Uint32()%16))
 		}
 		for _, q := range []int{1, 50, 90, 95, 100} {
-			e, err := newJPEGEncoder(encKey{format: FormatJPEG, quality: q, width: w, height: h})
+			e, err := newJPEGEncoder(encKey{format: media.FormatJPEG, quality: q, width: w, height: h})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,7 +324,7 @@ func TestJPEGBottomUp(t *testing.T) {
 	for y := range h {
 		copy(bottom[(h-1-y)*3*w:], top[y*3*w:(y+1)*3*w])
 	}
-	e, err := newJPEGEncoder(encKey{format: FormatJPEG, quality: 90, width: w, height: h})
+	e, err := newJPEGEncoder(encKey{format: media.FormatJPEG, quality: 90, width: w, height: h})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +362,7 @@ func BenchmarkJPEG(b *testing.B) {
 	for i := range pic {
 		pic[i] = byte(i/3%w + i/(3*w))
 	}
-	e, err := newJPEGEncoder(encKey{format: FormatJPEG, quality: DefaultJPEGQuality, width: w, height: h})
+	e, err := newJPEGEncoder(encKey{format: media.FormatJPEG, quality: media.DefaultJPEGQuality, width: w, height: h})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/asticode/go-astiav"
+
+	"github.com/framefs/framefs/media"
 )
 
 // JPEG images are encoded by libjpeg-turbo's TurboJPEG API: baseline
@@ -121,7 +123,7 @@ func jpegFingerprint() string {
 			pic[i], pic[i+1], pic[i+2] = byte(x*5+y*3), byte(x*x+y*7), byte((x^y)*9)
 		}
 	}
-	e, err := newJPEGEncoder(encKey{format: FormatJPEG, quality: 75, width: w, height: h})
+	e, err := newJPEGEncoder(encKey{format: media.FormatJPEG, quality: 75, width: w, height: h})
 	if err != nil {
 		return "unavailable"
 	}

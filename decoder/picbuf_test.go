@@ -5,7 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/asticode/go-astiav"
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 )
 
 // TestPictureMemoryBounded: kept pictures are copies in buffers of their
@@ -15,20 +16,20 @@ import (
 // would have grown every decoder's buffer pool towards the cache's size.)
 // Not parallel: the buffer counts are the process's.
 func TestPictureMemoryBounded(t *testing.T) {
-	var videos []Video
+	var videos []media.Video
 	for _, p := range []string{"../testdata/video/h264_bframes_gop30.mp4", "../testdata/video/hevc.mp4",
 		"../testdata/video/h264_gop250.mp4", "../testdata/video/h264_vfr.mp4"} {
 		videos = append(videos, openVideo(t, p, -1))
 	}
 	mapped0, idle0 := pictureMemory()
 	const limit = 3 << 20
-	pool := NewPool(Options{MaxOpenSessions: 4, PictureCacheBytes: limit})
+	pool := newTestPool(serving.Options{MaxOpenSessions: 4, PictureCacheBytes: limit})
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 7))
 	var peakLive, peakIdle int64
 	for range 300 {
 		v := videos[rng.IntN(len(videos))]
-		if _, err := pool.Frame(ctx, v, rng.IntN(v.Index.Frames()), ImageSetting{Format: FormatBMP}); err != nil {
+		if _, err := pool.Frame(ctx, v, rng.IntN(v.Index.Frames()), media.ImageSetting{Format: media.FormatBMP}); err != nil {
 			pool.Close()
 			t.Fatal(err)
 		}
@@ -37,7 +38,7 @@ func TestPictureMemoryBounded(t *testing.T) {
 		peakLive = max(peakLive, (mapped-idle)-(mapped0-idle0))
 		peakIdle = max(peakIdle, idle)
 	}
-	st := pool.Stats()
+	st := pool.PoolStats()
 	pool.Close()
 	mapped, idle := pictureMemory()
 	t.Logf("%d pictures kept in all, %d hits; peak %d bytes of picture buffers in use, %d idle; after Close %d mapped, %d idle",
@@ -53,38 +54,5 @@ func TestPictureMemoryBounded(t *testing.T) {
 	}
 	if live, live0 := mapped-idle, mapped0-idle0; live > live0 {
 		t.Errorf("%d bytes of picture buffers still in use after Close", live-live0)
-	}
-}
-
-// TestPictureCacheKeepsDeepPictures: eviction weighs what a hit would
-// save. With room for two pictures, a newcomer pushes out the one nearest
-// its keyframe, not the oldest; and a deep picture nobody asks for still
-// ages out as newcomers keep coming.
-func TestPictureCacheKeepsDeepPictures(t *testing.T) {
-	pic := astiav.AllocFrame()
-	defer pic.Free()
-	pic.SetWidth(64)
-	pic.SetHeight(48)
-	pic.SetPixelFormat(astiav.PixelFormatYuv420P)
-	if err := pic.AllocBuffer(0); err != nil {
-		t.Fatal(err)
-	}
-	c := newPictureCache(2 * (frameBytes(pic) + pictureOverhead))
-	defer c.close()
-	key := func(i int) pictureKey { return pictureKey{VideoKey{Object: "v"}, 0, i} }
-	c.add(key(1), pic, 20) // deep in its GOP
-	c.add(key(2), pic, 1)  // next to its keyframe
-	c.add(key(3), pic, 5)
-	if !c.has(key(1)) || c.has(key(2)) || !c.has(key(3)) {
-		t.Fatalf("after 3 adds: kept 1 %v, 2 %v, 3 %v; want the shallow picture 2 evicted", c.has(key(1)), c.has(key(2)), c.has(key(3)))
-	}
-	for i := 4; i < 40 && c.has(key(1)); i++ {
-		c.add(key(i), pic, 5)
-	}
-	if c.has(key(1)) {
-		t.Error("a deep picture that is never asked for is never evicted")
-	}
-	if bytes, added, _ := c.stats(); bytes > c.maxBytes || added < 4 {
-		t.Errorf("%d bytes kept (limit %d), %d added", bytes, c.maxBytes, added)
 	}
 }

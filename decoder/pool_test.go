@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 )
 
 // TestSessionContinues: a request for the next frame, or a later frame of
@@ -16,7 +19,7 @@ import (
 func TestSessionContinues(t *testing.T) {
 	t.Parallel()
 	v := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
-	pool := NewPool(Options{MaxSessionsPerVideo: 1})
+	pool := newTestPool(serving.Options{MaxSessionsPerVideo: 1})
 	defer pool.Close()
 	ctx := context.Background()
 	steps := []struct {
@@ -36,14 +39,14 @@ func TestSessionContinues(t *testing.T) {
 		{76, 2},
 	}
 	for _, st := range steps {
-		if _, err := pool.Frame(ctx, v, st.frame, ImageSetting{Format: FormatBMP}); err != nil {
+		if _, err := pool.Frame(ctx, v, st.frame, media.ImageSetting{Format: media.FormatBMP}); err != nil {
 			t.Fatalf("frame %d: %v", st.frame, err)
 		}
-		if got := pool.Stats().Seeks; got != st.wantSeeks {
+		if got := pool.PoolStats().Seeks; got != st.wantSeeks {
 			t.Errorf("after frame %d: %d seeks, want %d", st.frame, got, st.wantSeeks)
 		}
 	}
-	if st := pool.Stats(); st.Opened != 1 || st.Open != 1 || st.Idle != 1 {
+	if st := pool.PoolStats(); st.Opened != 1 || st.Open != 1 || st.Idle != 1 {
 		t.Errorf("stats %+v: want one open idle session", st)
 	}
 }
@@ -56,12 +59,12 @@ func TestPoolLimits(t *testing.T) {
 	a := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
 	b := openVideo(t, "../testdata/video/hevc.mp4", 0)
 	c := openVideo(t, "../testdata/video/mpeg4_part2.mp4", 0)
-	pool := NewPool(Options{MaxOpenSessions: 3, MaxSessionsPerVideo: 2})
+	pool := newTestPool(serving.Options{MaxOpenSessions: 3, MaxSessionsPerVideo: 2})
 	defer pool.Close()
 	ctx := context.Background()
 	want := map[string][]byte{}
-	for _, v := range []Video{a, b, c} {
-		img, err := pool.Frame(ctx, v, 20, ImageSetting{Format: FormatPPM})
+	for _, v := range []media.Video{a, b, c} {
+		img, err := pool.Frame(ctx, v, 20, media.ImageSetting{Format: media.FormatPPM})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +82,7 @@ func TestPoolLimits(t *testing.T) {
 				return
 			default:
 			}
-			peak.Store(max(peak.Load(), int64(pool.Stats().Open)))
+			peak.Store(max(peak.Load(), int64(pool.PoolStats().Open)))
 			time.Sleep(50 * time.Microsecond)
 		}
 	}()
@@ -88,10 +91,10 @@ func TestPoolLimits(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v := []Video{a, b, c}[g%3]
+			v := []media.Video{a, b, c}[g%3]
 			for k := range 8 {
 				i := (g*7 + k*13) % 50
-				img, err := pool.Frame(ctx, v, i, ImageSetting{Format: FormatPPM})
+				img, err := pool.Frame(ctx, v, i, media.ImageSetting{Format: media.FormatPPM})
 				if err != nil {
 					t.Errorf("%s frame %d: %v", v.Key.Object, i, err)
 					return
@@ -106,12 +109,12 @@ func TestPoolLimits(t *testing.T) {
 	// Whether the concurrent readers needed evictions depends on
 	// scheduling; a fourth video with every session idle always does.
 	d := openVideo(t, "../testdata/video/h264_gop250.mp4", 0)
-	if _, err := pool.Frame(ctx, d, 3, ImageSetting{Format: FormatPPM}); err != nil {
+	if _, err := pool.Frame(ctx, d, 3, media.ImageSetting{Format: media.FormatPPM}); err != nil {
 		t.Fatal(err)
 	}
 	close(stop)
 	sampler.Wait()
-	st := pool.Stats()
+	st := pool.PoolStats()
 	if peak.Load() > 3 || st.Open > 3 {
 		t.Errorf("peak %d open sessions, now %d; limit 3", peak.Load(), st.Open)
 	}
@@ -119,11 +122,11 @@ func TestPoolLimits(t *testing.T) {
 		t.Errorf("no eviction when a fourth video needed a session: %+v", st)
 	}
 	pool.Close()
-	if st := pool.Stats(); st.Open != 0 {
+	if st := pool.PoolStats(); st.Open != 0 {
 		t.Errorf("%d sessions open after Close", st.Open)
 	}
-	if _, err := pool.Frame(ctx, a, 1, ImageSetting{}); !errors.Is(err, ErrPoolClosed) {
-		t.Errorf("Frame after Close: %v, want ErrPoolClosed", err)
+	if _, err := pool.Frame(ctx, a, 1, media.ImageSetting{}); !errors.Is(err, serving.ErrClosed) {
+		t.Errorf("Frame after Close: %v, want serving.ErrClosed", err)
 	}
 }
 
@@ -132,7 +135,7 @@ func TestPoolLimits(t *testing.T) {
 func TestPoolPerVideoLimit(t *testing.T) {
 	t.Parallel()
 	v := openVideo(t, "../testdata/video/h264_gop250.mp4", 0)
-	pool := NewPool(Options{MaxSessionsPerVideo: 2, MaxOpenSessions: 8})
+	pool := newTestPool(serving.Options{MaxSessionsPerVideo: 2, MaxOpenSessions: 8})
 	defer pool.Close()
 	var wg sync.WaitGroup
 	for g := range 5 {
@@ -140,46 +143,15 @@ func TestPoolPerVideoLimit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for k := range 4 {
-				if _, err := pool.Frame(context.Background(), v, 240-g*11-k*29, ImageSetting{Format: FormatBMP}); err != nil {
+				if _, err := pool.Frame(context.Background(), v, 240-g*11-k*29, media.ImageSetting{Format: media.FormatBMP}); err != nil {
 					t.Error(err)
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	if st := pool.Stats(); st.Opened > 2 {
+	if st := pool.PoolStats(); st.Opened > 2 {
 		t.Errorf("opened %d sessions of one video, limit 2", st.Opened)
-	}
-}
-
-// TestPoolContextCancel: a request waiting for a session gives up when its
-// context ends; the session it waited for stays usable.
-func TestPoolContextCancel(t *testing.T) {
-	t.Parallel()
-	v := openVideo(t, "../testdata/video/hevc.mp4", 0)
-	pool := NewPool(Options{MaxOpenSessions: 1})
-	defer pool.Close()
-	s, err := pool.acquire(context.Background(), v, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if _, err := pool.Frame(ctx, v, 3, ImageSetting{}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("waiting request: %v, want DeadlineExceeded", err)
-	}
-	pool.release(s)
-	if _, err := pool.Frame(context.Background(), v, 3, ImageSetting{}); err != nil {
-		t.Errorf("after release: %v", err)
-	}
-	// A context cancelled during decoding breaks only that session.
-	cctx, ccancel := context.WithCancel(context.Background())
-	ccancel()
-	if _, err := pool.Frame(cctx, v, 50, ImageSetting{}); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled request: %v, want Canceled", err)
-	}
-	if _, err := pool.Frame(context.Background(), v, 50, ImageSetting{}); err != nil {
-		t.Errorf("after a cancelled request: %v", err)
 	}
 }
 
@@ -195,8 +167,8 @@ func TestRandomReaderDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
-	s.bind(ctx, v.R)
+	defer s.Close()
+	s.Bind(ctx, v.R)
 	steps := []struct {
 		frame     int
 		wantDrain bool
@@ -220,7 +192,7 @@ func TestRandomReaderDrains(t *testing.T) {
 		{49, false, 11}, // continues
 	}
 	for _, st := range steps {
-		if _, err := s.image(ctx, st.frame, ImageSetting{Format: FormatBMP}); err != nil {
+		if _, err := sessionImage(ctx, s, st.frame, media.ImageSetting{Format: media.FormatBMP}); err != nil {
 			t.Fatalf("frame %d: %v", st.frame, err)
 		}
 		if s.draining != st.wantDrain || s.seeks != st.wantSeeks {
@@ -233,12 +205,12 @@ func TestRandomReaderDrains(t *testing.T) {
 	// After random requests, a reader that says it reads on does not
 	// drain its first (far) request.
 	for _, f := range []int{3, 75} {
-		if _, err := s.image(ctx, f, ImageSetting{Format: FormatBMP}); err != nil {
+		if _, err := sessionImage(ctx, s, f, media.ImageSetting{Format: media.FormatBMP}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.readOn()
-	if _, err := s.image(ctx, 47, ImageSetting{Format: FormatBMP}); err != nil {
+	s.ReadOn()
+	if _, err := sessionImage(ctx, s, 47, media.ImageSetting{Format: media.FormatBMP}); err != nil {
 		t.Fatal(err)
 	}
 	if s.draining {
@@ -260,18 +232,18 @@ func TestPassedPicturesServeLaterRequests(t *testing.T) {
 			want := sequentialHashes(t, fx)
 			v := openVideo(t, fx.path, 0)
 			const limit = 1 << 20 // a few dozen 160x120 pictures: evictions happen
-			pool := NewPool(Options{MaxSessionsPerVideo: 1, PictureCacheBytes: limit})
+			pool := newTestPool(serving.Options{MaxSessionsPerVideo: 1, PictureCacheBytes: limit})
 			defer pool.Close()
 			for _, i := range shuffled(v.Index.Frames(), v.Index.Frames(), 7) {
-				before := pool.Stats()
-				b, err := pool.Frame(ctx, v, i, ImageSetting{Format: FormatPPM})
+				before := pool.PoolStats()
+				b, err := pool.Frame(ctx, v, i, media.ImageSetting{Format: media.FormatPPM})
 				if err != nil {
 					t.Fatalf("frame %d: %v", i, err)
 				}
 				if sha256.Sum256(b) != want[i] {
 					t.Fatalf("frame %d differs from sequential decoding", i)
 				}
-				after := pool.Stats()
+				after := pool.PoolStats()
 				if after.PictureHits > before.PictureHits && (after.Decoded != before.Decoded || after.Seeks != before.Seeks) {
 					t.Fatalf("frame %d came from a kept picture but %d frames were decoded", i, after.Decoded-before.Decoded)
 				}
@@ -279,13 +251,13 @@ func TestPassedPicturesServeLaterRequests(t *testing.T) {
 					t.Fatalf("kept pictures hold %d bytes, limit %d", after.PictureBytes, limit)
 				}
 			}
-			st := pool.Stats()
+			st := pool.PoolStats()
 			t.Logf("%+v", st)
 			if st.PictureHits == 0 || st.PicturesKept <= st.PictureHits {
 				t.Errorf("stats %+v: want requests served from kept pictures", st)
 			}
 			pool.Close()
-			if st := pool.Stats(); st.PictureBytes != 0 {
+			if st := pool.PoolStats(); st.PictureBytes != 0 {
 				t.Errorf("after Close, kept pictures hold %d bytes", st.PictureBytes)
 			}
 		})

@@ -2,18 +2,26 @@ package decoder
 
 import (
 	"github.com/asticode/go-astiav"
+
+	"github.com/framefs/framefs/media"
 )
 
-// renderer turns decoded frames of one stream into image files: it keeps
-// the filter graphs and encoders of the settings in use. A session has
-// one; so does each encoder goroutine of a read-ahead job, which renders
-// frames that the job's session only decodes. Not safe for concurrent use.
+// renderer turns decoded pictures into image files: it keeps the filter
+// graphs and encoders of the picture shapes and settings in use, so that a
+// goroutine rendering the frames of a few videos rebuilds neither. It
+// renders the pictures of any stream: what a stream adds (its rotation and
+// display size) comes with each picture. Not safe for concurrent use.
 type renderer struct {
-	rot   rotation
-	tb    astiav.Rational
-	info  VideoInfo
 	convs map[convKey]*converter
 	encs  map[encKey]imageEncoder
+}
+
+// stream is what rendering a stream's pictures depends on beyond their
+// pixels: the display transform and the display size that image sizes are
+// worked out from. Every picture of a session shares its stream.
+type stream struct {
+	rot  rotation
+	info media.VideoInfo
 }
 
 // maxConverters bounds the filter graphs (and encoders) a renderer keeps;
@@ -21,27 +29,32 @@ type renderer struct {
 // and the cost of rebuilding a graph is small.
 const maxConverters = 4
 
-func newRenderer(rot rotation, tb astiav.Rational, info VideoInfo) *renderer {
-	return &renderer{rot: rot, tb: tb, info: info, convs: map[convKey]*converter{}, encs: map[encKey]imageEncoder{}}
+func newRenderer() *renderer {
+	return &renderer{convs: map[convKey]*converter{}, encs: map[encKey]imageEncoder{}}
 }
 
-// convert converts a decoded frame for an image of setting (normalized).
-// The result belongs to the renderer's converter and is valid until its
-// next use; Clone it to keep it.
-func (r *renderer) convert(f *astiav.Frame, setting ImageSetting) (*astiav.Frame, error) {
-	ow, oh := setting.OutputSize(r.info.Width, r.info.Height)
+// convert converts a decoded frame of stream st for an image of setting
+// (normalized). The result belongs to the renderer's converter and is
+// valid until its next use; Clone it to keep it.
+func (r *renderer) convert(f *astiav.Frame, st *stream, setting media.ImageSetting) (*astiav.Frame, error) {
+	ow, oh := setting.OutputSize(st.info.Width, st.info.Height)
+	if err := media.CheckOutputSize(ow, oh); err != nil {
+		return nil, err
+	}
 	fi := getFrameInfo(f)
 	ck := convKey{
 		width: fi.width, height: fi.height, format: fi.format,
 		sarNum: fi.sarNum, sarDen: fi.sarDen,
+		rotation: st.rot.filters,
 		outWidth: ow, outHeight: oh,
+		scaled: ow != st.info.Width || oh != st.info.Height,
 	}
 	// BMP stores BGR. swscale's unscaled 8-bit 4:2:0 converter writes
 	// bgr24 as exactly its rgb24 with the channels swapped, which saves
 	// BMP a pass over the pixels; its scaled and 10-bit paths do not (the
 	// tests compare BMP and PPM pixels on every fixture), so those stay
 	// rgb24 and get swapped in C.
-	ck.bgr = setting.Format == FormatBMP && r.rot.filters == "" && ow == fi.width && oh == fi.height &&
+	ck.bgr = setting.Format == media.FormatBMP && st.rot.filters == "" && (ck.scaled || ow == fi.width && oh == fi.height) &&
 		(fi.format == astiav.PixelFormatYuv420P || fi.format == astiav.PixelFormatYuvj420P)
 	conv := r.convs[ck]
 	if conv == nil {
@@ -49,7 +62,7 @@ func (r *renderer) convert(f *astiav.Frame, setting ImageSetting) (*astiav.Frame
 			r.freeConverters()
 		}
 		var err error
-		if conv, err = newConverter(ck, r.rot, r.tb); err != nil {
+		if conv, err = newConverter(ck); err != nil {
 			return nil, err
 		}
 		r.convs[ck] = conv
@@ -57,9 +70,10 @@ func (r *renderer) convert(f *astiav.Frame, setting ImageSetting) (*astiav.Frame
 	return conv.convert(f)
 }
 
-// encoderFor returns the renderer's encoder for images of setting.
-func (r *renderer) encoderFor(setting ImageSetting) (imageEncoder, error) {
-	k := newEncKey(setting, r.info)
+// encoderFor returns the renderer's encoder for images of setting from
+// stream st.
+func (r *renderer) encoderFor(setting media.ImageSetting, st *stream) (imageEncoder, error) {
+	k := newEncKey(setting, st.info)
 	enc := r.encs[k]
 	if enc == nil {
 		if len(r.encs) >= maxConverters {
@@ -74,20 +88,20 @@ func (r *renderer) encoderFor(setting ImageSetting) (imageEncoder, error) {
 	return enc, nil
 }
 
-func newEncKey(setting ImageSetting, info VideoInfo) encKey {
+func newEncKey(setting media.ImageSetting, info media.VideoInfo) encKey {
 	ow, oh := setting.OutputSize(info.Width, info.Height)
 	return encKey{format: setting.Format, quality: setting.JPEGQuality, width: ow, height: oh}
 }
 
-// encode converts a decoded frame and encodes it with setting
+// encode converts a decoded frame of stream st and encodes it with setting
 // (normalized). f is left untouched.
-func (r *renderer) encode(f *astiav.Frame, setting ImageSetting) ([]byte, error) {
-	out, err := r.convert(f, setting)
+func (r *renderer) encode(f *astiav.Frame, st *stream, setting media.ImageSetting) ([]byte, error) {
+	out, err := r.convert(f, st, setting)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Unref()
-	enc, err := r.encoderFor(setting)
+	enc, err := r.encoderFor(setting, st)
 	if err != nil {
 		return nil, err
 	}
@@ -113,3 +127,16 @@ func (r *renderer) free() {
 	r.freeConverters()
 	r.freeEncoders()
 }
+
+// Encode makes the image file of a picture this package decoded
+// (media.Renderer).
+func (r *renderer) Encode(p media.Picture, setting media.ImageSetting) ([]byte, error) {
+	pic, ok := p.(*picture)
+	if !ok || pic.f == nil {
+		return nil, errNotPicture
+	}
+	return r.encode(pic.f, pic.st, setting)
+}
+
+// Close frees the renderer's graphs and encoders (media.Renderer).
+func (r *renderer) Close() { r.free() }

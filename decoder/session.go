@@ -15,47 +15,18 @@ import (
 	"github.com/framefs/framefs/videoidx"
 )
 
-// Errors of frame decoding. Callers tell them apart with errors.Is.
-var (
-	// ErrFrameDecode means a frame could not be decoded: a packet on its
-	// decode path is corrupt, the decoder rejected it or concealed damage
-	// in the frame, or the decoder never produced the frame. The video may
-	// still have other good frames.
-	ErrFrameDecode = errors.New("decoder: frame cannot be decoded")
-	// ErrFrameRange means the ordinal is not a frame of the video; it is
-	// media.ErrFrameRange, which callers without the decoder test for.
-	ErrFrameRange = media.ErrFrameRange
-	// ErrIndexMismatch means the packets FFmpeg demuxes are not the ones
-	// the frame index lists: the index was built for other bytes or another
-	// stream. Rebuild the index from the video.
-	ErrIndexMismatch = errors.New("decoder: the frame index does not match the video")
-)
-
-// Video and VideoKey live in package media, which builds without cgo.
-type (
-	// Video is media.Video: one stored video as the decoder reads it.
-	Video = media.Video
-	// VideoKey is media.VideoKey: the physical bytes of a video.
-	VideoKey = media.VideoKey
-)
-
-// VideoInfo describes a video stream as the decoder serves it.
-type VideoInfo struct {
-	// Width and Height are the display size: the decoded picture size,
-	// swapped for quarter-turn rotations. Images at native size have it.
-	Width, Height int
-	// Rotation is the display transform applied to every frame, as an
-	// FFmpeg filter chain ("transpose=clock", ...), or "" for none.
-	Rotation string
-	// Frames is the number of frames.
-	Frames int
-}
+// ErrIndexMismatch means the packets FFmpeg demuxes are not the ones the
+// frame index lists: the index was built for other bytes or another
+// stream. Rebuild the index from the video. (A frame that cannot be
+// decoded is media.media.ErrFrameDecode; one that does not exist is
+// media.media.ErrFrameRange.)
+var ErrIndexMismatch = errors.New("decoder: the frame index does not match the video")
 
 // session is one open decoder for one stream of one video: demuxer, codec,
 // filter graphs and image encoders, plus where the decoder stands, so that
 // the next frame of the same GOP is reached by decoding on instead of
-// seeking. A session is used by one goroutine at a time (the pool hands it
-// out exclusively).
+// seeking. It is the decoder's media.Session: used by one goroutine at a
+// time (the frame server's pool hands it out exclusively).
 type session struct {
 	key    sessionKey
 	ix     *videoidx.Index
@@ -73,7 +44,7 @@ type session struct {
 	pkt                  *astiav.Packet
 	frame                *astiav.Frame
 	rot                  rotation
-	info                 VideoInfo
+	info                 media.VideoInfo
 
 	// Index timestamps are stream ticks times mul/div (see toIndexUnits).
 	mul, div int64
@@ -115,24 +86,24 @@ type session struct {
 	// unknown state and the session must be closed, not reused.
 	broken bool
 
-	// r renders the session's decoded frames.
-	r *renderer
-	// pictures, if not nil, keeps the pictures that requests which seek
-	// pass on their way (the pool's cache, shared by its sessions).
-	pictures *pictureCache
+	// st is the stream the session's pictures render as.
+	st *stream
+	// sink, if not nil, takes the pictures that the request in progress
+	// passes on its way when it seeks (Decode's PictureSink).
+	sink media.PictureSink
 
 	// Counters for tests and statistics.
 	seeks, decoded, drains int
 }
 
 type sessionKey struct {
-	video  VideoKey
+	video  media.VideoKey
 	stream int
 }
 
 // openSession opens the video and prepares a decoder for the stream of its
 // index. ctx and v.R are used only during the call.
-func openSession(ctx context.Context, v Video, threads int) (s *session, err error) {
+func openSession(ctx context.Context, v media.Video, threads int) (s *session, err error) {
 	ix := v.Index
 	if ix == nil || ix.Frames() == 0 {
 		return nil, fmt.Errorf("decoder: open %s: no frame index", v.Key)
@@ -148,7 +119,7 @@ func openSession(ctx context.Context, v Video, threads int) (s *session, err err
 	}
 	defer func() {
 		if err != nil {
-			s.close()
+			s.Close()
 			s = nil
 		} else {
 			d.src.bind(nil, nil)
@@ -194,8 +165,8 @@ func openSession(ctx context.Context, v Video, threads int) (s *session, err err
 	if s.rot.swap {
 		w, h = h, w
 	}
-	s.info = VideoInfo{Width: w, Height: h, Rotation: s.rot.filters, Frames: ix.Frames()}
-	s.r = newRenderer(s.rot, s.tb, s.info)
+	s.info = media.VideoInfo{Width: w, Height: h, Rotation: s.rot.filters, Frames: ix.Frames()}
+	s.st = &stream{rot: s.rot, info: s.info}
 
 	s.keyAt = make(map[int64]int)
 	for i := range ix.Samples {
@@ -351,10 +322,10 @@ func (s *session) fromIndexUnits(u int64) int64 {
 	return int64(v)
 }
 
-// bind attaches the caller's reader and context to the demuxer for one
-// request; unbind detaches them so an idle session pins neither.
-func (s *session) bind(ctx context.Context, r io.ReaderAt) { s.d.src.bind(ctx, r) }
-func (s *session) unbind()                                 { s.d.src.bind(nil, nil) }
+// Bind attaches the caller's reader and context to the demuxer for the
+// calls that follow; Unbind detaches them so an idle session pins neither.
+func (s *session) Bind(ctx context.Context, r io.ReaderAt) { s.d.src.bind(ctx, r) }
+func (s *session) Unbind()                                 { s.d.src.bind(nil, nil) }
 
 // readPacket reads the next packet of the stream into s.pkt.
 func (s *session) readPacket() (eof bool, err error) {
@@ -367,7 +338,7 @@ func (s *session) readPacket() (eof bool, err error) {
 			if errors.Is(err, astiav.ErrEof) {
 				return true, nil
 			}
-			return false, fmt.Errorf("%w: demuxing %s: %v", ErrFrameDecode, s.key.video, err)
+			return false, fmt.Errorf("%w: demuxing %s: %v", media.ErrFrameDecode, s.key.video, err)
 		}
 		if s.pkt.StreamIndex() == s.stream {
 			return false, nil
@@ -409,7 +380,7 @@ func (s *session) unexpectedPacket(i, ordinal int) error {
 	pos, size := s.pkt.Pos(), int64(s.pkt.Size())
 	if pos == sm.Offset && size < int64(sm.Size) && (s.pkt.Flags().Has(astiav.PacketFlagCorrupt) || pos+size >= s.d.src.size) {
 		return fmt.Errorf("%w: frame %d of %s: sample %d (%d bytes at offset %d) is cut off by the end of the input (%d bytes): %w",
-			ErrFrameDecode, ordinal, s.key.video, i, sm.Size, sm.Offset, s.d.src.size, videoidx.ErrTruncated)
+			media.ErrFrameDecode, ordinal, s.key.video, i, sm.Size, sm.Offset, s.d.src.size, videoidx.ErrTruncated)
 	}
 	return fmt.Errorf("%w: %s stream %d: on the way to frame %d, a packet of %d bytes at offset %d comes where sample %d (%d bytes at offset %d) should",
 		ErrIndexMismatch, s.key.video, s.stream, ordinal, size, pos, i, sm.Size, sm.Offset)
@@ -419,12 +390,12 @@ func (s *session) unexpectedPacket(i, ordinal int) error {
 // way to frame ordinal.
 func (s *session) endOfInput(i, ordinal int) error {
 	return fmt.Errorf("%w: frame %d of %s: the input ends (%d bytes) before sample %d at offset %d: %w",
-		ErrFrameDecode, ordinal, s.key.video, s.d.src.size, i, s.ix.Samples[min(i, len(s.ix.Samples)-1)].Offset, videoidx.ErrTruncated)
+		media.ErrFrameDecode, ordinal, s.key.video, s.d.src.size, i, s.ix.Samples[min(i, len(s.ix.Samples)-1)].Offset, videoidx.ErrTruncated)
 }
 
 // resetPosition forgets where the decoder stands and flushes it.
 func (s *session) resetPosition() error {
-	if s.drained && s.pictures != nil {
+	if s.drained && s.sink != nil {
 		s.keepDrained()
 	}
 	s.running, s.held, s.haveLast, s.inputEOF, s.drained = false, false, false, false, false
@@ -451,9 +422,25 @@ func (s *session) keepDrained() {
 		}
 		if pts, ord, ok := s.presented(fi); ok {
 			s.haveLast, s.lastPTS, s.lastOrdinal = true, pts, ord
-			s.pictures.add(pictureKey{s.key.video, s.key.stream, ord}, s.frame, s.chainLength(ord))
+			s.pass(ord)
 		}
 	}
+}
+
+// pass offers the picture in s.frame, frame ord, to the sink, copying it
+// out of the decoder's buffers if the sink wants it: a reference would
+// keep the decoder's buffer pool as large as whatever holds the picture,
+// and the pool never gives memory back. A picture that cannot be copied
+// (out of memory) is not offered.
+func (s *session) pass(ord int) {
+	if s.sink == nil || !s.sink.Wants(ord, frameBytes(s.frame)) {
+		return
+	}
+	cp, err := copyFrame(s.frame)
+	if err != nil {
+		return
+	}
+	s.sink.Keep(ord, &picture{cp, s.st}, s.chainLength(ord))
 }
 
 // chainLength is the number of samples decoded from the keyframe to reach
@@ -525,7 +512,7 @@ func (s *session) seekTo(k, ordinal, threads int) error {
 		if serr := s.d.src.sourceErr(); serr != nil {
 			return fmt.Errorf("decoder: seek in %s: %w", s.key.video, serr)
 		}
-		return fmt.Errorf("%w: %s: cannot seek to the start of stream %d: %v", ErrFrameDecode, s.key.video, s.stream, err)
+		return fmt.Errorf("%w: %s: cannot seek to the start of stream %d: %v", media.ErrFrameDecode, s.key.video, s.stream, err)
 	}
 	landed, err := s.land(k, true, ordinal)
 	if err != nil {
@@ -584,10 +571,10 @@ func (s *session) land(k int, fromStart bool, ordinal int) (landed bool, err err
 	return true, nil
 }
 
-// readOn tells the session that the caller will read the frames after the
+// ReadOn tells the session that the caller will read the frames after the
 // next one in order (read-ahead, frame sizes), so that the next request does
 // not drain whatever random requests the session served before.
-func (s *session) readOn() { s.lastFar = false }
+func (s *session) ReadOn() { s.lastFar = false }
 
 // ordinalOf returns the ordinal of the presented frame with PTS pts (index
 // units). Frames with equal PTS come out in decode order and take
@@ -639,7 +626,7 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 		}
 	}()
 	if ordinal < 0 || ordinal >= s.ix.Frames() {
-		return nil, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", ErrFrameRange, ordinal, s.key.video, s.ix.Frames())
+		return nil, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", media.ErrFrameRange, ordinal, s.key.video, s.ix.Frames())
 	}
 	target := s.ix.Frame(ordinal).PTS
 	targetSample := s.ix.SampleOf(ordinal)
@@ -674,33 +661,33 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 			}
 			s.haveLast, s.lastPTS, s.lastOrdinal = true, pts, ord
 			if sought && ord != ordinal && pts < target && !fi.corrupt && fi.decodeErrors == 0 {
-				s.pictures.add(pictureKey{s.key.video, s.key.stream, ord}, s.frame, s.chainLength(ord))
+				s.pass(ord)
 			}
 			if ord == ordinal {
 				if fi.corrupt || fi.decodeErrors != 0 {
 					return nil, fmt.Errorf("%w: frame %d of %s: the decoder reports damage in it (corrupt flag %v, error flags %#x)",
-						ErrFrameDecode, ordinal, s.key.video, fi.corrupt, fi.decodeErrors)
+						media.ErrFrameDecode, ordinal, s.key.video, fi.corrupt, fi.decodeErrors)
 				}
 				return s.frame, nil
 			}
 			if pts > target {
 				return nil, fmt.Errorf("%w: frame %d of %s: the decoder skipped it (went on to frame %d); the data around it is damaged",
-					ErrFrameDecode, ordinal, s.key.video, ord)
+					media.ErrFrameDecode, ordinal, s.key.video, ord)
 			}
 			continue
 		case errors.Is(err, astiav.ErrEof):
 			s.running = false
 			if s.drained {
 				return nil, fmt.Errorf("%w: frame %d of %s: the decoder did not produce it from the packets up to its own; the video is damaged",
-					ErrFrameDecode, ordinal, s.key.video)
+					media.ErrFrameDecode, ordinal, s.key.video)
 			}
 			if s.next < len(s.ix.Samples) {
 				return nil, s.endOfInput(s.next, ordinal)
 			}
 			return nil, fmt.Errorf("%w: frame %d of %s: the decoder reached the end of the stream without producing it; the video is damaged or truncated",
-				ErrFrameDecode, ordinal, s.key.video)
+				media.ErrFrameDecode, ordinal, s.key.video)
 		case !errors.Is(err, astiav.ErrEagain):
-			return nil, fmt.Errorf("%w: frame %d of %s: %v", ErrFrameDecode, ordinal, s.key.video, err)
+			return nil, fmt.Errorf("%w: frame %d of %s: %v", media.ErrFrameDecode, ordinal, s.key.video, err)
 		}
 
 		// The decoder wants input.
@@ -716,12 +703,12 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 			s.inputEOF, s.drained, s.running = true, true, false
 			s.drains++
 			if err := s.dec.cc.SendPacket(nil); err != nil && !errors.Is(err, astiav.ErrEof) {
-				return nil, fmt.Errorf("%w: frame %d of %s: flush decoder: %v", ErrFrameDecode, ordinal, s.key.video, err)
+				return nil, fmt.Errorf("%w: frame %d of %s: flush decoder: %v", media.ErrFrameDecode, ordinal, s.key.video, err)
 			}
 			continue
 		}
 		if s.inputEOF {
-			return nil, fmt.Errorf("%w: frame %d of %s: the decoder wants input after the end of the stream", ErrFrameDecode, ordinal, s.key.video)
+			return nil, fmt.Errorf("%w: frame %d of %s: the decoder wants input after the end of the stream", media.ErrFrameDecode, ordinal, s.key.video)
 		}
 		eof, err := s.readPacket()
 		if err != nil {
@@ -730,7 +717,7 @@ func (s *session) decodeTo(ctx context.Context, ordinal int) (f *astiav.Frame, e
 		if eof {
 			s.inputEOF = true
 			if err := s.dec.cc.SendPacket(nil); err != nil && !errors.Is(err, astiav.ErrEof) {
-				return nil, fmt.Errorf("%w: frame %d of %s: flush decoder: %v", ErrFrameDecode, ordinal, s.key.video, err)
+				return nil, fmt.Errorf("%w: frame %d of %s: flush decoder: %v", media.ErrFrameDecode, ordinal, s.key.video, err)
 			}
 			continue
 		}
@@ -763,31 +750,13 @@ func (s *session) send(ordinal int, target int64, drain bool, targetSample int) 
 	err := s.dec.cc.SendPacket(s.pkt)
 	s.pkt.Unref()
 	if err != nil {
-		return fmt.Errorf("%w: frame %d of %s: the packet of sample %d is corrupt: %v", ErrFrameDecode, ordinal, s.key.video, s.next-1, err)
+		return fmt.Errorf("%w: frame %d of %s: the packet of sample %d is corrupt: %v", media.ErrFrameDecode, ordinal, s.key.video, s.next-1, err)
 	}
 	return nil
 }
 
-// image decodes frame ordinal and encodes it.
-func (s *session) image(ctx context.Context, ordinal int, setting ImageSetting) ([]byte, error) {
-	f, err := s.decodeTo(ctx, ordinal)
-	if err != nil {
-		return nil, err
-	}
-	b, err := s.r.encode(f, setting)
-	s.frame.Unref()
-	if err != nil {
-		s.broken = true
-		return nil, fmt.Errorf("frame %d of %s: %w", ordinal, s.key.video, err)
-	}
-	return b, nil
-}
-
-// close frees every FFmpeg resource of the session.
-func (s *session) close() {
-	if s.r != nil {
-		s.r.free()
-	}
+// Close frees every FFmpeg resource of the session.
+func (s *session) Close() {
 	if s.frame != nil {
 		s.frame.Free()
 		s.frame = nil

@@ -11,15 +11,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/videoidx"
 )
 
 // writeFrames writes frames of a fixture as image files and returns their
 // paths.
-func writeFrames(t *testing.T, dir string, frames []int, setting ImageSetting) []string {
+func writeFrames(t *testing.T, dir string, frames []int, setting media.ImageSetting) []string {
 	t.Helper()
 	v := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
-	pool := NewPool(Options{})
+	pool := newTestPool(serving.Options{})
 	defer pool.Close()
 	var paths []string
 	for _, i := range frames {
@@ -43,8 +45,8 @@ func TestEncodeImagesToVideo(t *testing.T) {
 	for i := range 40 {
 		frames = append(frames, i)
 	}
-	pngs := writeFrames(t, dir, frames[:25], ImageSetting{Format: FormatPNG})
-	jpgs := writeFrames(t, dir, frames[25:], ImageSetting{JPEGQuality: 100})
+	pngs := writeFrames(t, dir, frames[:25], media.ImageSetting{Format: media.FormatPNG})
+	jpgs := writeFrames(t, dir, frames[25:], media.ImageSetting{JPEGQuality: 100})
 	images := append(pngs, jpgs...)
 	out := filepath.Join(dir, "out.mp4")
 	opts := VideoEncodeOptions{FPS: 29.97, GOP: 10, CodecOptions: map[string]string{"crf": "12", "preset": "fast"}}
@@ -75,16 +77,16 @@ func TestEncodeImagesToVideo(t *testing.T) {
 	// close to the originals.
 	f, _ := os.Open(out)
 	defer f.Close()
-	v := Video{Key: VideoKey{Object: out}, R: f, Size: int64(len(data)), Index: ix}
-	pool := NewPool(Options{})
+	v := media.Video{Key: media.VideoKey{Object: out}, R: f, Size: int64(len(data)), Index: ix}
+	pool := newTestPool(serving.Options{})
 	defer pool.Close()
 	orig := openVideo(t, "../testdata/video/h264_bframes_gop30.mp4", 0)
 	for _, i := range []int{0, 13, 39} {
-		a, err := pool.Frame(context.Background(), v, i, ImageSetting{Format: FormatPPM})
+		a, err := pool.Frame(context.Background(), v, i, media.ImageSetting{Format: media.FormatPPM})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := pool.Frame(context.Background(), orig, i, ImageSetting{Format: FormatPPM})
+		b, _ := pool.Frame(context.Background(), orig, i, media.ImageSetting{Format: media.FormatPPM})
 		_, _, pa := ppmPixels(t, a)
 		_, _, pb := ppmPixels(t, b)
 		if d := meanAbsDiff(pa, pb); d > 4 {
@@ -96,8 +98,8 @@ func TestEncodeImagesToVideo(t *testing.T) {
 func TestEncodeImagesToVideoErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	good := writeFrames(t, dir, []int{0, 1}, ImageSetting{Format: FormatPNG})
-	small := writeFrames(t, t.TempDir(), []int{2}, ImageSetting{Format: FormatPNG, Width: 80})
+	good := writeFrames(t, dir, []int{0, 1}, media.ImageSetting{Format: media.FormatPNG})
+	small := writeFrames(t, t.TempDir(), []int{2}, media.ImageSetting{Format: media.FormatPNG, Width: 80})
 	text := filepath.Join(dir, "notes.png")
 	os.WriteFile(text, []byte("not an image"), 0o644)
 	broken := filepath.Join(dir, "broken.png")

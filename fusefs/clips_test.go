@@ -19,6 +19,8 @@ import (
 
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/mounttree"
+	"github.com/framefs/framefs/query"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 )
 
@@ -87,7 +89,7 @@ func TestClipViewLayout(t *testing.T) {
 	w := table.Window{Length: 4, FrameSkip: 1, Hop: 3}
 	// t is the row's ordinal in both episodes; rows 10-13 do not match,
 	// so no window holds one of them.
-	v, err := f.tbl.CreateView(ctx, table.View{Name: "c4", Where: "t < 10 OR t > 13", Window: &w})
+	v, err := query.CreateView(ctx, f.tbl, table.View{Name: "c4", Where: "t < 10 OR t > 13", Window: &w})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +208,7 @@ func TestClipViewLayout(t *testing.T) {
 	if v.Window == nil || len(v.Features) != 1 {
 		t.Errorf("stored view %+v", v)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "plain", Where: "t < 3"}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "plain", Where: "t < 3"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(f.path("robot", "views", "plain", mounttree.ClipsJSONL)); !errors.Is(err, os.ErrNotExist) {
@@ -220,7 +222,7 @@ func TestClipViewLayout(t *testing.T) {
 func TestClipViewEmptyAndGroupBy(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "long", Where: "TRUE", Window: &table.Window{Length: 500, Hop: 1}}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "long", Where: "TRUE", Window: &table.Window{Length: 500, Hop: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "long")
@@ -230,7 +232,7 @@ func TestClipViewEmptyAndGroupBy(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(root, mounttree.ClipsJSONL)); err != nil || len(data) != 0 {
 		t.Errorf("clips.jsonl of no clips: %q %v", data, err)
 	}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "bytask", Where: "TRUE", GroupBy: []string{"task"},
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "bytask", Where: "TRUE", GroupBy: []string{"task"},
 		Window: &table.Window{Length: 10, Hop: 10}}); err != nil {
 		t.Fatal(err)
 	}
@@ -254,11 +256,10 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	os.MkdirAll(f.mnt, 0o755)
 	f.tbl = robotTable(t, f.wh)
-	pool := decoder.NewPool(decoder.Options{})
-	f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 16 << 20})
-	f.mount(t, dirWarehouse(t, f.wh), pool, Options{})
+	f.frames = serving.New(decoder.Codec{}, serving.Options{CacheBytes: 16 << 20})
+	f.mount(t, dirWarehouse(t, f.wh), Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "c16", Where: "task = 'pick'", Window: &table.Window{Length: 16, Hop: 8}}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c16", Where: "task = 'pick'", Window: &table.Window{Length: 16, Hop: 8}}); err != nil {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "c16")
@@ -278,7 +279,7 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 			}
 		}
 	}
-	before := pool.Stats().Decoded
+	before := f.frames.PoolStats().Decoded
 	servedBefore := f.srv.m.stats.framesServed.Load()
 	read := 0
 	for _, c := range lines {
@@ -290,8 +291,8 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 		}
 	}
 	// Read-ahead may still be decoding: count once every session is idle.
-	waitFor(t, func() bool { st := pool.Stats(); return st.Open == st.Idle }, "decoder sessions idle")
-	decoded := pool.Stats().Decoded - before
+	waitFor(t, func() bool { st := f.frames.PoolStats(); return st.Open == st.Idle }, "decoder sessions idle")
+	decoded := f.frames.PoolStats().Decoded - before
 	// The video has B-frames: showing the episode's last frames takes
 	// decoding the next few (reordering), whatever reads them.
 	const distinct, reorder = 40, 4
@@ -323,7 +324,7 @@ func TestClipDataLoader(t *testing.T) {
 	}
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "c8", Where: "t >= 2", Window: &table.Window{Length: 8, FrameSkip: 1, Hop: 4}}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c8", Where: "t >= 2", Window: &table.Window{Length: 8, FrameSkip: 1, Hop: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -373,5 +374,36 @@ print(i, "clips")
 	// ep2 (30 rows): starts 4..12.
 	if got := strings.TrimSpace(string(out)); got != "9 clips" {
 		t.Errorf("DataLoader: %s", got)
+	}
+
+	// Episodes of another frame size cannot be batched with these: the
+	// README makes its view with --scale, which serves every clip at one
+	// size.
+	small := filepath.Join(dir, "small.mp4")
+	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=96x64:rate=10", "-frames:v", "30",
+		"-pix_fmt", "yuv420p", "-c:v", "libx264", small).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, out)
+	}
+	if _, err := f.tbl.AddEpisodes(ctx, []table.EpisodeInput{{Videos: map[string]table.VideoFile{"": {Path: small}},
+		Sidecar: sidecar(t, "ep3", "place", 30)}}, table.AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`--window 16 .*--scale 224x224`).Match(readme) {
+		t.Error("the README's clip view example does not scale its frames (--scale 224x224)")
+	}
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c8s", Where: "t >= 2", Window: &table.Window{Length: 8, FrameSkip: 1, Hop: 4},
+		Image: &table.ViewImage{Width: 64, Height: 48}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		_, err := os.Stat(f.path("robot", "views", "c8s", "task=place", "ep3"))
+		return err == nil
+	}, "the scaled clip view with ep3")
+	out, err = exec.Command(py, script, f.path("robot", "views", "c8s")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), ", 8, 48, 64, 3)") || strings.Contains(string(out), "120, 160") {
+		t.Fatalf("README example over episodes of two sizes, scaled: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(py, script, f.path("robot", "views", "c8")).CombinedOutput(); err == nil {
+		t.Errorf("README example over episodes of two sizes, not scaled: no error\n%s", out)
 	}
 }

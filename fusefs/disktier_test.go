@@ -12,6 +12,8 @@ import (
 
 	"github.com/framefs/framefs/cache/diskcache"
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 )
 
 // TestDiskTier reads every frame of a table through a mount with a disk
@@ -27,14 +29,12 @@ func TestDiskTier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setting, err := decoder.SettingFor(schema.Image.Format, schema.Image.JPEGQuality)
+	setting, err := media.SettingFor(schema.Image.Format, schema.Image.JPEGQuality)
 	if err != nil {
 		t.Fatal(err)
 	}
 	diskDir := t.TempDir()
-	refPool := decoder.NewPool(decoder.Options{})
-	defer refPool.Close()
-	refFrames := decoder.NewFrameSource(refPool, decoder.FrameSourceOptions{CacheBytes: -1})
+	refFrames := serving.New(decoder.Codec{}, serving.Options{CacheBytes: -1})
 	defer refFrames.Close()
 	want := referenceFrames(t, refFrames, setting, "jpg")
 
@@ -55,7 +55,7 @@ func TestDiskTier(t *testing.T) {
 			}
 		}
 	}
-	mountWithDisk := func() (*fixture, *decoder.Pool, *diskcache.Cache) {
+	mountWithDisk := func() (*fixture, *serving.Server, *diskcache.Cache) {
 		disk, err := diskcache.Open(diskcache.Options{Dir: diskDir})
 		if err != nil {
 			t.Fatal(err)
@@ -63,10 +63,9 @@ func TestDiskTier(t *testing.T) {
 		t.Cleanup(func() { disk.Close() })
 		f := &fixture{wh: wh, mnt: filepath.Join(t.TempDir(), "mnt")}
 		os.MkdirAll(f.mnt, 0o755)
-		pool := decoder.NewPool(decoder.Options{})
-		f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{DemoteServed: true, Store: disk})
-		f.mount(t, dirWarehouse(t, wh), pool, Options{ReadOnly: true})
-		return f, pool, disk
+		f.frames = serving.New(decoder.Codec{}, serving.Options{DemoteServed: true, Store: disk})
+		f.mount(t, dirWarehouse(t, wh), Options{ReadOnly: true})
+		return f, f.frames, disk
 	}
 
 	first, _, disk := mountWithDisk()
@@ -92,7 +91,7 @@ func TestDiskTier(t *testing.T) {
 		os.WriteFile(p, data, 0o600)
 	}
 
-	second, pool, disk2 := mountWithDisk()
+	second, frames, disk2 := mountWithDisk()
 	read(second)
 	second.frames.Close()
 	if st := disk2.Stats(); st.Corrupt != 3 {
@@ -100,10 +99,12 @@ func TestDiskTier(t *testing.T) {
 	}
 	// The table stores no frame sizes, so the mount works them out (for
 	// every frame of the videos) from the images the disk tier keeps.
-	if d := pool.Stats().Decoded; d == 0 || d > 3*40 {
+	if d := frames.PoolStats().Decoded; d == 0 || d > 3*40 {
 		t.Errorf("the second mount decoded %d pictures: want only the damaged frames' GOPs", d)
 	}
-	if served := second.frames.StoreHits(); served != int64(len(want)) {
-		t.Errorf("%d of %d frames served from the disk tier, want all", served, len(want))
+	// Every frame comes from the disk tier, but for those of the damaged
+	// entries' GOPs, whose images the sizes' decoding left in memory.
+	if served, kept := second.frames.StoreHits(), second.frames.FillStats().FramesSized; served+kept < int64(len(want)) || served < int64(len(want))/2 {
+		t.Errorf("%d of %d frames served from the disk tier and %d kept by the sizes' decoding, want all from one or the other", served, len(want), kept)
 	}
 }

@@ -17,7 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
@@ -29,20 +31,15 @@ import (
 // goes back to the stored video; each read is its whole frame or ENOENT
 // or EIO, never other bytes, and the daemon serves on.
 
-// Decoder settings that make every frame read go to storage.
-var (
-	uncachedPool   = decoder.Options{MaxOpenSessions: 1, MaxSessionsPerVideo: 1, PictureCacheBytes: -1}
-	uncachedFrames = decoder.FrameSourceOptions{CacheBytes: -1, Readahead: -1}
-)
+// Frame server settings that make every frame read go to storage.
+var uncachedFrames = serving.Options{MaxOpenSessions: 1, MaxSessionsPerVideo: 1, PictureCacheBytes: -1, CacheBytes: -1, Readahead: -1}
 
 // decodeAll decodes the first n frames of a video file on local disk, as
 // the mount serves them.
-func decodeAll(t *testing.T, path string, n int, setting decoder.ImageSetting) [][]byte {
+func decodeAll(t *testing.T, path string, n int, setting media.ImageSetting) [][]byte {
 	t.Helper()
 	ctx := context.Background()
-	pool := decoder.NewPool(decoder.Options{})
-	defer pool.Close()
-	frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: -1})
+	frames := serving.New(decoder.Codec{}, serving.Options{CacheBytes: -1})
 	defer frames.Close()
 	fh, err := os.Open(path)
 	if err != nil {
@@ -54,7 +51,7 @@ func decodeAll(t *testing.T, path string, n int, setting decoder.ImageSetting) [
 	if err != nil {
 		t.Fatal(err)
 	}
-	dv := decoder.Video{Key: decoder.VideoKey{Object: "reference/" + path, Length: st.Size()}, R: fh, Size: st.Size(), Index: ix}
+	dv := media.Video{Key: media.VideoKey{Object: "reference/" + path, Length: st.Size()}, R: fh, Size: st.Size(), Index: ix}
 	out := make([][]byte, n)
 	for i := range out {
 		if out[i], err = frames.Frame(ctx, dv, i, setting); err != nil {
@@ -98,7 +95,7 @@ type gcCounts struct {
 // ep1, which stays live) while its snapshot is expired and gc removes its
 // video; episode unread, never read before, is read after the gc.
 // writer commits to the table the mount serves.
-func gcUnderReaders(t *testing.T, f *fixture, writer *table.Table, setting decoder.ImageSetting, ext string) *gcCounts {
+func gcUnderReaders(t *testing.T, f *fixture, writer *table.Table, setting media.ImageSetting, ext string) *gcCounts {
 	ctx := context.Background()
 	if _, err := writer.AddEpisodes(ctx, []table.EpisodeInput{
 		{Videos: map[string]table.VideoFile{"": {Path: video("h264_gop250.mp4")}}, Sidecar: sidecar(t, "doomed", "pick", 300)},
@@ -234,10 +231,9 @@ func TestGCUnderReaders(t *testing.T) {
 	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	os.MkdirAll(f.mnt, 0o755)
 	f.tbl = robotTable(t, f.wh)
-	pool := decoder.NewPool(uncachedPool)
-	f.frames = decoder.NewFrameSource(pool, uncachedFrames)
-	f.mount(t, dirWarehouse(t, f.wh), pool, Options{ReadOnly: true})
-	counts := gcUnderReaders(t, f, f.tbl, decoder.ImageSetting{Format: decoder.FormatJPEG, JPEGQuality: 90}, "jpg")
+	f.frames = serving.New(decoder.Codec{}, uncachedFrames)
+	f.mount(t, dirWarehouse(t, f.wh), Options{ReadOnly: true})
+	counts := gcUnderReaders(t, f, f.tbl, media.ImageSetting{Format: media.FormatJPEG, JPEGQuality: 90}, "jpg")
 	// A local video the mount opened before the gc stays readable: the
 	// open file outlives its name.
 	if counts.after.Load() == 0 {
@@ -246,10 +242,10 @@ func TestGCUnderReaders(t *testing.T) {
 }
 
 func TestS3GCUnderReaders(t *testing.T) {
-	f := newS3Fixture(t, Options{ReadOnly: true}, uncachedPool, uncachedFrames, func(o *storage.S3Options) {
+	f := newS3Fixture(t, Options{ReadOnly: true}, uncachedFrames, func(o *storage.S3Options) {
 		o.CacheDir = "" // every read is a GET
 	})
-	counts := gcUnderReaders(t, &f.fixture, f.tbl, decoder.ImageSetting{Format: decoder.FormatJPEG, JPEGQuality: 90}, "jpg")
+	counts := gcUnderReaders(t, &f.fixture, f.tbl, media.ImageSetting{Format: media.FormatJPEG, JPEGQuality: 90}, "jpg")
 	if counts.afterErrors.Load() == 0 {
 		t.Error("no read of the removed object failed: the test did not reach S3 after the gc")
 	}

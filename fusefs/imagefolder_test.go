@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/testenv"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
 )
 
@@ -70,11 +70,11 @@ func TestImageFolder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dv := decoder.Video{Key: decoder.VideoKey{Object: "ref/" + r.Pack, Offset: r.Offset, Length: r.Length}, R: v.Payload, Size: r.Length, Index: v.Index}
+		dv := media.Video{Key: media.VideoKey{Object: "ref/" + r.Pack, Offset: r.Offset, Length: r.Length}, R: v.Payload, Size: r.Length, Index: v.Index}
 		dir := filepath.Join(ref, "task="+e.Partition["task"], e.Episode)
 		os.MkdirAll(dir, 0o755)
 		for i := int64(0); i < e.Rows; i++ {
-			img, err := f.frames.Frame(ctx, dv, int(r.FirstFrame+i), decoder.ImageSetting{Format: decoder.FormatJPEG, JPEGQuality: 90})
+			img, err := f.frames.Frame(ctx, dv, int(r.FirstFrame+i), media.ImageSetting{Format: media.FormatJPEG, JPEGQuality: 90})
 			if err != nil {
 				t.Fatal(err)
 			}

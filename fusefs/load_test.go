@@ -15,22 +15,24 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/videoidx"
 )
 
 // ingestSizer stores JPEG sizes at ingest the way the command line does.
-type ingestSizer struct{ frames *decoder.FrameSource }
+type ingestSizer struct{ frames *serving.Server }
 
-func (s ingestSizer) setting(img table.ImageOptions) decoder.ImageSetting {
-	setting, _ := decoder.SettingFor(img.Format, img.JPEGQuality)
+func (s ingestSizer) setting(img table.ImageOptions) media.ImageSetting {
+	setting, _ := media.SettingFor(img.Format, img.JPEGQuality)
 	return setting
 }
 
 func (s ingestSizer) Identity(img table.ImageOptions) string { return decoder.Identity(s.setting(img)) }
 
 func (s ingestSizer) FrameSizes(ctx context.Context, r io.ReaderAt, size int64, ix *videoidx.Index, img table.ImageOptions) ([]int64, error) {
-	v := decoder.Video{Key: decoder.VideoKey{Object: fmt.Sprintf("ingest:%p", r), Length: size}, R: r, Size: size, Index: ix}
+	v := media.Video{Key: media.VideoKey{Object: fmt.Sprintf("ingest:%p", r), Length: size}, R: r, Size: size, Index: ix}
 	return s.frames.FrameSizes(ctx, v, s.setting(img))
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/mounttree"
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -114,7 +115,7 @@ func TestRowsFilesAndXattrsMatchRows(t *testing.T) {
 		}
 	}
 	w := table.Window{Length: 3, FrameSkip: 1, Hop: 5}
-	if _, err := f.tbl.CreateView(ctx, table.View{Name: "c", Where: "t >= 0", Window: &w}); err != nil {
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c", Where: "t >= 0", Window: &w}); err != nil {
 		t.Fatal(err)
 	}
 	clips := readClipsJSONL(t, f.path("meta", "views", "c", mounttree.ClipsJSONL))

@@ -18,7 +18,9 @@ import (
 
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/testenv"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
@@ -53,7 +55,7 @@ func dirWarehouse(t testing.TB, dir string) *table.Warehouse {
 type fixture struct {
 	wh, mnt string
 	tbl     *table.Table
-	frames  *decoder.FrameSource
+	frames  *serving.Server
 	srv     *Server
 }
 
@@ -114,19 +116,24 @@ func newFixture(t *testing.T, opts Options) *fixture {
 // newFixtureOf is newFixture with the table newTable creates in the
 // warehouse.
 func newFixtureOf(t *testing.T, opts Options, newTable func(t *testing.T, wh string) *table.Table) *fixture {
+	return newFixtureServing(t, opts, newTable, serving.Options{CacheBytes: 16 << 20})
+}
+
+// newFixtureServing is newFixtureOf with a frame server of the given
+// options.
+func newFixtureServing(t *testing.T, opts Options, newTable func(t *testing.T, wh string) *table.Table, frames serving.Options) *fixture {
 	requireFUSE(t)
 	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	os.MkdirAll(f.mnt, 0o755)
 	f.tbl = newTable(t, f.wh)
-	pool := decoder.NewPool(decoder.Options{})
-	f.frames = decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 16 << 20})
-	f.mount(t, dirWarehouse(t, f.wh), pool, opts)
+	f.frames = serving.New(decoder.Codec{}, frames)
+	f.mount(t, dirWarehouse(t, f.wh), opts)
 	return f
 }
 
-// mount serves wh at f.mnt with f.frames (drawn from pool), and unmounts
-// at cleanup, checking that nothing stays mounted.
-func (f *fixture) mount(t *testing.T, wh Warehouse, pool *decoder.Pool, opts Options) {
+// mount serves wh at f.mnt with f.frames, and unmounts at cleanup (closing
+// f.frames), checking that nothing stays mounted.
+func (f *fixture) mount(t *testing.T, wh Warehouse, opts Options) {
 	t.Helper()
 	if opts.Refresh == 0 {
 		opts.Refresh = 100 * time.Millisecond
@@ -143,7 +150,6 @@ func (f *fixture) mount(t *testing.T, wh Warehouse, pool *decoder.Pool, opts Opt
 		}
 		f.srv.Wait()
 		f.frames.Close()
-		pool.Close()
 		if mounted(f.mnt) {
 			t.Errorf("%s is still mounted", f.mnt)
 		}
@@ -229,7 +235,7 @@ func TestFramesMatchDecoder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dv := decoder.Video{Key: decoder.VideoKey{Object: "direct/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
+		dv := media.Video{Key: media.VideoKey{Object: "direct/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
 		dir := f.path("robot", "latest", "task="+e.Partition["task"], e.Episode)
 		for i := int64(0); i < e.Rows; i++ {
 			name := filepath.Join(dir, mounttree.FrameName(i, e.Rows, "jpg"))
@@ -241,7 +247,7 @@ func TestFramesMatchDecoder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := f.frames.Frame(ctx, dv, int(ref.FirstFrame+i), decoder.ImageSetting{Format: decoder.FormatJPEG, JPEGQuality: 90})
+			want, err := f.frames.Frame(ctx, dv, int(ref.FirstFrame+i), media.ImageSetting{Format: media.FormatJPEG, JPEGQuality: 90})
 			if err != nil {
 				t.Fatal(err)
 			}

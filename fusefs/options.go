@@ -57,7 +57,7 @@ type Options struct {
 
 // ImageChoice is what the user chose over each table's image setting.
 type ImageChoice struct {
-	// Format (jpg, png, bmp, ppm) and JPEGQuality replace the table's
+	// Format (jpg, png, bmp, ppm, npy) and JPEGQuality replace the table's
 	// where set.
 	table.ImageOptions
 	// Width and Height scale every frame (see media.ImageSetting); 0 and

@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/cache/blockcache"
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/s3test"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
-	"github.com/framefs/framefs/table/storage/blockcache"
 	"github.com/framefs/framefs/videoidx"
 )
 
@@ -49,7 +51,7 @@ func s3RobotTable(t *testing.T, wh storage.Store) *table.Table {
 // newS3Fixture starts versitygw and a fault proxy (no faults yet), makes
 // the table and mounts the warehouse. tweak adjusts the mount's store
 // options (the block cache is on unless tweak turns it off).
-func newS3Fixture(t *testing.T, opts Options, poolOpts decoder.Options, frameOpts decoder.FrameSourceOptions, tweak func(*storage.S3Options)) *s3Fixture {
+func newS3Fixture(t *testing.T, opts Options, frameOpts serving.Options, tweak func(*storage.S3Options)) *s3Fixture {
 	requireFUSE(t)
 	f := &s3Fixture{gw: s3test.Start(t)}
 	f.proxy = s3test.StartFaultProxy(t, f.gw.Endpoint, s3test.Faults{}, 1)
@@ -68,8 +70,7 @@ func newS3Fixture(t *testing.T, opts Options, poolOpts decoder.Options, frameOpt
 			tweak(o)
 		}
 	})
-	pool := decoder.NewPool(poolOpts)
-	f.frames = decoder.NewFrameSource(pool, frameOpts)
+	f.frames = serving.New(decoder.Codec{}, frameOpts)
 	// Background prefetches must end before the cache directory goes
 	// (cleanups run last first: this one after the unmount).
 	t.Cleanup(func() {
@@ -77,14 +78,14 @@ func newS3Fixture(t *testing.T, opts Options, poolOpts decoder.Options, frameOpt
 			c.Wait()
 		}
 	})
-	f.mount(t, table.NewWarehouse(f.store, tableOptions()), pool, opts)
+	f.mount(t, table.NewWarehouse(f.store, tableOptions()), opts)
 	return f
 }
 
 // referenceFrames decodes every frame of the fixture's episodes from the
 // source videos on local disk (not through S3), as the mount serves them:
 // path under a snapshot -> image bytes.
-func referenceFrames(t *testing.T, frames *decoder.FrameSource, setting decoder.ImageSetting, ext string) map[string][]byte {
+func referenceFrames(t *testing.T, frames *serving.Server, setting media.ImageSetting, ext string) map[string][]byte {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string][]byte{}
@@ -104,7 +105,7 @@ func referenceFrames(t *testing.T, frames *decoder.FrameSource, setting decoder.
 		if err != nil {
 			t.Fatal(err)
 		}
-		dv := decoder.Video{Key: decoder.VideoKey{Object: "reference/" + ep.file, Length: st.Size()}, R: fh, Size: st.Size(), Index: ix}
+		dv := media.Video{Key: media.VideoKey{Object: "reference/" + ep.file, Length: st.Size()}, R: fh, Size: st.Size(), Index: ix}
 		for i := int64(0); i < ep.rows; i++ {
 			img, err := frames.Frame(ctx, dv, int(ep.first+i), setting)
 			if err != nil {
@@ -130,10 +131,10 @@ func runOut(t *testing.T, name string, args ...string) string {
 // in order: reads and the tools people use, refused writes, a commit from
 // elsewhere, an ingest through the mount.
 func TestS3Mount(t *testing.T) {
-	f := newS3Fixture(t, writableOptions(t.TempDir()), decoder.Options{}, decoder.FrameSourceOptions{CacheBytes: 16 << 20}, nil)
+	f := newS3Fixture(t, writableOptions(t.TempDir()), serving.Options{CacheBytes: 16 << 20}, nil)
 	ctx := context.Background()
 	snap := f.path("robot", "snapshots", "1")
-	ref := referenceFrames(t, f.frames, decoder.ImageSetting{Format: decoder.FormatJPEG, JPEGQuality: 90}, "jpg")
+	ref := referenceFrames(t, f.frames, media.ImageSetting{Format: media.FormatJPEG, JPEGQuality: 90}, "jpg")
 
 	t.Run("Layout", func(t *testing.T) {
 		if got := strings.Join(names(t, f.mnt), " "); got != ".stats robot" {
@@ -319,15 +320,14 @@ func TestS3MountFaults(t *testing.T) {
 	// so each read opens the video again) and few attempts per request:
 	// every read of a frame reads its video from S3 and faults reach it.
 	bmp := ImageChoice{ImageOptions: table.ImageOptions{Format: "bmp"}}
-	poolOpts := decoder.Options{MaxOpenSessions: 1, MaxSessionsPerVideo: 1}
-	frameOpts := decoder.FrameSourceOptions{CacheBytes: -1, Readahead: -1}
-	f := newS3Fixture(t, Options{Image: bmp, ReadOnly: true}, poolOpts, frameOpts, func(o *storage.S3Options) {
+	frameOpts := serving.Options{MaxOpenSessions: 1, MaxSessionsPerVideo: 1, CacheBytes: -1, Readahead: -1}
+	f := newS3Fixture(t, Options{Image: bmp, ReadOnly: true}, frameOpts, func(o *storage.S3Options) {
 		o.CacheDir = ""
 		o.MaxAttempts = 2
 		o.MaxBackoff = 20 * time.Millisecond
 	})
 	snap := f.path("robot", "snapshots", "1")
-	ref := referenceFrames(t, f.frames, decoder.ImageSetting{Format: decoder.FormatBMP}, "bmp")
+	ref := referenceFrames(t, f.frames, media.ImageSetting{Format: media.FormatBMP}, "bmp")
 	// Listing the episodes before the faults start leaves the reads.
 	for _, dir := range []string{"task=pick/ep1", "task=place/ep2"} {
 		names(t, filepath.Join(snap, dir))

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -45,9 +47,7 @@ func TestSoakFollower(t *testing.T) {
 	os.MkdirAll(mnt, 0o755)
 
 	// The writer stores frame sizes at ingest, as the command line does.
-	pool := decoder.NewPool(decoder.Options{})
-	t.Cleanup(func() { pool.Close() })
-	frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{})
+	frames := serving.New(decoder.Codec{}, serving.Options{})
 	t.Cleanup(func() { frames.Close() })
 	robotTable(t, wh)
 	opts := tableOptions()
@@ -57,7 +57,7 @@ func TestSoakFollower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setting, err := decoder.SettingFor(schema.Image.Format, schema.Image.JPEGQuality)
+	setting, err := media.SettingFor(schema.Image.Format, schema.Image.JPEGQuality)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/treetest"
+	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
@@ -90,7 +90,7 @@ func newSoak(t *testing.T, bin string) *soak {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setting, err := decoder.SettingFor(schema.Image.Format, schema.Image.JPEGQuality)
+	setting, err := media.SettingFor(schema.Image.Format, schema.Image.JPEGQuality)
 	if err != nil {
 		t.Fatal(err)
 	}

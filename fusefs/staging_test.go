@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -32,8 +33,7 @@ func TestMain(m *testing.M) {
 
 func serveMount(spec string) int {
 	parts := strings.Split(spec, "|")
-	pool := decoder.NewPool(decoder.Options{})
-	frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 16 << 20})
+	frames := serving.New(decoder.Codec{}, serving.Options{CacheBytes: 16 << 20})
 	store, err := storage.NewLocal(parts[0])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -231,6 +231,10 @@ func TestIngestBatchWithBadPair(t *testing.T) {
 	msg, err := os.ReadFile(filepath.Join(in, "broken.error"))
 	if err != nil || !strings.Contains(string(msg), "broken.mp4") {
 		t.Fatalf("broken.error: %q, %v", msg, err)
+	}
+	// ls -a and os.listdir show it too.
+	if shown := names(t, in); strings.Join(shown, " ") != ".status broken.error broken.jsonl broken.mp4" {
+		t.Fatalf("ingest/ lists %v, want broken.error among them", shown)
 	}
 	if _, err := os.Stat(filepath.Join(f.mnt, "robot", "latest", "task=place", "batch2", "000002.jpg")); err != nil {
 		t.Fatalf("right after touch .commit: %v", err)

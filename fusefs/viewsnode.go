@@ -14,9 +14,11 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/internal/safetext"
 	"github.com/framefs/framefs/mounttree"
+	"github.com/framefs/framefs/query"
+	"github.com/framefs/framefs/query/filter"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/filter"
 )
 
 // TABLE/views/ shows the table's views:
@@ -82,7 +84,11 @@ func (n *tableNode) views(ctx context.Context, force bool) (map[string]*mounttre
 	return fresh, nil
 }
 
+// viewFailed sets the text of NAME.error ("" removes it); what it echoes
+// of the user's filter or name is escaped, so that cat NAME.error shows
+// control characters rather than acting on them.
 func (n *tableNode) viewFailed(name, msg string) {
+	msg = safetext.Escape(msg)
 	n.viewList.mu.Lock()
 	defer n.viewList.mu.Unlock()
 	if n.viewList.failed == nil {
@@ -259,7 +265,11 @@ func (n *viewsNode) Create(ctx context.Context, name string, flags uint32, mode 
 		return nil, nil, 0, syscall.EPERM // only NAME.where files are made here
 	}
 	if err := table.CheckViewName(base); err != nil {
-		n.t.viewFailed(base, err.Error()+"\n")
+		// A name that changes how listings read (U+202E, ...) gets no
+		// NAME.error beside it: it is not shown at all.
+		if !strings.ContainsFunc(base, safetext.Hidden) {
+			n.t.viewFailed(base, err.Error()+"\n")
+		}
 		return nil, nil, 0, syscall.EINVAL
 	}
 	if _, errno := n.view(ctx, base); errno == 0 {
@@ -352,6 +362,10 @@ type whereFileNode struct {
 
 	mu   sync.Mutex // guards the fields below
 	data []byte
+	// refused is the largest size a write or truncation asked for that
+	// went over maxWhereBytes (0: none): the file holds a part of what was
+	// written, which must not become a view.
+	refused int64
 	// done is set once the view was created: the file is its filter now.
 	done bool
 }
@@ -385,6 +399,7 @@ func (n *whereFileNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.S
 			return syscall.EEXIST
 		}
 		if size > maxWhereBytes {
+			n.refused = max(n.refused, int64(size))
 			n.mu.Unlock()
 			return syscall.EFBIG
 		}
@@ -418,6 +433,7 @@ func (h *whereHandle) Write(ctx context.Context, data []byte, off int64) (uint32
 	}
 	end := off + int64(len(data))
 	if end > maxWhereBytes {
+		n.refused = max(n.refused, end)
 		return 0, syscall.EFBIG
 	}
 	if end > int64(len(n.data)) {
@@ -442,10 +458,14 @@ func (h *whereHandle) Flush(ctx context.Context) syscall.Errno {
 		return 0
 	}
 	text := strings.TrimSpace(string(n.data))
+	refused := n.refused
 	n.mu.Unlock()
 	t := n.views.t
-	_, err := t.tbl.CreateView(ctx, table.View{Name: n.name, Where: text})
-	if err != nil {
+	if refused > 0 {
+		// What the file holds is a part of the filter: no view.
+		t.viewFailed(n.name, fmt.Sprintf("the filter written to %s.where is longer than the %d bytes a filter may have (a write up to byte %d was refused with EFBIG); no view was made\n",
+			n.name, filter.MaxLength, refused))
+	} else if _, err := query.CreateView(ctx, t.tbl, table.View{Name: n.name, Where: text}); err != nil {
 		msg := err.Error()
 		if errors.Is(err, table.ErrExists) {
 			msg = fmt.Sprintf("view %q exists already; delete it (rm -r views/%s) to define it anew", n.name, n.name)

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/framefs/framefs/internal/regfile"
 )
 
 // parquetTable is (part of) a Parquet file read into memory: one Arrow
@@ -63,9 +65,10 @@ var ErrMalformedParquet = errors.New("malformed Parquet file")
 
 // openParquet opens a Parquet file after checking its footer's claims:
 // row counts, and column chunks that lie inside the file and expand
-// within bounds.
-func openParquet(path string) (*os.File, *file.Reader, error) {
-	f, err := os.Open(path)
+// within bounds. The file must be a regular file (links followed) of at
+// most maxBytes bytes (0: any size).
+func openParquet(path string, maxBytes int64) (*os.File, *file.Reader, error) {
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,6 +76,10 @@ func openParquet(path string) (*os.File, *file.Reader, error) {
 	if err != nil {
 		f.Close()
 		return nil, nil, err
+	}
+	if maxBytes > 0 && st.Size() > maxBytes {
+		f.Close()
+		return nil, nil, &regfile.TooLargeError{Path: path, Size: st.Size(), Limit: maxBytes}
 	}
 	props := parquet.NewReaderProperties(memory.DefaultAllocator)
 	props.MaxUncompressedPageSize = maxPageSize
@@ -138,10 +145,11 @@ func recoverParquet(err *error) {
 }
 
 // readParquet reads the named top-level columns of a Parquet file (all of
-// them when names is nil; names the file lacks are left out).
-func readParquet(ctx context.Context, path string, names []string) (out *parquetTable, err error) {
+// them when names is nil; names the file lacks are left out) of at most
+// maxBytes bytes (0: any size).
+func readParquet(ctx context.Context, path string, names []string, maxBytes int64) (out *parquetTable, err error) {
 	defer recoverParquet(&err)
-	f, pf, err := openParquet(path)
+	f, pf, err := openParquet(path, maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +232,7 @@ func appendLeaves(out []int, sf *pqarrow.SchemaField) []int {
 // where a row group has no usable statistics).
 func parquetFooter(path string) (fields []arrow.Field, nulls map[string]int64, err error) {
 	defer recoverParquet(&err)
-	f, pf, err := openParquet(path)
+	f, pf, err := openParquet(path, 0)
 	if err != nil {
 		return nil, nil, err
 	}

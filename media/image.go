@@ -24,6 +24,10 @@ const (
 	// FormatPPM is binary PPM (P6), 8-bit RGB; its size follows from the
 	// picture size alone.
 	FormatPPM
+	// FormatNPY is NumPy's .npy file of the RGB pixels, uint8 of shape
+	// (height, width, 3): numpy.load reads it without an image library
+	// (NPYHeader). Its size follows from the picture size alone.
+	FormatNPY
 )
 
 // Extension returns the file name extension without the dot.
@@ -37,6 +41,8 @@ func (f ImageFormat) Extension() string {
 		return "bmp"
 	case FormatPPM:
 		return "ppm"
+	case FormatNPY:
+		return "npy"
 	}
 	return "format" + strconv.Itoa(int(f))
 }
@@ -49,7 +55,7 @@ func (f ImageFormat) String() string {
 }
 
 // ParseImageFormat accepts a format name or extension: jpeg, jpg, png, bmp,
-// ppm (any case).
+// ppm, npy (any case).
 func ParseImageFormat(s string) (ImageFormat, error) {
 	switch strings.ToLower(strings.TrimPrefix(s, ".")) {
 	case "jpeg", "jpg":
@@ -60,8 +66,10 @@ func ParseImageFormat(s string) (ImageFormat, error) {
 		return FormatBMP, nil
 	case "ppm":
 		return FormatPPM, nil
+	case "npy":
+		return FormatNPY, nil
 	}
-	return 0, fmt.Errorf("media: unknown image format %q (want jpeg, png, bmp or ppm)", s)
+	return 0, fmt.Errorf("media: unknown image format %q (want jpeg, png, bmp, ppm or npy)", s)
 }
 
 // DefaultJPEGQuality is the JPEG quality used when ImageSetting.JPEGQuality
@@ -71,6 +79,11 @@ const DefaultJPEGQuality = 95
 // MaxImageDimension bounds the width and height an ImageSetting may ask
 // for, so that a mistyped size cannot make the encoder allocate gigabytes.
 const MaxImageDimension = 16384
+
+// MaxImagePixels bounds the pixels of one image (and one picture):
+// 8K UHD (7680x4320) fits, while a picture of twice its side would take
+// 800 MB as RGB and minutes of work per video.
+const MaxImagePixels = 1 << 25
 
 // ImageSetting says how a frame is turned into an image file. The zero value
 // is a JPEG of DefaultJPEGQuality at the video's display size. It is
@@ -82,14 +95,17 @@ type ImageSetting struct {
 	// of libjpeg, PIL (Image.save quality=) and OpenCV (IMWRITE_JPEG_QUALITY).
 	// 0 means DefaultJPEGQuality. Ignored by the other formats.
 	JPEGQuality int
-	// Width and Height scale the image (bicubic, like the ffmpeg command
-	// line). Both 0 keep the display size; one 0 keeps the display aspect
-	// ratio, rounding the other to the nearest pixel.
+	// Width and Height scale the image: bicubic, as the ffmpeg command
+	// line scales, but in the decoded pixel format before the conversion to
+	// RGB, which is twice as fast and rounds a few pixels differently from
+	// ffmpeg's one-step conversion. Both 0 keep the display size; one 0
+	// keeps the display aspect ratio, rounding the other to the nearest
+	// pixel.
 	Width, Height int
 }
 
 // SettingFor returns the normalised setting for an image format name (jpg,
-// png, bmp, ppm) and JPEG quality, as tables name their default setting;
+// png, bmp, ppm, npy) and JPEG quality, as tables name their default setting;
 // ingest stores frame sizes for it and mounts serve it.
 func SettingFor(format string, jpegQuality int) (ImageSetting, error) {
 	f, err := ParseImageFormat(format)
@@ -113,7 +129,7 @@ func (s ImageSetting) Normalize() ImageSetting {
 // Validate reports a setting that no image can be made with.
 func (s ImageSetting) Validate() error {
 	switch s.Format {
-	case FormatJPEG, FormatPNG, FormatBMP, FormatPPM:
+	case FormatJPEG, FormatPNG, FormatBMP, FormatPPM, FormatNPY:
 	default:
 		return fmt.Errorf("media: unknown image format %d", s.Format)
 	}
@@ -122,6 +138,9 @@ func (s ImageSetting) Validate() error {
 	}
 	if s.Width < 0 || s.Height < 0 || s.Width > MaxImageDimension || s.Height > MaxImageDimension {
 		return fmt.Errorf("media: image size %dx%d is out of range (0 to %d; 0 keeps the video's size)", s.Width, s.Height, MaxImageDimension)
+	}
+	if int64(s.Width)*int64(s.Height) > MaxImagePixels {
+		return fmt.Errorf("media: image size %dx%d has more than %d pixels (8K UHD, 7680x4320, is the largest that fits)", s.Width, s.Height, MaxImagePixels)
 	}
 	return nil
 }
@@ -146,6 +165,17 @@ func (s ImageSetting) Canonical() string {
 	return b.String()
 }
 
+// CheckOutputSize reports an image of w x h that no image may be: wider or
+// higher than MaxImageDimension or larger than MaxImagePixels. A setting
+// that keeps the aspect ratio can ask for one from a video of an unusual
+// shape.
+func CheckOutputSize(w, h int) error {
+	if w > MaxImageDimension || h > MaxImageDimension || int64(w)*int64(h) > MaxImagePixels {
+		return fmt.Errorf("media: a %dx%d image is too large (at most %d pixels a side and %d in all)", w, h, MaxImageDimension, MaxImagePixels)
+	}
+	return nil
+}
+
 // OutputSize returns the width and height of images made with this setting
 // from a video whose display size (after rotation) is displayWidth x
 // displayHeight.
@@ -160,4 +190,36 @@ func (s ImageSetting) OutputSize(displayWidth, displayHeight int) (w, h int) {
 		w = int((int64(h)*int64(displayWidth) + int64(displayHeight)/2) / int64(displayHeight))
 	}
 	return max(w, 1), max(h, 1)
+}
+
+// PredictSize returns the exact byte size of every image made with setting
+// s from a video of the given display size, for the formats whose size
+// depends on the picture size alone: BMP (a 54-byte header, then rows of
+// 3 bytes a pixel padded to 4 bytes), PPM (a "P6\nW H\n255\n" header,
+// then 3 bytes a pixel) and NPY (NPYHeader, then 3 bytes a pixel). ok is
+// false for JPEG and PNG, whose sizes are known only after encoding.
+func PredictSize(s ImageSetting, displayWidth, displayHeight int) (size int64, ok bool) {
+	w, h := s.OutputSize(displayWidth, displayHeight)
+	switch s.Format {
+	case FormatBMP:
+		return 14 + 40 + int64((3*w+3)&^3)*int64(h), true
+	case FormatPPM:
+		return int64(len(fmt.Sprintf("P6\n%d %d\n255\n", w, h))) + 3*int64(w)*int64(h), true
+	case FormatNPY:
+		return int64(len(NPYHeader(w, h))) + 3*int64(w)*int64(h), true
+	}
+	return 0, false
+}
+
+// NPYHeader is the header of the .npy file (format version 1.0) of a
+// w x h RGB image: the magic string, the version, and the array's
+// description as a Python dict literal, padded with spaces to a multiple of
+// 64 bytes as NumPy writes it, so that the pixels that follow are aligned.
+func NPYHeader(w, h int) string {
+	dict := fmt.Sprintf("{'descr': '|u1', 'fortran_order': False, 'shape': (%d, %d, 3), }", h, w)
+	const prefix = 6 + 2 + 2 // magic, version, header length
+	n := prefix + len(dict) + 1
+	pad := (64 - n%64) % 64
+	header := dict + strings.Repeat(" ", pad) + "\n"
+	return "\x93NUMPY\x01\x00" + string([]byte{byte(len(header)), byte(len(header) >> 8)}) + header
 }

@@ -2,6 +2,11 @@ package media
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/framefs/framefs/videoidx"
@@ -67,15 +72,23 @@ func TestSettingFor(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	for _, ok := range []ImageSetting{{}, {Format: FormatPPM, Width: MaxImageDimension}, {JPEGQuality: 100}} {
+	for _, ok := range []ImageSetting{{}, {Format: FormatPPM, Width: MaxImageDimension}, {JPEGQuality: 100}, {Width: 7680, Height: 4320}} {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("%+v: %v", ok, err)
 		}
 	}
-	for _, bad := range []ImageSetting{{Format: 9}, {JPEGQuality: 101}, {JPEGQuality: -1}, {Width: -1}, {Height: MaxImageDimension + 1}} {
+	for _, bad := range []ImageSetting{{Format: 9}, {JPEGQuality: 101}, {JPEGQuality: -1}, {Width: -1}, {Height: MaxImageDimension + 1},
+		{Width: MaxImageDimension, Height: MaxImageDimension}, {Width: 8193, Height: 4097}} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v validates", bad)
 		}
+	}
+	// A setting that keeps the aspect ratio is checked on its output.
+	if w, h := (ImageSetting{Width: 16384}).OutputSize(640, 480); CheckOutputSize(w, h) == nil {
+		t.Errorf("a %dx%d image passes CheckOutputSize", w, h)
+	}
+	if err := CheckOutputSize(7680, 4320); err != nil {
+		t.Errorf("8K UHD: %v", err)
 	}
 }
 
@@ -123,5 +136,40 @@ func TestErrFrameRange(t *testing.T) {
 	}
 	if k := (VideoKey{Object: "packs/a", Offset: 5, Length: 7}).String(); k != "packs/a[5:+7]" {
 		t.Errorf("VideoKey.String() = %q", k)
+	}
+}
+
+// TestNPYHeaderLoadsInNumPy: NumPy reads a .npy file made of NPYHeader and
+// the pixels as a uint8 array of shape (height, width, 3), and the header
+// is padded to 64 bytes as NumPy writes it.
+func TestNPYHeaderLoadsInNumPy(t *testing.T) {
+	const w, h = 7, 3
+	hdr := NPYHeader(w, h)
+	if len(hdr)%64 != 0 {
+		t.Errorf("the header is %d bytes, not a multiple of 64", len(hdr))
+	}
+	if n, ok := PredictSize(ImageSetting{Format: FormatNPY}, w, h); !ok || n != int64(len(hdr)+3*w*h) {
+		t.Errorf("PredictSize = %d, %v; want %d", n, ok, len(hdr)+3*w*h)
+	}
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("Debian's python3 is needed to check with NumPy: %v", err)
+	}
+	pix := make([]byte, 3*w*h)
+	for i := range pix {
+		pix[i] = byte(i)
+	}
+	path := filepath.Join(t.TempDir(), "frame.npy")
+	if err := os.WriteFile(path, append([]byte(hdr), pix...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(py, "-c", `import sys, numpy as np
+a = np.load(sys.argv[1])
+print(a.dtype, a.shape, int(a[2, 6, 2]), a.flags["C_CONTIGUOUS"])`, path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("numpy.load: %v\n%s", err, out)
+	}
+	if got, want := strings.TrimSpace(string(out)), fmt.Sprintf("uint8 (%d, %d, 3) %d True", h, w, byte(3*w*h-1)); got != want {
+		t.Errorf("numpy read %q, want %q", got, want)
 	}
 }

@@ -28,8 +28,8 @@ type Video struct {
 	// picks). It must not be modified while the decoder uses it.
 	Index *videoidx.Index
 	// Digest names the video's content wherever it is stored (a checksum
-	// of its bytes, such as "sha256:..."): images kept in a decoder
-	// FrameSource's ImageStore are keyed by it, so they stay valid across
+	// of its bytes, such as "sha256:..."): images kept in a frame
+	// server's ImageStore (package serving) are keyed by it, so they stay valid across
 	// copies, snapshots and restarts. Empty: none are kept.
 	Digest string
 	// From and To bound the frames [From, To) that requests of this

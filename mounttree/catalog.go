@@ -19,7 +19,7 @@ import (
 	"github.com/framefs/framefs/videoidx"
 )
 
-// FrameServer makes frame images; decoder.FrameSource implements it. It is
+// FrameServer makes frame images; serving.Server implements it. It is
 // the mount's only way to FFmpeg: the tree itself builds without cgo.
 type FrameServer interface {
 	Frame(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) ([]byte, error)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 )
 
@@ -155,7 +156,7 @@ func (x *clipIndex) file(name string) ([]byte, bool) {
 
 // buildClipTree lays out a clip view: episodes under partition (or
 // group-by) folders as in a plain view, each holding its clips' folders.
-func buildClipTree(records *episodeRecords, s *table.Schema, cs *table.ClipSelection, groupBy []string) (builtIndex, *clipIndex) {
+func buildClipTree(records *episodeRecords, s *table.Schema, cs *query.ClipSelection, groupBy []string) (builtIndex, *clipIndex) {
 	b := newIndexBuilder()
 	idx := &clipIndex{}
 	w := cs.Window

@@ -60,7 +60,7 @@ func TestEpisodeRowsCompact(t *testing.T) {
 			"episode_id": "ep<1>", "note": s, "names": []any{s, "x"}, "ts": ts.Add(time.Duration(i) * time.Microsecond),
 			"f32": 0.1, "f64": 1e-7 * float64(i), "big": int64(9007199254740993) + int64(i), "flag": i%2 == 0,
 			"opt": nil, "vec": []any{float64(i), 1.5}, "video": table.FrameRef{Pack: "packs/a&b.mp4", Offset: 7, Length: 9, Frame: int64(i)},
-			table.RowIDColumn: int64(100 + i), table.OrdinalColumn: int64(i),
+			table.RowIDColumn: int64(100 + i), table.FrameColumn: int64(i),
 		})
 	}
 	r, err := newEpisodeRows(rows)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 )
 
@@ -183,7 +184,7 @@ func TestViewTrees(t *testing.T) {
 		return tree.Root("/robot/snapshots/1")
 	}()
 
-	def, err := tbl.CreateView(ctx, table.View{Name: "early", Where: "t < 3"})
+	def, err := query.CreateView(ctx, tbl, table.View{Name: "early", Where: "t < 3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestViewTrees(t *testing.T) {
 	}
 
 	w := table.Window{Length: 3, FrameSkip: 1, Hop: 10}
-	def, err = tbl.CreateView(ctx, table.View{Name: "clips", Where: "t >= 0", Window: &w})
+	def, err = query.CreateView(ctx, tbl, table.View{Name: "clips", Where: "t >= 0", Window: &w})
 	if err != nil {
 		t.Fatal(err)
 	}

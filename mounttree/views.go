@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 )
 
@@ -115,12 +116,12 @@ func (c *Catalog) ViewTree(ctx context.Context, vc *View, snap *table.Snapshot) 
 		if err != nil {
 			return nil, err
 		}
-		f, err := c.tbl.CompileFilter(ctx, snap, vc.Def.Where)
+		f, err := query.CompileFilter(ctx, c.tbl, snap, vc.Def.Where)
 		if err != nil {
 			return nil, err
 		}
 		if w := vc.Def.Window; w != nil {
-			cs, err := c.tbl.SelectClips(ctx, snap, f, *w, table.SelectOptions{GroupBy: vc.Def.GroupBy})
+			cs, err := query.SelectClips(ctx, c.tbl, snap, f, *w, query.SelectOptions{GroupBy: vc.Def.GroupBy})
 			if err != nil {
 				return nil, err
 			}
@@ -130,7 +131,7 @@ func (c *Catalog) ViewTree(ctx context.Context, vc *View, snap *table.Snapshot) 
 			t.window, t.clips = &cs.Window, clips
 			return t, nil
 		}
-		sel, err := c.tbl.Select(ctx, snap, f, table.SelectOptions{GroupBy: vc.Def.GroupBy})
+		sel, err := query.Select(ctx, c.tbl, snap, f, query.SelectOptions{GroupBy: vc.Def.GroupBy})
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +141,7 @@ func (c *Catalog) ViewTree(ctx context.Context, vc *View, snap *table.Snapshot) 
 
 // buildViewTree indexes a view's matching rows, by episode, under the
 // folders of their partition values or group-by values.
-func buildViewTree(records *episodeRecords, s *table.Schema, sel *table.Selection, groupBy []string) builtIndex {
+func buildViewTree(records *episodeRecords, s *table.Schema, sel *query.Selection, groupBy []string) builtIndex {
 	b := newIndexBuilder()
 	for i := range sel.Episodes {
 		se := &sel.Episodes[i]

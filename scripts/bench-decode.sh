@@ -3,7 +3,7 @@
 # otherwise use, in one run on the same machine, so that the ratios hold
 # even where absolute times drift (shared machines).
 #
-#   (a) every frame in order as JPEG: framefs FrameSource at its default
+#   (a) every frame in order as JPEG: framefs frame server at its default
 #       quality (95; libjpeg-turbo) vs `ffmpeg -threads 1 ... -c:v mjpeg
 #       -q:v 2`, with the mean image size of both (framefs's are larger)
 #   (b) every frame in order as BMP: framefs vs `ffmpeg ... -c:v bmp`
@@ -54,7 +54,7 @@ gop250="$cache/testsrc2_640x480_60s_gop250.mp4"
 frames=1800
 
 bench="$tmp/benchdecode"
-(cd "$root" && go build -o "$bench" ./decoder/internal/benchdecode)
+(cd "$root" && go build -o "$bench" ./internal/cmd/benchdecode)
 
 # framefs NAME ARGS...: run benchdecode RUNS times; emit median fps and
 # the largest peak RSS; leave the fps in $fps.

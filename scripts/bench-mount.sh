@@ -62,7 +62,7 @@ emit ratio:mount_ls_l_vs_local_ls_l "$(ratio "$local_ls" "$mount_ls")" x
 # cat of every frame of a 2,000-frame episode, fresh mount each time
 # (nothing cached), vs the decoder API reading the same frames in order.
 ep2k="$mnt/bench/latest/ep2000"
-(cd "$root" && go build -o "$work/benchdecode" ./decoder/internal/benchdecode)
+(cd "$root" && go build -o "$work/benchdecode" ./internal/cmd/benchdecode)
 mount_fpss=() direct_fpss=()
 for _ in $(seq "$RUNS"); do
 	remount

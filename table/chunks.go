@@ -10,12 +10,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
@@ -48,11 +44,41 @@ func chunkIndexKey(dataKey string) string {
 	return strings.TrimSuffix(dataKey, ".parquet") + ".chunks"
 }
 
-// chunkIndex is a decoded chunk index.
-type chunkIndex struct {
+// ChunkIndex is a decoded chunk index: where each flat column chunk of a
+// data file lies, so that a reader of a few columns of a few row groups
+// reads those chunks alone.
+type ChunkIndex struct {
 	codec   compress.Compression
 	columns map[string]int
 	groups  []chunkGroup
+}
+
+// Codec is the compression of the file's column chunks.
+func (ix *ChunkIndex) Codec() compress.Compression { return ix.codec }
+
+// Column returns the index of a flat column among the indexed ones; false
+// for a column the index does not cover (a list, a struct, or one the
+// file does not have).
+func (ix *ChunkIndex) Column(name string) (int, bool) {
+	c, ok := ix.columns[name]
+	return c, ok
+}
+
+// Rows returns the number of rows of row group g; false when the file has
+// no such row group.
+func (ix *ChunkIndex) Rows(g int) (int64, bool) {
+	if g < 0 || g >= len(ix.groups) {
+		return 0, false
+	}
+	return ix.groups[g].rows, true
+}
+
+// Chunk returns where column c (from Column) of row group g lies in the
+// data file: its offset and length. Both must be checked against the
+// file's size before reading.
+func (ix *ChunkIndex) Chunk(g, c int) (offset, length int64) {
+	loc := ix.groups[g].chunks[c]
+	return loc.offset, loc.length
 }
 
 type chunkGroup struct {
@@ -111,7 +137,7 @@ var errBadChunkIndex = errors.New("bad chunk index")
 
 // decodeChunkIndex reads an index; every count is checked against the
 // bytes left before anything is allocated.
-func decodeChunkIndex(data []byte) (*chunkIndex, error) {
+func decodeChunkIndex(data []byte) (*ChunkIndex, error) {
 	if len(data) < len(chunkIndexMagic)+4 || string(data[:4]) != chunkIndexMagic {
 		return nil, fmt.Errorf("%w: no FCIX header", errBadChunkIndex)
 	}
@@ -132,7 +158,7 @@ func decodeChunkIndex(data []byte) (*chunkIndex, error) {
 	if err != nil || ncols > maxIndexColumns || ncols > uint64(r.Len()) {
 		return nil, fmt.Errorf("%w: %d columns", errBadChunkIndex, ncols)
 	}
-	ix := &chunkIndex{codec: compress.Compression(codec), columns: make(map[string]int, ncols)}
+	ix := &ChunkIndex{codec: compress.Compression(codec), columns: make(map[string]int, ncols)}
 	for c := 0; c < int(ncols); c++ {
 		n, err := next()
 		if err != nil || n > uint64(r.Len()) {
@@ -170,9 +196,10 @@ func decodeChunkIndex(data []byte) (*chunkIndex, error) {
 	return ix, nil
 }
 
-// chunkIndexFor returns the chunk index of a data file, or nil when it has
-// none or it does not check out (the footer is used then).
-func (t *Table) chunkIndexFor(ctx context.Context, dataKey string) *chunkIndex {
+// ChunkIndex returns the chunk index of a data file, or nil when it has
+// none or it does not check out (readers use the Parquet footer then).
+// Indexes are cached.
+func (t *Table) ChunkIndex(ctx context.Context, dataKey string) *ChunkIndex {
 	key := chunkIndexKey(dataKey)
 	t.mu.Lock()
 	ix, ok := t.chunkIndexes[key]
@@ -203,15 +230,16 @@ func (t *Table) chunkIndexFor(ctx context.Context, dataKey string) *chunkIndex {
 // row group each).
 const maxCachedChunkIndexes = 256
 
-// parquetSchema returns the Parquet schema data files of schema s have.
-func (t *Table) parquetSchema(s *Schema) (*schema.Schema, error) {
+// ParquetSchema returns the Parquet schema of the data files written with
+// schema s (cached by schema id).
+func (t *Table) ParquetSchema(s *Schema) (*schema.Schema, error) {
 	t.mu.Lock()
 	ps := t.parquetSchemas[s.ID]
 	t.mu.Unlock()
 	if ps != nil {
 		return ps, nil
 	}
-	sc, err := arrowSchema(s)
+	sc, err := DataFileSchema(s)
 	if err != nil {
 		return nil, err
 	}
@@ -223,119 +251,6 @@ func (t *Table) parquetSchema(s *Schema) (*schema.Schema, error) {
 	t.parquetSchemas[s.ID] = ps
 	t.mu.Unlock()
 	return ps, nil
-}
-
-// readChunk decodes one flat column chunk into an Arrow array of type dt.
-func readChunk(obj io.ReaderAt, loc chunkLoc, codec compress.Compression, descr *schema.Column, rows int64, dt arrow.DataType) (arrow.Array, error) {
-	mem := memory.DefaultAllocator
-	stream, err := parquet.NewReaderProperties(mem).GetStream(obj, loc.offset, loc.length)
-	if err != nil {
-		return nil, err
-	}
-	pages, err := file.NewPageReader(stream, rows, codec, mem, nil)
-	if err != nil {
-		return nil, err
-	}
-	maxDef := descr.MaxDefinitionLevel()
-	defs := make([]int16, rows)
-	valid := func(i int) bool { return maxDef == 0 || defs[i] == maxDef }
-	cr := file.NewColumnReader(descr, pages, mem, nil)
-	switch r := cr.(type) {
-	case *file.BooleanColumnChunkReader:
-		vals, err := readLevels(rows, defs, r.ReadBatch)
-		if err != nil {
-			return nil, err
-		}
-		b := array.NewBooleanBuilder(mem)
-		defer b.Release()
-		appendValues(b, vals, rows, valid, b.Append)
-		return b.NewArray(), nil
-	case *file.Int32ColumnChunkReader:
-		vals, err := readLevels(rows, defs, r.ReadBatch)
-		if err != nil {
-			return nil, err
-		}
-		b := array.NewInt32Builder(mem)
-		defer b.Release()
-		appendValues(b, vals, rows, valid, b.Append)
-		return b.NewArray(), nil
-	case *file.Int64ColumnChunkReader:
-		vals, err := readLevels(rows, defs, r.ReadBatch)
-		if err != nil {
-			return nil, err
-		}
-		if ts, ok := dt.(*arrow.TimestampType); ok {
-			b := array.NewTimestampBuilder(mem, ts)
-			defer b.Release()
-			appendValues(b, vals, rows, valid, func(v int64) { b.Append(arrow.Timestamp(v)) })
-			return b.NewArray(), nil
-		}
-		b := array.NewInt64Builder(mem)
-		defer b.Release()
-		appendValues(b, vals, rows, valid, b.Append)
-		return b.NewArray(), nil
-	case *file.Float32ColumnChunkReader:
-		vals, err := readLevels(rows, defs, r.ReadBatch)
-		if err != nil {
-			return nil, err
-		}
-		b := array.NewFloat32Builder(mem)
-		defer b.Release()
-		appendValues(b, vals, rows, valid, b.Append)
-		return b.NewArray(), nil
-	case *file.Float64ColumnChunkReader:
-		vals, err := readLevels(rows, defs, r.ReadBatch)
-		if err != nil {
-			return nil, err
-		}
-		b := array.NewFloat64Builder(mem)
-		defer b.Release()
-		appendValues(b, vals, rows, valid, b.Append)
-		return b.NewArray(), nil
-	case *file.ByteArrayColumnChunkReader:
-		vals, err := readLevels(rows, defs, r.ReadBatch)
-		if err != nil {
-			return nil, err
-		}
-		b := array.NewStringBuilder(mem)
-		defer b.Release()
-		appendValues(b, vals, rows, valid, func(v parquet.ByteArray) { b.Append(string(v)) })
-		return b.NewArray(), nil
-	}
-	return nil, fmt.Errorf("column %s: unsupported physical type %s", descr.Name(), descr.PhysicalType())
-}
-
-// readLevels reads rows levels and their values from a column reader.
-func readLevels[T any](rows int64, defs []int16, read func(int64, []T, []int16, []int16) (int64, int, error)) ([]T, error) {
-	vals := make([]T, rows)
-	var levels int64
-	values := 0
-	for levels < rows {
-		l, v, err := read(rows-levels, vals[values:], defs[levels:], nil)
-		if err != nil {
-			return nil, err
-		}
-		if l == 0 {
-			return nil, fmt.Errorf("column chunk has %d of %d rows", levels, rows)
-		}
-		levels += l
-		values += v
-	}
-	return vals[:values], nil
-}
-
-// appendValues appends rows values, null where a row has none.
-func appendValues[T any](b array.Builder, vals []T, rows int64, valid func(int) bool, add func(T)) {
-	b.Reserve(int(rows))
-	k := 0
-	for i := 0; i < int(rows); i++ {
-		if !valid(i) || k >= len(vals) {
-			b.AppendNull()
-			continue
-		}
-		add(vals[k])
-		k++
-	}
 }
 
 // verifyChunkIndex checks the chunk index of an episode's data file, if

@@ -327,3 +327,104 @@ func crashKill(t *testing.T, dir string, trials int) {
 		checkHealthy(t, dir, want)
 	}
 }
+
+// uncheckedFilter lets the tests of this package create views: checking a
+// filter is the query package's (query.CheckView, tested there), and
+// these tests store filters that are valid.
+func uncheckedFilter(*Schema, View) error { return nil }
+
+// runViewWorker (the test binary run with
+// FRAMEFS_TEST_VIEWS=URI|PREFIX|COUNT, see TestMain) creates COUNT views PREFIX-N (every third pinned to the
+// head of the moment), deleting every other one again, and checks each
+// step. The views it keeps are PREFIX-N for odd N.
+func runViewWorker(spec string) int {
+	parts := strings.Split(spec, "|")
+	var count int
+	fmt.Sscan(parts[2], &count)
+	ctx := context.Background()
+	tbl, err := openTestTable(parts[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for i := 0; i < count; i++ {
+		v := View{Name: fmt.Sprintf("%s-%03d", parts[1], i), Where: fmt.Sprintf("note IS NULL OR note != '%d'", i)}
+		if i%3 == 0 {
+			head, err := tbl.Resolve(ctx, 0, "")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			v.Snapshot = head.ID
+		}
+		if _, err := tbl.CreateView(ctx, v, uncheckedFilter); err != nil {
+			fmt.Fprintf(os.Stderr, "create %s: %v\n", v.Name, err)
+			return 1
+		}
+		if _, err := tbl.View(ctx, v.Name); err != nil {
+			fmt.Fprintf(os.Stderr, "read %s: %v\n", v.Name, err)
+			return 1
+		}
+		if i%2 == 0 {
+			if err := tbl.DeleteView(ctx, v.Name); err != nil {
+				fmt.Fprintf(os.Stderr, "delete %s: %v\n", v.Name, err)
+				return 1
+			}
+		}
+	}
+	return 0
+}
+
+// TestConcurrentViews runs four processes creating and deleting views
+// while two others commit, on local disk and S3: every view a process
+// kept is there afterwards, none it deleted is, and verify is clean.
+func TestConcurrentViews(t *testing.T) {
+	forEachStore(t, func(t *testing.T, k storeKind) {
+		uri := k.newURI(t)
+		tbl := nullableTable(t, uri)
+		ctx := context.Background()
+		if _, err := tbl.AddEpisodes(ctx, []EpisodeInput{{Episode: "seed", Videos: map[string]VideoFile{"": {Path: fixture("h264_vfr.mp4")}}}}, AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		const views, commits = 12, 4
+		var procs []*exec.Cmd
+		for w := 0; w < 2; w++ {
+			procs = append(procs, startWriter(t, uri, fmt.Sprintf("w%d", w), commits))
+		}
+		for v := 0; v < 4; v++ {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("FRAMEFS_TEST_VIEWS=%s|v%d|%d", uri, v, views))
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			procs = append(procs, cmd)
+		}
+		for _, p := range procs {
+			if err := p.Wait(); err != nil {
+				t.Fatalf("a process failed: %v", err)
+			}
+		}
+		names, err := tbl.ViewNames(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for v := 0; v < 4; v++ {
+			for i := 1; i < views; i += 2 {
+				want = append(want, fmt.Sprintf("v%d-%03d", v, i))
+			}
+		}
+		if strings.Join(names, ",") != strings.Join(want, ",") {
+			t.Errorf("views %v\nwant  %v", names, want)
+		}
+		head, err := tbl.Resolve(ctx, 0, "")
+		if err != nil || head.Episodes != 1+2*commits {
+			t.Fatalf("head %+v, %v", head, err)
+		}
+		problems, err := tbl.Verify(ctx)
+		if err != nil || len(problems) != 0 {
+			t.Fatalf("verify: %v %v", problems, err)
+		}
+	})
+}

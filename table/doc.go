@@ -5,7 +5,9 @@
 // package is the one that writes it. It never imports FFmpeg or go-fuse:
 // indexing videos other than MP4 and computing frame sizes come in through
 // Options.Indexer and Options.Sizer, which the command line fills from
-// package decoder.
+// package decoder. Selecting rows by a filter is not its job: package
+// query, above it, reads snapshots through this package's API (and checks
+// the filters of the views this package stores, see ViewCheck).
 //
 // # Layers
 //
@@ -16,19 +18,23 @@
 //     directory or S3. The table layer assumes nothing else of a store,
 //     except that GC also removes the temporaries a crashed writer left
 //     when the store can list them.
-//   - the format (format.go, schema.go): object keys, the format version
-//     and features a reader must know, and the JSON metadata: table.json,
-//     schemas, snapshots, manifests (episodes with their row and video
-//     locations), tags.
+//   - inputs (table/input): the files and S3 objects ingest reads videos
+//     from, pinned to the version first seen.
+//   - the format (format.go, schema.go, stats.go, views.go, window.go,
+//     chunks.go): object keys, the format version and features a reader
+//     must know, and the metadata: table.json, schemas, snapshots,
+//     manifests (episodes with their row and video locations and column
+//     statistics), tags, views, chunk indexes.
 //   - reading (table.go, video.go, rows.go): a Table opens a store, resolves
 //     a snapshot (by id, tag or head), lists its episodes from manifests
 //     alone, opens stored videos with their frame index, and reads rows.
 //   - the commit protocol (commit.go): how one change becomes the next
 //     snapshot when other writers commit at the same time.
-//   - operations (ops.go, evolve.go, warm.go, tags.go, maintenance.go):
-//     add, update, replace and delete episodes, evolve the schema, store
-//     frame sizes, tag, expire, collect garbage, verify. Each validates all
-//     its input, writes new objects, and lands through the commit protocol.
+//   - operations (ops.go, pack.go, evolve.go, warm.go, tags.go, views.go,
+//     maintenance.go): add, update, replace and delete episodes, evolve
+//     the schema, store frame sizes, tag, store views, expire, collect
+//     garbage, verify. Each validates all its input, writes new objects,
+//     and lands through the commit protocol.
 //   - Warehouse (warehouse.go): a store whose child prefixes are tables.
 //
 // Input from users is parsed at the edge: sidecar.go reads JSONL, JSON,
@@ -62,9 +68,10 @@
 // A *Table is safe for concurrent use by many goroutines, and many
 // processes on many machines may commit to one table at once (the commit
 // protocol above is their only coordination; there are no locks in the
-// store). Table.mu guards only the in-memory caches of schemas, snapshots
-// and manifests, which are immutable once written and cached by key; it is
-// never held during I/O. The *Schema, *Snapshot and manifest values the
+// store). Table.mu guards only the in-memory caches of schemas, snapshots,
+// chunk indexes and Parquet schemas (manifests have a cache with its own
+// lock), all immutable once written and cached by key; it is never held
+// during I/O. The *Schema, *Snapshot and manifest values the
 // Table returns are shared by every caller and must not be modified.
 // GC lists candidate objects before it reads the live set, so an object
 // committed meanwhile is either seen as live or young enough for the
@@ -72,21 +79,26 @@
 //
 // # Files
 //
-//	doc.go          this overview
-//	errors.go       the errors at the package boundary (errors.Is) and InputError
-//	format.go       format versions, object keys, metadata types (Snapshot, Manifest, EpisodeEntry, VideoRef, Tag)
-//	schema.go       Schema, Column, Type, defaults and validation, ImageOptions
-//	names.go        CheckName: the names users may choose
-//	table.go        Options, Create, Open, cached metadata reads, Episodes, Resolve
-//	commit.go       the commit protocol: change, commit, conflicts, building a snapshot
-//	ops.go          AddEpisodes, UpdateRows, ReplaceVideo, DeleteEpisode, AddImagesAsVideo
-//	pack.go         checking, hashing and indexing videos; packing them into .video objects; sizes blocks
-//	video.go        OpenVideo (payload and frame index), StoredSizes
-//	rows.go         Parquet data files: writing rows, reading them back, EpisodeParquet
-//	sidecar.go      parsing sidecars into rows
-//	evolve.go       schema evolution: new sidecar columns, Redefine
-//	warm.go         Warm: frame sizes for videos ingested without them
-//	tags.go         CreateTag, DeleteTag, Tag, Tags
-//	maintenance.go  Expire, GC, Verify
-//	warehouse.go    Warehouse and IsTable
+//	doc.go           this overview
+//	errors.go        the errors at the package boundary (errors.Is) and InputError
+//	format.go        format versions, object keys, metadata types (Snapshot, Manifest, EpisodeEntry, VideoRef, Tag)
+//	schema.go        Schema, Column, Type, defaults and validation, ImageOptions
+//	stats.go         ColumnStats: the per-episode column statistics manifests carry
+//	names.go         CheckName: the names users may choose
+//	table.go         Options, Create, Open, cached metadata reads, Episodes, Resolve
+//	manifestcache.go the byte-bounded cache of decoded manifests
+//	commit.go        the commit protocol: change, commit, conflicts, building a snapshot
+//	ops.go           AddEpisodes, UpdateRows, ReplaceVideo, DeleteEpisode, AddImagesAsVideo
+//	pack.go          checking, hashing and indexing videos; packing them into .video objects; sizes blocks
+//	video.go         OpenVideo (payload and frame index), StoredSizes
+//	rows.go          Parquet data files: writing rows, reading them back, EpisodeParquet, RowValue
+//	chunks.go        chunk indexes (data/UUID.chunks): encoding, decoding, ChunkIndex
+//	sidecar.go       parsing sidecars into rows
+//	evolve.go        schema evolution: new sidecar columns, Redefine
+//	warm.go          Warm: frame sizes for videos ingested without them
+//	tags.go          CreateTag, DeleteTag, Tag, Tags
+//	views.go         View, CreateView (with a ViewCheck), DeleteView, Views, ResolveView
+//	window.go        Window: the clips of a clip view, and their limits
+//	maintenance.go   Expire, GC, Verify
+//	warehouse.go     Warehouse and IsTable
 package table

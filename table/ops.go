@@ -10,14 +10,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/table/input"
 	"golang.org/x/sync/errgroup"
 )
 
 // VideoFile is a video to store for one video column of an episode.
 type VideoFile struct {
 	// Path is the file to read, or an S3 object (s3://BUCKET/KEY, read
-	// with the table's Options.Sources); it is streamed, never loaded
+	// with the table's Options.Inputs); it is streamed, never loaded
 	// whole.
 	Path string
 	// Offset and Length select the byte range of Path that holds the
@@ -30,7 +30,7 @@ type VideoFile struct {
 
 // describe names the video in messages: its path and range.
 func (vf VideoFile) describe() string {
-	return vf.Path + storage.Range{Offset: vf.Offset, Length: vf.Length}.String()
+	return vf.Path + input.Range{Offset: vf.Offset, Length: vf.Length}.String()
 }
 
 // EpisodeInput is one episode to add: its videos and its rows.
@@ -59,7 +59,7 @@ type AddOptions struct {
 	// storing the video again; the video is then read once, to hash it,
 	// and not indexed or sized. Imports that commit the episodes of one
 	// shared video file over several commits use it so that the file is
-	// stored once. S3 sources are hashed only while they are stored, so
+	// stored once. S3 inputs are hashed only while they are stored, so
 	// they are stored again.
 	ReuseStoredVideos bool
 	// Progress, when set, is told after each video is checked (hashed,
@@ -214,7 +214,7 @@ func (t *Table) AddEpisodes(ctx context.Context, inputs []EpisodeInput, opts Add
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	// Payloads hashed while they were packed (S3 sources) have their
+	// Payloads hashed while they were packed (S3 inputs) have their
 	// SHA-256 now.
 	for i := range entries {
 		for c, col := range schema.VideoColumns {
@@ -337,6 +337,10 @@ func partitionValues(s *Schema, episode string, rows []Row) (map[string]string, 
 		str := fmt.Sprint(first)
 		if err := CheckName("partition value", str); err != nil {
 			return nil, fmt.Errorf("episode %q: %w", episode, err)
+		}
+		if folder := len(p) + 1 + len(str); folder > MaxFileName {
+			return nil, fmt.Errorf("%w: episode %q: partition folder %s=%.40q... would be %d bytes long, more than the %d a file name may have; use shorter values",
+				ErrInvalidName, episode, p, str, folder, MaxFileName)
 		}
 		out[p] = str
 	}

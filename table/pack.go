@@ -14,21 +14,22 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/framefs/framefs/table/input"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
 )
 
-// preparedVideo is a video source checked and indexed, ready to be
-// packed. Its source is pinned to the version that was indexed: packing
+// preparedVideo is a video input checked and indexed, ready to be
+// packed. Its input is pinned to the version that was indexed: packing
 // refuses one that changed since.
 type preparedVideo struct {
-	src  storage.Source
+	src  input.File
 	size int64
 	// sha256 of the payload: known before packing for local files (which
-	// are hashed first), worked out while packing for S3 sources.
+	// are hashed first), worked out while packing for S3 inputs.
 	sha256 string
 	// payloadKey is the same for two identical payloads: the SHA-256 when
-	// known, else the source's version (object, ETag and range).
+	// known, else the input's version (object, ETag and range).
 	payloadKey    string
 	index         *videoidx.Index
 	indexData     []byte
@@ -47,18 +48,18 @@ func (v *preparedVideo) frames() int64 {
 	return int64(v.index.Frames())
 }
 
-// prepareVideo opens a video source (a local file or an S3 object, or a
+// prepareVideo opens a video input (a local file or an S3 object, or a
 // byte range of one), indexes it from ranged reads of the boxes it needs,
 // and computes frame sizes when the table has a sizer and withSizes is
 // set. A local file is also hashed, which reads it once more; an S3
-// source is hashed while it is packed. A local video whose hash is in
+// input is hashed while it is packed. A local video whose hash is in
 // stored (and of the same length) is not indexed: it will reference the
-// stored payload. What the source holds open is released; packing opens
+// stored payload. What the input holds open is released; packing opens
 // it again.
 func (t *Table) prepareVideo(ctx context.Context, vf VideoFile, img ImageOptions, withSizes bool, stored map[string]VideoRef) (*preparedVideo, error) {
-	src, err := t.opts.Sources.Open(ctx, vf.Path, storage.Range{Offset: vf.Offset, Length: vf.Length})
+	src, err := t.opts.Inputs.Open(ctx, vf.Path, input.Range{Offset: vf.Offset, Length: vf.Length})
 	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrOutOfRange) || !storage.IsS3URI(vf.Path) {
+		if errors.Is(err, storage.ErrNotFound) || errors.Is(err, input.ErrOutOfRange) || !storage.IsS3URI(vf.Path) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 		}
 		return nil, err
@@ -70,7 +71,7 @@ func (t *Table) prepareVideo(ctx context.Context, vf VideoFile, img ImageOptions
 	}
 	pv := &preparedVideo{src: src, size: src.Size(), payloadKey: src.Version()}
 	if !storage.IsS3URI(vf.Path) {
-		if pv.sha256, err = hashSource(ctx, src); err != nil {
+		if pv.sha256, err = hashInput(ctx, src); err != nil {
 			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
 		pv.payloadKey = "sha256:" + pv.sha256
@@ -79,7 +80,7 @@ func (t *Table) prepareVideo(ctx context.Context, vf VideoFile, img ImageOptions
 			return pv, nil
 		}
 	}
-	// A read that failed (the network, a source that changed) is not the
+	// A read that failed (the network, an input that changed) is not the
 	// video's fault: it must not be reported as a bad video.
 	r := &readErrors{r: src}
 	if pv.index, err = t.opts.Indexer(ctx, r, src.Size()); err != nil {
@@ -138,8 +139,8 @@ func (r *readErrors) first() error {
 	return r.err
 }
 
-// hashSource returns the SHA-256 (hex) of a whole source, streamed.
-func hashSource(ctx context.Context, src storage.Source) (string, error) {
+// hashInput returns the SHA-256 (hex) of a whole input, streamed.
+func hashInput(ctx context.Context, src input.File) (string, error) {
 	rc := src.Stream(ctx)
 	defer rc.Close()
 	h := sha256.New()
@@ -150,24 +151,24 @@ func hashSource(ctx context.Context, src storage.Source) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// sourceID names a video source as it was given: its path or URI and
-// its byte range. Episodes cut from one file give the same source; two
-// ranges of one file are two sources.
-type sourceID struct {
+// inputID names a video input as it was given: its path or URI and
+// its byte range. Episodes cut from one file give the same input; two
+// ranges of one file are two inputs.
+type inputID struct {
 	path           string
 	offset, length int64
 }
 
-func (vf VideoFile) id() sourceID { return sourceID{vf.Path, vf.Offset, vf.Length} }
+func (vf VideoFile) id() inputID { return inputID{vf.Path, vf.Offset, vf.Length} }
 
-// preparedVideos prepares the distinct video sources of a commit
-// concurrently (a source given for several episodes, such as a video
+// preparedVideos prepares the distinct video inputs of a commit
+// concurrently (an input given for several episodes, such as a video
 // holding consecutive episodes each from its own first frame, is
 // prepared once and stored once); get waits for one.
 type preparedVideos struct {
-	bySource map[sourceID]*preparing
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	byInput map[inputID]*preparing
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 type preparing struct {
@@ -178,7 +179,7 @@ type preparing struct {
 
 func (t *Table) prepareAll(ctx context.Context, schema *Schema, inputs []EpisodeInput, withSizes bool, stored map[string]VideoRef) *preparedVideos {
 	ctx, cancel := context.WithCancel(ctx)
-	p := &preparedVideos{bySource: map[sourceID]*preparing{}, cancel: cancel}
+	p := &preparedVideos{byInput: map[inputID]*preparing{}, cancel: cancel}
 	type job struct {
 		vf VideoFile
 		*preparing
@@ -191,15 +192,15 @@ func (t *Table) prepareAll(ctx context.Context, schema *Schema, inputs []Episode
 		}
 		for _, col := range schema.VideoColumns {
 			vf := videos[col]
-			if p.bySource[vf.id()] != nil {
+			if p.byInput[vf.id()] != nil {
 				continue
 			}
 			j := job{vf, &preparing{done: make(chan struct{})}}
-			p.bySource[vf.id()] = j.preparing
+			p.byInput[vf.id()] = j.preparing
 			jobs = append(jobs, j)
 		}
 	}
-	// Sources are prepared in the order the caller waits for them, so
+	// Inputs are prepared in the order the caller waits for them, so
 	// that it works on the first episodes while later videos are read.
 	queue := make(chan job, len(jobs))
 	for _, j := range jobs {
@@ -223,9 +224,9 @@ func (t *Table) prepareAll(ctx context.Context, schema *Schema, inputs []Episode
 	return p
 }
 
-// get waits for the preparation of a video source.
+// get waits for the preparation of a video input.
 func (p *preparedVideos) get(vf VideoFile) (*preparedVideo, error) {
-	job := p.bySource[vf.id()]
+	job := p.byInput[vf.id()]
 	if job == nil {
 		return nil, fmt.Errorf("%w: %s was not prepared", ErrInvalidInput, vf.describe())
 	}
@@ -286,8 +287,11 @@ func reusedObjects(videos []*preparedVideo) []string {
 
 // packEntry is one payload of a pack with its index and sizes blocks.
 type packEntry struct {
-	v      *preparedVideo
-	copied bool // copied by the object store itself, not streamed
+	v *preparedVideo
+	// copied is set when the object store copies the payload itself
+	// from copy, instead of it being streamed.
+	copied bool
+	copy   storage.CopySource
 	ref    VideoRef
 }
 
@@ -320,8 +324,8 @@ type packLayout struct {
 // each. Identical payloads within one commit are stored once, and videos
 // the table already stores are not stored again.
 //
-// When the store can copy a source server-side (an S3 table and an S3
-// source on the same service), the payload is copied by the server and
+// When the store can copy an input server-side (an S3 table and an S3
+// input on the same service), the payload is copied by the server and
 // never passes through this machine. S3 wants every part of a multipart
 // upload but the last to be at least 5 MiB, so copied payloads (each one
 // part) come first in the pack, and the streamed payloads, frame indexes
@@ -330,7 +334,7 @@ type packLayout struct {
 // in the manifest either way.
 //
 // The references' SHA-256 is left empty for payloads hashed while they
-// are packed (S3 sources); see packLayout.sha256.
+// are packed (S3 inputs); see packLayout.sha256.
 func (t *Table) planPacks(videos []*preparedVideo, target int64) packLayout {
 	copier, _ := t.store.(storage.Copier)
 	lay := packLayout{refs: make([]VideoRef, len(videos)), payloads: make([]*preparedVideo, len(videos))}
@@ -352,7 +356,10 @@ func (t *Table) planPacks(videos []*preparedVideo, target int64) packLayout {
 				placed = append(placed, end)
 				continue
 			}
-			e := &packEntry{v: v, copied: copier != nil && copier.CanCopy(v.src)}
+			e := &packEntry{v: v}
+			if cs, ok := input.CopySourceOf(v.src); ok && copier != nil && copier.CanCopy(cs) {
+				e.copied, e.copy = true, cs
+			}
 			plan.entries = append(plan.entries, e)
 			seen[v.payloadKey] = e
 			lay.payloads[end] = v
@@ -362,7 +369,7 @@ func (t *Table) planPacks(videos []*preparedVideo, target int64) packLayout {
 		for _, e := range plan.entries {
 			if e.copied {
 				e.ref.Offset = plan.size
-				plan.pieces = append(plan.pieces, storage.Piece{Copy: e.v.src, Size: e.v.size})
+				plan.pieces = append(plan.pieces, storage.Piece{Copy: &e.copy, Size: e.v.size})
 				plan.size += e.v.size
 			}
 		}
@@ -418,7 +425,7 @@ func (t *Table) writePlannedPacks(ctx context.Context, plans []packPlan) (int64,
 
 func (t *Table) writePack(ctx context.Context, plan packPlan) error {
 	parts := &partsReader{ctx: ctx, parts: plan.tail}
-	defer parts.closeSource() // a store that stopped reading midway
+	defer parts.closeInput() // a store that stopped reading midway
 	if len(plan.pieces) == 0 {
 		n, err := t.store.Put(ctx, plan.key, parts)
 		if err != nil {
@@ -449,8 +456,8 @@ func (t *Table) writePack(ctx context.Context, plan packPlan) error {
 		if e.v.sha256 = digests[i]; e.v.sha256 == "" {
 			// The server computed no SHA-256 of the part: the payload
 			// is read once to hash it.
-			slog.Warn("the S3 server gave no SHA-256 of a copied payload; reading it to hash it", "source", e.v.src.Name())
-			h, err := hashSource(ctx, e.v.src)
+			slog.Warn("the S3 server gave no SHA-256 of a copied payload; reading it to hash it", "input", e.v.src.Name())
+			h, err := hashInput(ctx, e.v.src)
 			if err != nil {
 				return fmt.Errorf("hash %s: %w", e.v.src.Name(), err)
 			}
@@ -482,9 +489,9 @@ type packPart struct {
 	data  []byte
 }
 
-// partsReader streams pack parts one after another, opening each source
+// partsReader streams pack parts one after another, opening each input
 // only when it is reached so that a commit of many videos holds one open.
-// A payload must come out of its source complete and, when its SHA-256
+// A payload must come out of its input complete and, when its SHA-256
 // was known before, with that hash; otherwise the hash is recorded.
 type partsReader struct {
 	ctx   context.Context
@@ -504,7 +511,7 @@ func (r *partsReader) Read(p []byte) (int, error) {
 	n, err := r.read1(p)
 	if err != nil && err != io.EOF {
 		r.err = err
-		r.closeSource()
+		r.closeInput()
 	}
 	return n, err
 }
@@ -608,7 +615,7 @@ func copyLocalPayload(ctx context.Context, w io.Writer, v *preparedVideo) (int64
 // finishVideo checks a payload that was read to its end.
 func (r *partsReader) finishVideo() error {
 	v := r.video
-	r.closeSource()
+	r.closeInput()
 	if r.read != v.size {
 		return fmt.Errorf("%w: %s: read %d bytes, %d when it was indexed", storage.ErrChanged, v.src.Name(), r.read, v.size)
 	}
@@ -620,7 +627,7 @@ func (r *partsReader) finishVideo() error {
 	return nil
 }
 
-func (r *partsReader) closeSource() {
+func (r *partsReader) closeInput() {
 	if r.rc != nil {
 		r.rc.Close()
 		r.rc, r.video = nil, nil

@@ -42,10 +42,10 @@ var frameRefType = arrow.StructOf(
 	arrow.Field{Name: "frame", Type: arrow.PrimitiveTypes.Int64},
 )
 
-// arrowSchema is the Parquet schema of data files written with s: the
-// episode column, the row's index within its episode, the user columns,
-// then one frame reference per video column.
-func arrowSchema(s *Schema) (*arrow.Schema, error) {
+// DataFileSchema is the Arrow schema of the data files written with s:
+// the episode column, the row's index within its episode, the user
+// columns, then one frame reference per video column.
+func DataFileSchema(s *Schema) (*arrow.Schema, error) {
 	fields := []arrow.Field{
 		{Name: s.EpisodeColumn, Type: arrow.BinaryTypes.String},
 		{Name: colIndex, Type: arrow.PrimitiveTypes.Int64},
@@ -77,7 +77,7 @@ type episodeRows struct {
 // writeDataFile streams one Parquet file with a row group per episode,
 // and returns its footer.
 func writeDataFile(ctx context.Context, put func(io.Reader) error, s *Schema, episodes []episodeRows) (*metadata.FileMetaData, error) {
-	sc, err := arrowSchema(s)
+	sc, err := DataFileSchema(s)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +276,7 @@ func (t *Table) readRows(ctx context.Context, e EpisodeEntry, s *Schema) ([]Row,
 		i := 0
 		for _, chunk := range tbl.Column(c).Data().Chunks() {
 			for k := 0; k < chunk.Len(); k++ {
-				rows[i][name] = arrowValue(chunk, k)
+				rows[i][name] = RowValue(chunk, k)
 				i++
 			}
 		}
@@ -291,8 +291,9 @@ func (t *Table) readRows(ctx context.Context, e EpisodeEntry, s *Schema) ([]Row,
 	return rows, nil
 }
 
-// arrowValue converts element k of an Arrow array to a Row value.
-func arrowValue(a arrow.Array, k int) any {
+// RowValue converts element k of an Arrow array read from a data file (or
+// a Parquet sidecar) to its Row value.
+func RowValue(a arrow.Array, k int) any {
 	if a.IsNull(k) {
 		return nil
 	}
@@ -320,7 +321,7 @@ func arrowValue(a arrow.Array, k int) any {
 		values := arr.ListValues()
 		out := make([]any, 0, end-start)
 		for j := start; j < end; j++ {
-			out = append(out, arrowValue(values, int(j)))
+			out = append(out, RowValue(values, int(j)))
 		}
 		return out
 	case *array.Struct:
@@ -336,7 +337,8 @@ func arrowValue(a arrow.Array, k int) any {
 	return fmt.Sprintf("<unsupported %s>", a.DataType())
 }
 
-// Rows returns an episode's frame rows, each with its row id and ordinal.
+// Rows returns an episode's frame rows, each with its row id and its
+// position in the episode (FrameColumn).
 func (t *Table) Rows(ctx context.Context, snap *Snapshot, e EpisodeEntry) ([]Row, error) {
 	s, err := t.Schema(ctx, snap.SchemaID)
 	if err != nil {
@@ -346,18 +348,18 @@ func (t *Table) Rows(ctx context.Context, snap *Snapshot, e EpisodeEntry) ([]Row
 	if err != nil {
 		return nil, err
 	}
+	framed := s.HasFrameColumn()
 	for i, r := range rows {
 		r[RowIDColumn] = e.FirstRowID + int64(i)
-		r[OrdinalColumn] = int64(i)
+		if framed {
+			r[FrameColumn] = int64(i)
+		}
 	}
 	return rows, nil
 }
 
-// Names under which Rows reports a row's id and its index in the episode.
-const (
-	RowIDColumn   = "_row_id"
-	OrdinalColumn = "ordinal"
-)
+// RowIDColumn is the name under which Rows reports a row's id.
+const RowIDColumn = "_row_id"
 
 // EpisodeParquet returns an episode's rows as a standalone Parquet file
 // (the data file layout, one row group), for tools that want one file per

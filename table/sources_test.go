@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/framefs/framefs/internal/s3test"
+	"github.com/framefs/framefs/table/input"
 	"github.com/framefs/framefs/table/storage"
 )
 
@@ -45,8 +46,8 @@ func sha(b []byte) string {
 // sourceTest is a versitygw with source objects, and table locations on
 // it or on local disk.
 type sourceTest struct {
-	srv     *s3test.Server
-	sources *storage.Sources
+	srv    *s3test.Server
+	inputs *input.Opener
 }
 
 func newSourceTest(t *testing.T) *sourceTest {
@@ -55,11 +56,11 @@ func newSourceTest(t *testing.T) *sourceTest {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	return &sourceTest{srv: srv, sources: storage.NewSources(srv.Options())}
+	return &sourceTest{srv: srv, inputs: input.NewOpener(srv.Options())}
 }
 
 // table creates a table with one nullable column, on local disk or on
-// the server, reading sources through st.sources.
+// the server, reading inputs through st.inputs.
 func (st *sourceTest) table(t *testing.T, onS3 bool, name string) (*Table, storage.Store) {
 	t.Helper()
 	uri := filepath.Join(t.TempDir(), name)
@@ -67,7 +68,7 @@ func (st *sourceTest) table(t *testing.T, onS3 bool, name string) (*Table, stora
 		uri = st.srv.URI("tables/" + name)
 	}
 	store := mustStore(t, uri)
-	tbl, err := Create(context.Background(), store, Schema{Columns: []Column{{Name: "note", Type: "string", Nullable: true}}}, Options{Sources: st.sources})
+	tbl, err := Create(context.Background(), store, Schema{Columns: []Column{{Name: "note", Type: "string", Nullable: true}}}, Options{Inputs: st.inputs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestIngestFromS3(t *testing.T) {
 	for _, onS3 := range []bool{false, true} {
 		t.Run(map[bool]string{false: "local table", true: "s3 table"}[onS3], func(t *testing.T) {
 			tbl, store := st.table(t, onS3, "robot")
-			before := st.sources.Stats()
+			before := st.inputs.Stats()
 			inputs := []EpisodeInput{
 				{Videos: map[string]VideoFile{"": {Path: st.srv.URI("fleet/ep-big.mp4")}}},
 				{Videos: map[string]VideoFile{"": {Path: st.srv.URI("fleet/ep-small.mp4"), FirstFrame: 2}}},
@@ -146,7 +147,7 @@ func TestIngestFromS3(t *testing.T) {
 			if problems, err := tbl.Verify(ctx); err != nil || len(problems) > 0 {
 				t.Fatalf("verify: %v %v", problems, err)
 			}
-			after := st.sources.Stats()
+			after := st.inputs.Stats()
 			read := after.BytesRead - before.BytesRead
 			t.Logf("sources: %d GETs, %d HEADs, %d bytes read for %d bytes of payloads of 5 MiB and more, %d of smaller ones",
 				after.GETs-before.GETs, after.HEADs-before.HEADs, read, copied, len(small))
@@ -219,7 +220,7 @@ func TestIngestFromS3Faults(t *testing.T) {
 				t.Fatalf("missing key: %v", err)
 			}
 			_, err = tbl.AddEpisodes(ctx, one(uriA, VideoFile{Offset: int64(len(big)) - 100, Length: 200}), AddOptions{NoSizes: true})
-			if !errors.Is(err, storage.ErrOutOfRange) || !strings.Contains(err.Error(), uriA) {
+			if !errors.Is(err, input.ErrOutOfRange) || !strings.Contains(err.Error(), uriA) {
 				t.Fatalf("range past the end: %v", err)
 			}
 			_, err = tbl.AddEpisodes(ctx, one(uriA, VideoFile{Offset: 100}), AddOptions{NoSizes: true})
@@ -228,7 +229,7 @@ func TestIngestFromS3Faults(t *testing.T) {
 			}
 			opts := st.srv.Options()
 			opts.Credentials, opts.MaxAttempts = credentials.NewStaticCredentialsProvider(st.srv.AccessKey, "wrong-secret", ""), 2
-			denied, err := Open(ctx, mustStore(t, tbl.store.String()), Options{Sources: storage.NewSources(opts)})
+			denied, err := Open(ctx, mustStore(t, tbl.store.String()), Options{Inputs: input.NewOpener(opts)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +245,7 @@ func TestIngestFromS3Faults(t *testing.T) {
 			proxy := s3test.StartFaultProxy(t, st.srv.Endpoint, s3test.Faults{Truncate: 0.3, Error: 0.1}, 5)
 			popts := st.srv.Options()
 			popts.Endpoint, popts.MaxBackoff = proxy.Endpoint, 20*time.Millisecond
-			flaky, _ := Open(ctx, tbl.store, Options{Sources: storage.NewSources(popts)})
+			flaky, _ := Open(ctx, tbl.store, Options{Inputs: input.NewOpener(popts)})
 			snap, err := flaky.AddEpisodes(ctx, one(uriA, VideoFile{}), AddOptions{NoSizes: true})
 			t.Logf("through faults (%d truncations, %d errors): %v", proxy.Truncations.Load(), proxy.Errors.Load(), err)
 			if err == nil {
@@ -281,7 +282,7 @@ func TestS3SourceSharedByEpisodes(t *testing.T) {
 	for _, onS3 := range []bool{false, true} {
 		t.Run(map[bool]string{false: "local table", true: "s3 table"}[onS3], func(t *testing.T) {
 			tbl, store := st.table(t, onS3, "robot")
-			before := st.sources.Stats()
+			before := st.inputs.Stats()
 			var inputs []EpisodeInput
 			for i, ep := range []string{"a", "b", "c"} {
 				inputs = append(inputs, EpisodeInput{Episode: ep, Videos: map[string]VideoFile{"": {Path: uri, FirstFrame: int64(10 * i)}}})
@@ -315,7 +316,7 @@ func TestS3SourceSharedByEpisodes(t *testing.T) {
 			if problems, err := tbl.Verify(ctx); err != nil || len(problems) > 0 {
 				t.Fatalf("verify: %v %v", problems, err)
 			}
-			read := st.sources.Stats().BytesRead - before.BytesRead
+			read := st.inputs.Stats().BytesRead - before.BytesRead
 			if s3store, ok := store.(*storage.S3); ok {
 				ss := s3store.Stats()
 				if ss.Copies != 1 || ss.BytesCopied != int64(len(big)) {

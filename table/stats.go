@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
-
-	"github.com/framefs/framefs/table/filter"
 )
 
 // ColumnStats summarise one user column over an episode's rows, so that a
@@ -31,7 +29,7 @@ const maxStatBytes = 64
 func episodeStats(s *Schema, rows []Row) map[string]ColumnStats {
 	out := map[string]ColumnStats{}
 	for _, c := range s.Columns {
-		if s.isPartition(c.Name) {
+		if s.IsPartition(c.Name) {
 			continue
 		}
 		var st ColumnStats
@@ -66,7 +64,8 @@ func episodeStats(s *Schema, rows []Row) map[string]ColumnStats {
 	return out
 }
 
-func (s *Schema) isPartition(name string) bool {
+// IsPartition reports whether name is a partition column.
+func (s *Schema) IsPartition(name string) bool {
 	for _, p := range s.PartitionColumns {
 		if p == name {
 			return true
@@ -172,61 +171,4 @@ func incrementString(p string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// filterStats converts an episode's statistics of column c to the filter's
-// form; ok is false when they cannot be read (then nothing is assumed).
-func filterStats(c Column, st ColumnStats, rows int64) (filter.ColumnStats, bool) {
-	out := filter.ColumnStats{Nulls: st.Nulls, Rows: rows}
-	if st.Nulls < 0 || st.Nulls > rows {
-		return out, false
-	}
-	if st.Min == nil || st.Max == nil {
-		return out, true
-	}
-	lo, ok1 := decodeStat(c.Type, st.Min)
-	hi, ok2 := decodeStat(c.Type, st.Max)
-	if ok1 && ok2 {
-		out.HasRange, out.Min, out.Max = true, lo, hi
-	}
-	return out, true
-}
-
-func decodeStat(t Type, raw json.RawMessage) (filter.Value, bool) {
-	s := string(raw)
-	switch t {
-	case "bool":
-		b, err := strconv.ParseBool(s)
-		return filter.Bool(b), err == nil
-	case "int32", "int64":
-		i, err := strconv.ParseInt(s, 10, 64)
-		return filter.Int(i), err == nil
-	case "float32", "float64":
-		f, err := strconv.ParseFloat(s, 64)
-		return filter.Float(f), err == nil && !math.IsNaN(f)
-	case "timestamp":
-		i, err := strconv.ParseInt(s, 10, 64)
-		return filter.TimestampMicros(i), err == nil
-	case "string":
-		var str string
-		err := json.Unmarshal(raw, &str)
-		return filter.String(str), err == nil
-	}
-	return filter.Value{}, false
-}
-
-// partitionValue converts a partition value (kept as a string in the
-// manifest) to the filter's form.
-func partitionValue(t Type, s string) (filter.Value, bool) {
-	switch t {
-	case "string":
-		return filter.String(s), true
-	case "int32", "int64":
-		i, err := strconv.ParseInt(s, 10, 64)
-		return filter.Int(i), err == nil
-	case "bool":
-		b, err := strconv.ParseBool(s)
-		return filter.Bool(b), err == nil
-	}
-	return filter.Value{}, false
 }

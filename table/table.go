@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/framefs/framefs/cache"
+	"github.com/framefs/framefs/table/input"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
 )
@@ -50,9 +51,9 @@ type Options struct {
 	// MaxCommitRetries bounds how often a commit is rebuilt on top of a
 	// concurrent one before giving up (default 50).
 	MaxCommitRetries int
-	// Sources opens the videos to ingest: local files, and S3 objects
+	// Inputs opens the videos to ingest: local files, and S3 objects
 	// (default: the AWS SDK's standard configuration).
-	Sources *storage.Sources
+	Inputs *input.Opener
 }
 
 func (o Options) withDefaults() Options {
@@ -67,8 +68,8 @@ func (o Options) withDefaults() Options {
 	if o.MaxCommitRetries == 0 {
 		o.MaxCommitRetries = 50
 	}
-	if o.Sources == nil {
-		o.Sources = storage.NewSources(storage.S3Options{})
+	if o.Inputs == nil {
+		o.Inputs = input.NewOpener(storage.S3Options{})
 	}
 	return o
 }
@@ -90,7 +91,7 @@ type Table struct {
 	schemas map[int]*Schema
 	// chunkIndexes and parquetSchemas serve filters (see chunks.go); a
 	// nil index records that a data file has none.
-	chunkIndexes   map[string]*chunkIndex
+	chunkIndexes   map[string]*ChunkIndex
 	parquetSchemas map[int]*schema.Schema
 }
 
@@ -102,6 +103,9 @@ func Create(ctx context.Context, store storage.Store, schema Schema, opts Option
 		return nil, err
 	}
 	if err := schema.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkReservedNames(nil, &schema); err != nil {
 		return nil, err
 	}
 	meta := tableMeta{FormatVersion: FormatVersion, Features: []string{}, UUID: uuid.NewString(), Created: opts.withDefaults().Now().UTC()}
@@ -142,7 +146,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error
 		snapshots: cache.NewSized[int64, *Snapshot](maxSnapshotBytes, 0, nil),
 		manifests: newManifestCache(maxManifestBytes),
 
-		chunkIndexes:   map[string]*chunkIndex{},
+		chunkIndexes:   map[string]*ChunkIndex{},
 		parquetSchemas: map[int]*schema.Schema{},
 	}, nil
 }

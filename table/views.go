@@ -44,7 +44,7 @@ type View struct {
 
 // ViewImage is a view's own image setting. Zero fields keep the mount's.
 type ViewImage struct {
-	// Format is jpg, png, bmp or ppm.
+	// Format is jpg, png, bmp, ppm or npy.
 	Format string `json:"format,omitempty"`
 	// JPEGQuality is 1-100.
 	JPEGQuality int `json:"jpeg_quality,omitempty"`
@@ -68,11 +68,20 @@ const (
 // view's.
 const FeatureClipWindows = "clip_windows"
 
-// knownViewFeatures lists the optional view features this build knows.
-var knownViewFeatures = map[string]bool{FeatureClipWindows: true}
+// FeatureNPYImages marks a view that serves its frames as NumPy .npy
+// files (ViewImage.Format "npy"): a reader that does not know the format
+// must refuse the view rather than fail on its frames.
+const FeatureNPYImages = "npy_images"
 
-// maxImageSide bounds scaled sizes (the decoder's limit).
-const maxImageSide = 16384
+// knownViewFeatures lists the optional view features this build knows.
+var knownViewFeatures = map[string]bool{FeatureClipWindows: true, FeatureNPYImages: true}
+
+// maxImageSide and maxImagePixels bound scaled sizes (the decoder's
+// limits, media.MaxImageDimension and media.MaxImagePixels).
+const (
+	maxImageSide   = 16384
+	maxImagePixels = 1 << 25
+)
 
 // Suffixes that mounts give to a view's files; view names cannot end
 // with them.
@@ -95,7 +104,8 @@ func CheckViewName(name string) error {
 	return nil
 }
 
-func viewKey(name string) string { return prefixView + name + ".json" }
+// ViewKey is the object key of view NAME.
+func ViewKey(name string) string { return prefixView + name + ".json" }
 
 // Validate checks a view's image setting.
 func (img *ViewImage) Validate() error {
@@ -103,9 +113,9 @@ func (img *ViewImage) Validate() error {
 		return nil
 	}
 	switch img.Format {
-	case "", "jpg", "png", "bmp", "ppm":
+	case "", "jpg", "png", "bmp", "ppm", "npy":
 	default:
-		return fmt.Errorf("%w: image format %q (use jpg, png, bmp or ppm)", ErrInvalidInput, img.Format)
+		return fmt.Errorf("%w: image format %q (use jpg, png, bmp, ppm or npy)", ErrInvalidInput, img.Format)
 	}
 	if img.JPEGQuality < 0 || img.JPEGQuality > 100 {
 		return fmt.Errorf("%w: JPEG quality %d is not within 1-100", ErrInvalidInput, img.JPEGQuality)
@@ -118,17 +128,30 @@ func (img *ViewImage) Validate() error {
 			return fmt.Errorf("%w: image size %d is not within 1-%d", ErrInvalidInput, v, maxImageSide)
 		}
 	}
+	if int64(img.Width)*int64(img.Height) > maxImagePixels || int64(img.MaxSide)*int64(img.MaxSide) > maxImagePixels {
+		return fmt.Errorf("%w: image size %dx%d (max side %d) has more than %d pixels (8K UHD, 7680x4320, is the largest that fits)",
+			ErrInvalidInput, img.Width, img.Height, img.MaxSide, maxImagePixels)
+	}
 	if img.MaxSide != 0 && (img.Width != 0 || img.Height != 0) {
 		return fmt.Errorf("%w: give either a scale (WxH) or a maximum side, not both", ErrInvalidInput)
 	}
 	return nil
 }
 
-// CreateView stores a new view. Its filter and group-by columns are
-// checked against the schema of the snapshot it will show (the pinned
-// one, or the head's); nothing is stored if anything is wrong, and an
-// existing view of the same name is an error (ErrExists).
-func (t *Table) CreateView(ctx context.Context, v View) (View, error) {
+// ViewCheck checks what this package cannot about a view: that its filter
+// and group-by columns fit the schema s of the snapshot it will show.
+// The filter language is the query engine's (query.CheckView).
+type ViewCheck func(s *Schema, v View) error
+
+// CreateView stores a new view. Its name, image setting and window are
+// checked, its tag resolved, and check called with the schema of the
+// snapshot it will show (the pinned one, or the head's); nothing is
+// stored if anything is wrong, and an existing view of the same name is
+// an error (ErrExists). query.CreateView calls it with query.CheckView.
+func (t *Table) CreateView(ctx context.Context, v View, check ViewCheck) (View, error) {
+	if check == nil {
+		return View{}, errors.New("table: CreateView needs a ViewCheck for the view's filter (query.CheckView)")
+	}
 	if err := CheckViewName(v.Name); err != nil {
 		return View{}, err
 	}
@@ -164,19 +187,17 @@ func (t *Table) CreateView(ctx context.Context, v View) (View, error) {
 	} else if schema, err = t.LatestSchema(ctx); err != nil {
 		return View{}, err
 	}
-	if _, err := compileFilter(schema, v.Where); err != nil {
+	if err := check(schema, v); err != nil {
 		return View{}, fmt.Errorf("view %q: %w", v.Name, err)
-	}
-	for _, g := range v.GroupBy {
-		if err := checkGroupColumn(schema, g); err != nil {
-			return View{}, fmt.Errorf("view %q: %w", v.Name, err)
-		}
 	}
 	v.FormatVersion, v.Features, v.Time = ViewFormatVersion, []string{}, t.opts.Now().UTC()
 	if v.Window != nil {
 		v.Features = append(v.Features, FeatureClipWindows)
 	}
-	if err := t.store.PutIfAbsent(ctx, viewKey(v.Name), marshal(v)); err != nil {
+	if v.Image != nil && v.Image.Format == "npy" {
+		v.Features = append(v.Features, FeatureNPYImages)
+	}
+	if err := t.store.PutIfAbsent(ctx, ViewKey(v.Name), marshal(v)); err != nil {
 		if errors.Is(err, storage.ErrExists) {
 			return View{}, fmt.Errorf("%w: view %q (views are immutable: delete it first)", ErrExists, v.Name)
 		}
@@ -186,7 +207,7 @@ func (t *Table) CreateView(ctx context.Context, v View) (View, error) {
 		// As with tags: a concurrent expire may have removed the snapshot
 		// between the check and the write.
 		if _, err := t.store.ReadAll(ctx, snapshotKey(v.Snapshot)); errors.Is(err, storage.ErrNotFound) {
-			_ = t.store.Delete(ctx, viewKey(v.Name))
+			_ = t.store.Delete(ctx, ViewKey(v.Name))
 			return View{}, fmt.Errorf("%w: snapshot %d was expired while the view was created", ErrNotFound, v.Snapshot)
 		}
 	}
@@ -198,7 +219,7 @@ func (t *Table) DeleteView(ctx context.Context, name string) error {
 	if _, err := t.View(ctx, name); err != nil && !errors.Is(err, ErrUnsupportedFormat) && !errors.Is(err, ErrCorrupt) {
 		return err
 	}
-	return t.store.Delete(ctx, viewKey(name))
+	return t.store.Delete(ctx, ViewKey(name))
 }
 
 // View returns a view by name.
@@ -207,7 +228,7 @@ func (t *Table) View(ctx context.Context, name string) (View, error) {
 		return View{}, err
 	}
 	var v View
-	if err := t.readJSON(ctx, viewKey(name), &v); err != nil {
+	if err := t.readJSON(ctx, ViewKey(name), &v); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return View{}, fmt.Errorf("%w: view %q", ErrNotFound, name)
 		}
@@ -223,10 +244,13 @@ func (t *Table) View(ctx context.Context, name string) (View, error) {
 		}
 	}
 	if v.Name != name {
-		return v, fmt.Errorf("%w: %s names view %q", ErrCorrupt, viewKey(name), v.Name)
+		return v, fmt.Errorf("%w: %s names view %q", ErrCorrupt, ViewKey(name), v.Name)
 	}
 	if clips := slices.Contains(v.Features, FeatureClipWindows); clips != (v.Window != nil) {
 		return v, fmt.Errorf("%w: view %q: feature %s and its window go together", ErrCorrupt, name, FeatureClipWindows)
+	}
+	if npy := slices.Contains(v.Features, FeatureNPYImages); npy != (v.Image != nil && v.Image.Format == "npy") {
+		return v, fmt.Errorf("%w: view %q: feature %s and the npy image format go together", ErrCorrupt, name, FeatureNPYImages)
 	}
 	if v.Window != nil {
 		if err := v.Window.Validate(); err != nil {

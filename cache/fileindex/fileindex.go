@@ -1,8 +1,7 @@
 // Package fileindex is the in-memory index of an on-disk cache's files:
 // their names and sizes in least-recently-used order, bounded by their total
-// size. The block cache of S3 reads and the disk tier of encoded frames both
-// keep one; what the files hold, how they are checked and when the
-// directory is scanned stay with each cache.
+// size. Package diskcache keeps one; what the files hold, how they are
+// checked and when the directory is scanned stay with the cache.
 package fileindex
 
 import "container/list"

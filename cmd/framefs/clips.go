@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 )
 
@@ -56,20 +57,20 @@ func describeWindow(w *table.Window) string {
 }
 
 // countClips reports how many clips a view shows now.
-func countClips(ctx context.Context, tbl *table.Table, v table.View) (*table.ClipSelection, error) {
+func countClips(ctx context.Context, tbl *table.Table, v table.View) (*query.ClipSelection, error) {
 	snap, err := tbl.ResolveView(ctx, v)
 	if err != nil {
 		return nil, err
 	}
-	f, err := tbl.CompileFilter(ctx, snap, v.Where)
+	f, err := query.CompileFilter(ctx, tbl, snap, v.Where)
 	if err != nil {
 		return nil, err
 	}
-	return tbl.SelectClips(ctx, snap, f, *v.Window, table.SelectOptions{GroupBy: v.GroupBy})
+	return query.SelectClips(ctx, tbl, snap, f, *v.Window, query.SelectOptions{GroupBy: v.GroupBy})
 }
 
 // clipsSummary says how many clips a clip view has.
-func clipsSummary(cs *table.ClipSelection) string {
+func clipsSummary(cs *query.ClipSelection) string {
 	if cs.Clips == 0 {
 		return fmt.Sprintf("0 clips: no episode has %d frames (spanning %d) that all match", cs.Window.Length, cs.Window.Span())
 	}
@@ -90,7 +91,7 @@ func runLsClips(ctx context.Context, out io.Writer, tbl *table.Table, snap *tabl
 	if err != nil {
 		return err
 	}
-	cs, err := tbl.SelectClips(ctx, snap, f, w, table.SelectOptions{Episode: o.episode})
+	cs, err := query.SelectClips(ctx, tbl, snap, f, w, query.SelectOptions{Episode: o.episode})
 	if err != nil {
 		return err
 	}

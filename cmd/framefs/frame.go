@@ -6,7 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 )
 
@@ -36,10 +37,12 @@ func newFrameCommand(stores *storeFlags) *cobra.Command {
 	fl.StringVar(&f.episode, "episode", "", "episode id")
 	fl.Int64Var(&f.frame, "frame", 0, "frame (row) number in the episode, from 0")
 	fl.StringVar(&f.column, "column", "", "video column (needed when the table has several)")
-	fl.StringVar(&f.format, "format", "", "jpg, png, bmp or ppm (default: the table's setting)")
+	fl.StringVar(&f.format, "format", "", "jpg, png, bmp, ppm or npy (default: the table's setting)")
 	fl.IntVar(&f.quality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
 	fl.Int64Var(&f.snapshot, "snapshot", 0, "read this snapshot (default: the head)")
 	fl.StringVar(&f.tag, "tag", "", "read the snapshot of this tag")
+	positive(fl, "jpeg-quality", "snapshot")
+	nonNegative(fl, "frame")
 	cmd.MarkFlagRequired("episode")
 	return cmd
 }
@@ -88,8 +91,8 @@ func runFrame(cmd *cobra.Command, stores *storeFlags, uri string, f frameFlags) 
 		return err
 	}
 	defer v.Close()
-	return withDecoder(func(frames *decoder.FrameSource) error {
-		dv := decoder.Video{Key: decoder.VideoKey{Object: ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
+	return withDecoder(func(frames *serving.Server) error {
+		dv := media.Video{Key: media.VideoKey{Object: ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
 		data, err := frames.Frame(ctx, dv, int(ref.FirstFrame+f.frame), setting)
 		if err != nil {
 			return err

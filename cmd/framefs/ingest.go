@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/table/input"
 )
 
 // ingestFlags are the command line of `framefs ingest`; they map onto
@@ -43,12 +43,12 @@ server copies the video itself; otherwise it streams through. --offset and
   framefs ingest data/robot s3://fleet/day1.pack --offset 1048576 --length 73400320 --episode ep7`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sources, err := stores.sources()
+			opener, err := stores.inputOpener()
 			if err != nil {
 				return err
 			}
-			return withIngestTable(cmd.Context(), stores, args[0], f.noSizes, sources, func(tbl *table.Table) error {
-				return ingestVideos(cmd, tbl, sources, args[1:], f)
+			return withIngestTable(cmd.Context(), stores, args[0], f.noSizes, opener, func(tbl *table.Table) error {
+				return ingestVideos(cmd, tbl, opener, args[1:], f)
 			})
 		},
 	}
@@ -56,13 +56,14 @@ server copies the video itself; otherwise it streams through. --offset and
 	fl.StringVar(&f.rows, "rows", "", "sidecar with the frame rows (single video)")
 	fl.StringVar(&f.episode, "episode", "", "episode id (single episode)")
 	fl.Int64Var(&f.firstFrame, "first-frame", 0, "video frame of the first row")
+	nonNegative(fl, "first-frame")
 	fl.BoolVar(&f.noSizes, "no-sizes", false, "do not compute per-frame image sizes now (faster ingest; mounts compute them when needed)")
 	fl.BoolVar(&f.allowNew, "allow-new-columns", false, "add sidecar columns the table lacks (nullable, new schema version) instead of failing")
 	f.rng.register(cmd)
 	return cmd
 }
 
-func ingestVideos(cmd *cobra.Command, tbl *table.Table, sources *storage.Sources, videos []string, f ingestFlags) error {
+func ingestVideos(cmd *cobra.Command, tbl *table.Table, opener *input.Opener, videos []string, f ingestFlags) error {
 	ctx := cmd.Context()
 	schema, err := tbl.LatestSchema(ctx)
 	if err != nil {
@@ -88,7 +89,7 @@ func ingestVideos(cmd *cobra.Command, tbl *table.Table, sources *storage.Sources
 		if f.rows == "" {
 			return errors.New("give the episode's rows with --rows")
 		}
-		if in.Sidecar, err = readSidecar(ctx, sources, f.rows); err != nil {
+		if in.Sidecar, err = readSidecar(ctx, opener, f.rows); err != nil {
 			return err
 		}
 		inputs = append(inputs, in)
@@ -101,12 +102,12 @@ func ingestVideos(cmd *cobra.Command, tbl *table.Table, sources *storage.Sources
 			in := table.EpisodeInput{Episode: f.episode, Videos: map[string]table.VideoFile{"": vf}}
 			side := f.rows
 			if side == "" {
-				if side, err = findSidecar(ctx, sources, v); err != nil {
+				if side, err = findSidecar(ctx, opener, v); err != nil {
 					return err
 				}
 			}
 			if side != "" {
-				if in.Sidecar, err = readSidecar(ctx, sources, side); err != nil {
+				if in.Sidecar, err = readSidecar(ctx, opener, side); err != nil {
 					return err
 				}
 			}
@@ -115,9 +116,9 @@ func ingestVideos(cmd *cobra.Command, tbl *table.Table, sources *storage.Sources
 	}
 	snap, err := tbl.AddEpisodes(ctx, inputs, table.AddOptions{NoSizes: f.noSizes, AllowNewColumns: f.allowNew, Progress: progressBar()})
 	if err != nil {
-		return err
+		return f.rng.explain(cmd, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: added %d episodes, %d frames\n", snap.ID, snap.Summary.EpisodesAdded, snap.Summary.FramesAdded)
-	reportS3(cmd.OutOrStdout(), sources, tbl)
+	reportS3(cmd.OutOrStdout(), opener, tbl)
 	return nil
 }

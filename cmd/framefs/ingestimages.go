@@ -11,7 +11,7 @@ import (
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/ingest"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/table/input"
 )
 
 // ingestImagesFlags are the command line of `framefs ingest-images`; they
@@ -38,12 +38,12 @@ episode id is --episode, else the sidecar's episode column, else DIR's name.
 Nothing is committed if any image is unusable.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sources, err := stores.sources()
+			opener, err := stores.inputOpener()
 			if err != nil {
 				return err
 			}
-			return withIngestTable(cmd.Context(), stores, args[0], f.noSizes, sources, func(tbl *table.Table) error {
-				return ingestImages(cmd, tbl, sources, args[1], f)
+			return withIngestTable(cmd.Context(), stores, args[0], f.noSizes, opener, func(tbl *table.Table) error {
+				return ingestImages(cmd, tbl, opener, args[1], f)
 			})
 		},
 	}
@@ -54,6 +54,7 @@ Nothing is committed if any image is unusable.`,
 	fl.StringVar(&f.codec, "codec", "libx264", "FFmpeg video encoder")
 	fl.StringVar(&f.pixFmt, "pix-fmt", "yuv420p", "pixel format")
 	fl.IntVar(&f.gop, "gop", 30, "frames from one keyframe to the next")
+	positive(fl, "fps", "gop")
 	fl.StringArrayVar(&f.codecOpts, "codec-opt", nil, "encoder option KEY=VALUE, e.g. crf=18 or preset=fast (repeatable)")
 	fl.BoolVar(&f.noSizes, "no-sizes", false, "do not compute per-frame image sizes now")
 	return cmd
@@ -72,7 +73,7 @@ func (f ingestImagesFlags) encodeOptions() (decoder.VideoEncodeOptions, error) {
 	return opts, nil
 }
 
-func ingestImages(cmd *cobra.Command, tbl *table.Table, sources *storage.Sources, dir string, f ingestImagesFlags) error {
+func ingestImages(cmd *cobra.Command, tbl *table.Table, opener *input.Opener, dir string, f ingestImagesFlags) error {
 	ctx := cmd.Context()
 	images, err := ingest.ListImages(dir)
 	if err != nil {
@@ -80,7 +81,7 @@ func ingestImages(cmd *cobra.Command, tbl *table.Table, sources *storage.Sources
 	}
 	var sc *table.Sidecar
 	if f.rows != "" {
-		if sc, err = readSidecar(ctx, sources, f.rows); err != nil {
+		if sc, err = readSidecar(ctx, opener, f.rows); err != nil {
 			return err
 		}
 	}

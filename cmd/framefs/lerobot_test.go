@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/framefs/framefs/internal/s3test"
 	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/lerobot"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -32,6 +34,10 @@ func TestMain(m *testing.M) {
 		os.Args = append([]string{"framefs"}, strings.Split(args, "\x1f")...)
 		main()
 		os.Exit(0)
+	}
+	flag.Parse()
+	if *writeFrozenTable {
+		os.Exit(writeFrozen())
 	}
 	code := m.Run()
 	lerobottest.RemoveCache()
@@ -86,8 +92,7 @@ func TestLeRobotFramesThroughMount(t *testing.T) {
 			}
 			mnt := filepath.Join(t.TempDir(), "mnt")
 			os.MkdirAll(mnt, 0o755)
-			pool := decoder.NewPool(decoder.Options{})
-			frames := decoder.NewFrameSource(pool, decoder.FrameSourceOptions{CacheBytes: 8 << 20})
+			frames := serving.New(decoder.Codec{}, serving.Options{CacheBytes: 8 << 20})
 			srv, err := fusefs.MountTable(mnt, tblDir, tbl, frames, fusefs.Options{
 				ReadOnly: true, Image: fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: "ppm"}},
 			})
@@ -101,7 +106,6 @@ func TestLeRobotFramesThroughMount(t *testing.T) {
 				}
 				srv.Wait()
 				frames.Close()
-				pool.Close()
 			})
 			length := d.Spec.Lengths[3]
 			for _, cam := range d.Spec.Cameras {

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/framefs/framefs/query"
+	"github.com/framefs/framefs/query/filter"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/filter"
 )
 
 // lsWhereOptions are the flags of `framefs ls --where`.
@@ -32,7 +33,7 @@ func (o lsWhereOptions) filter(ctx context.Context, tbl *table.Table, snap *tabl
 	if where == "" {
 		where = "TRUE"
 	}
-	return tbl.CompileFilter(ctx, snap, where)
+	return query.CompileFilter(ctx, tbl, snap, where)
 }
 
 // runLsWhere lists (or counts) the frames of a snapshot that match a
@@ -46,7 +47,7 @@ func runLsWhere(ctx context.Context, out io.Writer, tbl *table.Table, snap *tabl
 	if err != nil {
 		return err
 	}
-	sel, err := tbl.Select(ctx, snap, f, table.SelectOptions{Episode: o.episode, CountOnly: o.count})
+	sel, err := query.Select(ctx, tbl, snap, f, query.SelectOptions{Episode: o.episode, CountOnly: o.count})
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,8 @@ func runLsWhere(ctx context.Context, out io.Writer, tbl *table.Table, snap *tabl
 				}
 				r := rows[i]
 				if o.asJSON {
-					obj := map[string]any{"episode": e.Entry.Episode, "frame": i}
+					// The keys are the names filters know the values by.
+					obj := map[string]any{schema.EpisodeColumn: e.Entry.Episode, table.FrameColumn: i}
 					for _, c := range schema.Columns {
 						obj[c.Name] = r[c.Name]
 					}

@@ -19,11 +19,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/framefs/framefs/cache/diskcache"
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/fusefs"
 	"github.com/framefs/framefs/internal/gcpace"
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -76,7 +79,7 @@ func writeS3Stats(b *strings.Builder, st storage.S3Stats) {
 }
 
 // writeFillStats adds the counters of GOP fills to the mount's .stats.
-func writeFillStats(b *strings.Builder, st decoder.FillStats) {
+func writeFillStats(b *strings.Builder, st serving.FillStats) {
 	for _, c := range []struct {
 		name, kind string
 		v          any
@@ -86,6 +89,10 @@ func writeFillStats(b *strings.Builder, st decoder.FillStats) {
 		{"framefs_gop_fill_frames_served_total", "counter", st.Useful},
 		{"framefs_gop_fill_frames_wasted_total", "counter", st.Wasted},
 		{"framefs_gop_fills_declined_total", "counter", st.Declined},
+		{"framefs_gop_fill_frames_packed_total", "counter", st.FramesPacked},
+		{"framefs_packed_picture_bytes_total", "counter", st.PackedBytes},
+		{"framefs_images_from_packed_pictures_total", "counter", st.Unpacked},
+		{"framefs_frame_sizes_frames_kept_total", "counter", st.FramesSized},
 		{"framefs_gop_fill_usefulness", "gauge", fmt.Sprintf("%.3f", st.Usefulness)},
 	} {
 		fmt.Fprintf(b, "# TYPE %s %s\n%s %v\n", c.name, c.kind, c.name, c.v)
@@ -93,7 +100,7 @@ func writeFillStats(b *strings.Builder, st decoder.FillStats) {
 }
 
 // writeDiskCacheStats adds the counters of --cache-dir to .stats.
-func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served int64) {
+func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served, hashed, mismatched int64) {
 	for _, c := range []struct {
 		name, kind string
 		v          int64
@@ -105,6 +112,10 @@ func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served int64) {
 		{"framefs_disk_cache_write_errors_total", "counter", st.Errors},
 		{"framefs_disk_cache_bytes", "gauge", st.Bytes},
 		{"framefs_disk_cache_entries", "gauge", st.Entries},
+		// Videos are read once before the disk tier is used for them, to
+		// check the digest their table records (see serving/digests.go).
+		{"framefs_disk_cache_digest_checked_bytes_total", "counter", hashed},
+		{"framefs_disk_cache_digest_mismatches_total", "counter", mismatched},
 	} {
 		fmt.Fprintf(b, "# TYPE %s %s\n%s %d\n", c.name, c.kind, c.name, c.v)
 	}
@@ -128,6 +139,8 @@ type mountFlags struct {
 	stagingDir  string
 	settle      time.Duration
 	stagingMax  int64
+	// readOnly and allowOther come from -o.
+	readOnly, allowOther bool
 }
 
 func newMountCommand(stores *storeFlags) *cobra.Command {
@@ -157,15 +170,19 @@ settle=, staging_limit=.`,
 			if f.daemon {
 				return daemonize(cmd, args)
 			}
+			var err error
+			if f.readOnly, f.allowOther, err = parseMountOptions(cmd.Flags(), f.options); err != nil {
+				return err
+			}
 			return runMount(cmd, stores, args[0], args[1], f)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.options, "options", "o", "", "comma-separated mount options (ro, allow_other, image_format=jpg, ...)")
-	fl.StringVar(&f.imageFormat, "image-format", "", "serve frames as jpg, png, bmp or ppm (default: the table's setting)")
+	fl.StringVar(&f.imageFormat, "image-format", "", "serve frames as jpg, png, bmp, ppm or npy (default: the table's setting)")
 	fl.IntVar(&f.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
 	fl.StringVar(&f.scale, "scale", "", "resize frames to WxH (e.g. 224x224; W or H 0 keeps the aspect ratio)")
-	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes")
+	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes (0: none)")
 	fl.Int64Var(&f.pictures, "picture-cache-bytes", 256<<20, "memory for decoded pictures kept for random readers, in bytes (0: none)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "local directory keeping encoded frames on disk, shared by mounts and kept across remounts (default: none)")
 	fl.Int64Var(&f.cacheDirMax, "cache-dir-bytes", diskcache.DefaultMaxBytes, "size limit of --cache-dir, in bytes")
@@ -176,13 +193,16 @@ settle=, staging_limit=.`,
 	fl.Int64Var(&f.stagingMax, "staging-limit", 0, "bytes each write directory may hold before writes fail with ENOSPC (0: no limit but the disk)")
 	fl.BoolVar(&f.foreground, "foreground", true, "stay in the foreground until unmounted (default)")
 	fl.BoolVar(&f.daemon, "daemon", false, "detach once mounted")
+	positive(fl, "jpeg-quality", "cache-dir-bytes", "max-sessions", "refresh", "settle")
+	nonNegative(fl, "cache-bytes", "picture-cache-bytes", "staging-limit")
 	return cmd
 }
 
-// parseMountOptions applies -o options to the flags and returns the
-// generic ones.
-func parseMountOptions(f *mountFlags) (ro, allowOther bool, err error) {
-	for _, opt := range strings.Split(f.options, ",") {
+// parseMountOptions applies the -o options to the flags they stand for
+// (image_format= is --image-format, and so on), so that they are parsed
+// and checked as the flags are, and returns the generic ones.
+func parseMountOptions(fl *pflag.FlagSet, options string) (ro, allowOther bool, err error) {
+	for _, opt := range strings.Split(options, ",") {
 		key, value, _ := strings.Cut(strings.TrimSpace(opt), "=")
 		switch key {
 		case "":
@@ -192,45 +212,17 @@ func parseMountOptions(f *mountFlags) (ro, allowOther bool, err error) {
 			// Handled by mount(8) or meaningless here.
 		case "allow_other":
 			allowOther = true
-		case "image_format":
-			f.imageFormat = value
-		case "jpeg_quality":
-			if f.jpegQuality, err = strconv.Atoi(value); err != nil {
-				return false, false, fmt.Errorf("-o jpeg_quality=%q: not a number", value)
-			}
-		case "scale":
-			f.scale = value
-		case "cache_bytes":
-			if f.cacheBytes, err = strconv.ParseInt(value, 10, 64); err != nil {
-				return false, false, fmt.Errorf("-o cache_bytes=%q: not a number", value)
-			}
-		case "picture_cache_bytes":
-			if f.pictures, err = strconv.ParseInt(value, 10, 64); err != nil {
-				return false, false, fmt.Errorf("-o picture_cache_bytes=%q: not a number", value)
-			}
-		case "cache_dir":
-			f.cacheDir = value
-		case "cache_dir_bytes":
-			if f.cacheDirMax, err = strconv.ParseInt(value, 10, 64); err != nil || f.cacheDirMax <= 0 {
-				return false, false, fmt.Errorf("-o cache_dir_bytes=%q: want a positive number of bytes", value)
-			}
-		case "refresh":
-			if f.refresh, err = time.ParseDuration(value); err != nil {
-				return false, false, fmt.Errorf("-o refresh=%q: %v", value, err)
-			}
-		case "staging_dir":
-			f.stagingDir = value
-		case "settle":
-			if f.settle, err = time.ParseDuration(value); err != nil {
-				return false, false, fmt.Errorf("-o settle=%q: %v", value, err)
-			}
-		case "staging_limit":
-			if f.stagingMax, err = strconv.ParseInt(value, 10, 64); err != nil {
-				return false, false, fmt.Errorf("-o staging_limit=%q: not a number", value)
+		case "image_format", "jpeg_quality", "scale", "cache_bytes", "picture_cache_bytes", "cache_dir", "cache_dir_bytes",
+			"refresh", "staging_dir", "settle", "staging_limit":
+			if err := fl.Set(strings.ReplaceAll(key, "_", "-"), value); err != nil {
+				return false, false, fmt.Errorf("-o %s=%q: %v", key, value, err)
 			}
 		default:
 			return false, false, fmt.Errorf("unknown mount option %q", key)
 		}
+	}
+	if err := checkFlags(fl); err != nil {
+		return false, false, fmt.Errorf("-o %s: %w", options, err)
 	}
 	return ro, allowOther, nil
 }
@@ -251,10 +243,10 @@ func imageChoice(f mountFlags) (fusefs.ImageChoice, error) {
 		}
 	}
 	// Any format stands in for the table's when checking the rest.
-	check := decoder.ImageSetting{JPEGQuality: c.JPEGQuality, Width: c.Width, Height: c.Height}
+	check := media.ImageSetting{JPEGQuality: c.JPEGQuality, Width: c.Width, Height: c.Height}
 	if c.Format != "" {
 		var err error
-		if check.Format, err = decoder.ParseImageFormat(c.Format); err != nil {
+		if check.Format, err = media.ParseImageFormat(c.Format); err != nil {
 			return c, err
 		}
 	}
@@ -275,10 +267,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		}
 		defer func() { pprof.StopCPUProfile(); out.Close() }()
 	}
-	readOnly, allowOther, err := parseMountOptions(&f)
-	if err != nil {
-		return err
-	}
+	readOnly, allowOther := f.readOnly, f.allowOther
 	image, err := imageChoice(f)
 	if err != nil {
 		return err
@@ -297,28 +286,28 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		return err
 	}
 	limitGoMemory(f.cacheBytes)
-	pictures := f.pictures
-	if pictures <= 0 {
-		pictures = -1 // none
+	// 0 means none here; in serving's options it means the default, and
+	// negative means none.
+	pictures, cacheBytes := f.pictures, f.cacheBytes
+	if pictures == 0 {
+		pictures = -1
 	}
-	pool := decoder.NewPool(decoder.Options{MaxOpenSessions: f.sessions, PictureCacheBytes: pictures})
-	defer pool.Close()
+	if cacheBytes == 0 {
+		cacheBytes = -1
+	}
 	// The kernel's page cache keeps the frames it was served, so the
 	// memory cache keeps them only in room that frames still to be asked
 	// for do not need (DemoteServed).
-	frameOpts := decoder.FrameSourceOptions{CacheBytes: f.cacheBytes, DemoteServed: true}
+	frameOpts := serving.Options{CacheBytes: cacheBytes, MaxOpenSessions: f.sessions, PictureCacheBytes: pictures, DemoteServed: true}
 	var disk *diskcache.Cache
 	if f.cacheDir != "" {
-		if f.cacheDirMax <= 0 {
-			return fmt.Errorf("--cache-dir-bytes %d: want a positive number of bytes", f.cacheDirMax)
-		}
 		if disk, err = diskcache.Open(diskcache.Options{Dir: f.cacheDir, MaxBytes: f.cacheDirMax}); err != nil {
 			return fmt.Errorf("--cache-dir: %w", err)
 		}
 		defer disk.Close()
 		frameOpts.Store = disk
 	}
-	frames := decoder.NewFrameSource(pool, frameOpts)
+	frames := serving.New(decoder.Codec{}, frameOpts)
 	defer frames.Close()
 	// The image cache is most of the live Go heap: the collector's
 	// headroom is worked out from the rest of it (internal/gcpace).
@@ -338,7 +327,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		Debug: slog.Default().Enabled(ctx, slog.LevelDebug), // --debug: every FUSE request too
 		ExtraStats: func(b *strings.Builder) {
 			cs := frames.CacheStats()
-			ps := pool.Stats()
+			ps := frames.PoolStats()
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_hits_total counter\nframefs_image_cache_hits_total %d\n", cs.Hits)
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_misses_total counter\nframefs_image_cache_misses_total %d\n", cs.Misses)
 			fmt.Fprintf(b, "# TYPE framefs_image_cache_bytes gauge\nframefs_image_cache_bytes %d\n", cs.Bytes)
@@ -355,7 +344,8 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 			writeGoMemoryStats(b)
 			writeFillStats(b, frames.FillStats())
 			if disk != nil {
-				writeDiskCacheStats(b, disk.Stats(), frames.StoreHits())
+				hashed, mismatched := frames.DigestChecks()
+				writeDiskCacheStats(b, disk.Stats(), frames.StoreHits(), hashed, mismatched)
 			}
 			if s3, ok := store.(*storage.S3); ok {
 				writeS3Stats(b, s3.Stats())

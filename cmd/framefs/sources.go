@@ -10,10 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/input"
 	"github.com/framefs/framefs/table/storage"
 )
 
-// rangeFlags are --offset and --length: the byte range of a single source
+// rangeFlags are --offset and --length: the byte range of a single input
 // that holds the video. They map onto table.VideoFile.
 type rangeFlags struct {
 	offset, length int64
@@ -41,14 +42,24 @@ func (r *rangeFlags) apply(cmd *cobra.Command, vf *table.VideoFile, sources int)
 	return nil
 }
 
-// newSources opens ingest sources (files and s3:// objects) with the same
+// explain adds to the error of a command whose range runs to the end of
+// VIDEO (--offset without --length) what is likely wrong: the bytes after
+// the video (the next video of a pack) were read as part of it.
+func (r *rangeFlags) explain(cmd *cobra.Command, err error) error {
+	if err == nil || !cmd.Flags().Changed("offset") || cmd.Flags().Changed("length") {
+		return err
+	}
+	return fmt.Errorf("%w\n--offset %d without --length takes VIDEO from that byte to its end; if more follows the video there (the next video of a pack), give the video's size with --length", err, r.offset)
+}
+
+// inputOpener opens what ingest reads (files and s3:// objects) with the same
 // S3 options as tables.
-func (f *storeFlags) sources() (*storage.Sources, error) {
+func (f *storeFlags) inputOpener() (*input.Opener, error) {
 	opts, err := f.s3Options()
 	if err != nil {
 		return nil, err
 	}
-	return storage.NewSources(opts), nil
+	return input.NewOpener(opts), nil
 }
 
 // baseOf is the part of a path or URI before its extension.
@@ -58,11 +69,11 @@ func baseOf(p string) string {
 
 // findSidecar returns the sidecar beside a video (same base name, a file
 // or an S3 object), if any.
-func findSidecar(ctx context.Context, sources *storage.Sources, video string) (string, error) {
+func findSidecar(ctx context.Context, opener *input.Opener, video string) (string, error) {
 	base := baseOf(video)
 	var found []string
 	for _, ext := range table.SidecarExtensions {
-		ok, err := sources.Exists(ctx, base+ext)
+		ok, err := opener.Exists(ctx, base+ext)
 		if err != nil {
 			return "", fmt.Errorf("look for the sidecar of %s: %w", video, err)
 		}
@@ -80,24 +91,24 @@ func findSidecar(ctx context.Context, sources *storage.Sources, video string) (s
 }
 
 // readSidecar reads and parses a sidecar file or S3 object.
-func readSidecar(ctx context.Context, sources *storage.Sources, name string) (*table.Sidecar, error) {
-	src, err := sources.Open(ctx, name, storage.Range{})
+func readSidecar(ctx context.Context, opener *input.Opener, name string) (*table.Sidecar, error) {
+	f, err := opener.Open(ctx, name, input.Range{})
 	if err != nil {
 		return nil, err
 	}
-	defer src.Close()
-	data, err := storage.ReadSource(ctx, src)
+	defer f.Close()
+	data, err := input.ReadAll(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return table.ParseSidecar(path.Base(name), data)
 }
 
-// reportS3 tells what reading S3 sources cost: the bytes read through this
-// machine and those the server copied itself. Nothing when no source was
+// reportS3 tells what reading S3 inputs cost: the bytes read through this
+// machine and those the server copied itself. Nothing when no input was
 // on S3.
-func reportS3(w io.Writer, sources *storage.Sources, tbl *table.Table) {
-	st := sources.Stats()
+func reportS3(w io.Writer, opener *input.Opener, tbl *table.Table) {
+	st := opener.Stats()
 	if st.HEADs == 0 {
 		return
 	}

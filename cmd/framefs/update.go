@@ -34,11 +34,11 @@ func runUpdate(cmd *cobra.Command, stores *storeFlags, uri string, f updateFlags
 	if err != nil {
 		return err
 	}
-	sources, err := stores.sources()
+	opener, err := stores.inputOpener()
 	if err != nil {
 		return err
 	}
-	sc, err := readSidecar(cmd.Context(), sources, f.rows)
+	sc, err := readSidecar(cmd.Context(), opener, f.rows)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 )
 
@@ -36,6 +37,11 @@ func runVerify(cmd *cobra.Command, stores *storeFlags, uri string, f verifyFlags
 	if err != nil {
 		return err
 	}
+	viewProblems, err := query.VerifyViews(cmd.Context(), tbl)
+	if err != nil {
+		return err
+	}
+	problems = append(problems, viewProblems...)
 	if f.json {
 		if problems == nil {
 			problems = []table.Problem{}

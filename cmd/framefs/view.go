@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/table"
 )
 
@@ -116,7 +117,7 @@ optional for a clip view).`,
 			if err != nil {
 				return err
 			}
-			v, err = tbl.CreateView(cmd.Context(), v)
+			v, err = query.CreateView(cmd.Context(), tbl, v)
 			if err != nil {
 				return err
 			}
@@ -140,10 +141,12 @@ optional for a clip view).`,
 	f.Int64Var(&o.snapshot, "snapshot", 0, "pin the view to this snapshot")
 	f.StringVar(&o.tag, "tag", "", "pin the view to this tag's snapshot")
 	f.StringArrayVar(&o.groupBy, "group-by", nil, "lay frames out in COL=VALUE folders above the episodes (comma-separated, repeatable)")
-	f.StringVar(&o.imageFormat, "image-format", "", "serve the view's frames as jpg, png, bmp or ppm")
+	f.StringVar(&o.imageFormat, "image-format", "", "serve the view's frames as jpg, png, bmp, ppm or npy")
 	f.IntVar(&o.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 of the view's frames")
 	f.StringVar(&o.scale, "scale", "", "resize the view's frames to WxH (0 for one side keeps the aspect ratio)")
 	f.IntVar(&o.maxSide, "max-side", 0, "shrink the view's frames so that their longer side is at most N pixels")
+	positive(f, "snapshot", "jpeg-quality", "max-side")
+	emptyOK(f, "where") // "give the view's filter"
 	o.window.add(f)
 
 	del := &cobra.Command{

@@ -127,10 +127,10 @@ func (g graph) modulePackages(match func(rel string) bool) []string {
 }
 
 // isDomain reports whether a package (path relative to the module) holds
-// the table format, ingest, indexing, caching or the plain media values:
-// code that must build and run without FFmpeg or FUSE.
+// the table format, ingest, indexing, caching, frame serving policy or the
+// plain media values: code that must build and run without FFmpeg or FUSE.
 func isDomain(rel string) bool {
-	for _, root := range []string{"table", "ingest", "videoidx", "cache", "media"} {
+	for _, root := range []string{"table", "query", "ingest", "videoidx", "cache", "media", "serving"} {
 		if within(rel, root) {
 			return true
 		}
@@ -154,7 +154,7 @@ var rules = []rule{
 	{
 		name:      "domain packages build without FFmpeg and FUSE",
 		packages:  isDomain,
-		must:      []string{"table", "table/storage", "ingest", "videoidx", "cache", "media"},
+		must:      []string{"table", "table/storage", "table/input", "query", "query/filter", "ingest", "videoidx", "cache", "media", "serving"},
 		forbidden: []string{astiav, gofuse, module + "/decoder", module + "/fusefs"},
 	},
 	{
@@ -162,6 +162,26 @@ var rules = []rule{
 		packages:  isModel,
 		must:      []string{"mounttree"},
 		forbidden: []string{astiav, gofuse, module + "/decoder", module + "/fusefs"},
+	},
+	{
+		name:      "the decoder is a codec under the frame server, not above it",
+		packages:  func(rel string) bool { return within(rel, "decoder") },
+		must:      []string{"decoder"},
+		forbidden: []string{module + "/serving", module + "/fusefs", module + "/table", module + "/query", module + "/ingest"},
+	},
+	{
+		// The format and its commits sit below the selection of rows:
+		// views are stored by table, their filters checked by query.
+		name:      "the table format does not know the query engine",
+		packages:  func(rel string) bool { return within(rel, "table") },
+		must:      []string{"table", "table/storage", "table/input"},
+		forbidden: []string{module + "/query"},
+	},
+	{
+		name:      "caches know nothing of what they hold",
+		packages:  func(rel string) bool { return within(rel, "cache") },
+		must:      []string{"cache", "cache/diskcache", "cache/blockcache"},
+		forbidden: []string{module + "/table", module + "/query", module + "/videoidx", module + "/media", module + "/lerobot", module + "/ingest"},
 	},
 	{
 		name:      "fusefs reaches FFmpeg only through mounttree's FrameServer interface",
@@ -237,25 +257,43 @@ func TestModelTestsWithoutFUSE(t *testing.T) {
 	}
 }
 
+// TestServingTestsWithoutFFmpeg: the tests of the frame serving policy
+// (package serving), test files included, build without the decoder: they
+// run against a codec that counts its work, with CGO_ENABLED=0.
+func TestServingTestsWithoutFFmpeg(t *testing.T) {
+	g := loadGraph(t, "-test", "./serving")
+	root := module + "/serving.test"
+	if _, ok := g[root]; !ok {
+		t.Fatalf("go list -test -deps ./serving did not list %s (no tests left there?)", root)
+	}
+	if c := g.chain(root, astiav, module+"/decoder"); c != nil {
+		t.Errorf("the tests of the frame server depend on %s through\n\t%s", c[len(c)-1], strings.Join(c, "\n\t-> "))
+	}
+}
+
 // TestViolationsReported checks the rules on a made-up graph in which
 // every rule is broken, so that a checker gone blind cannot pass.
 func TestViolationsReported(t *testing.T) {
 	m := func(rel string) string { return module + "/" + rel }
 	g := graph{
-		m("table"):          {imports: []string{m("table/storage"), "fmt"}, inModule: true},
-		m("table/storage"):  {imports: []string{m("cache")}, inModule: true},
-		m("cache"):          {imports: []string{m("decoder")}, inModule: true},
-		m("decoder"):        {imports: []string{astiav}, cgoFiles: 3, inModule: true},
-		m("ingest"):         {inModule: true},
-		m("videoidx"):       {imports: []string{gofuse + "/v2/fs"}, inModule: true},
-		m("table/lerobot"):  {imports: []string{m("fusefs")}, inModule: true},
-		m("fusefs"):         {imports: []string{m("media"), gofuse + "/v2/fs"}, inModule: true},
-		m("media"):          {imports: []string{m("videoidx")}, cgoFiles: 1, inModule: true},
-		m("cmd/framefs"):    {imports: []string{gofuse + "/v2/fuse"}, inModule: true},
-		astiav:              {imports: []string{"C"}},
-		gofuse + "/v2/fs":   {imports: []string{gofuse + "/v2/fuse"}},
-		gofuse + "/v2/fuse": {},
-		"fmt":               {},
+		m("table"):            {imports: []string{m("table/storage"), "fmt"}, inModule: true},
+		m("table/input"):      {imports: []string{m("query/filter")}, inModule: true},
+		m("query/filter"):     {inModule: true},
+		m("cache/blockcache"): {imports: []string{m("table/storage")}, inModule: true},
+		m("table/storage"):    {imports: []string{m("cache")}, inModule: true},
+		m("cache"):            {imports: []string{m("decoder")}, inModule: true},
+		m("decoder"):          {imports: []string{astiav, m("serving")}, cgoFiles: 3, inModule: true},
+		m("ingest"):           {inModule: true},
+		m("videoidx"):         {imports: []string{gofuse + "/v2/fs"}, inModule: true},
+		m("table/lerobot"):    {imports: []string{m("fusefs")}, inModule: true},
+		m("fusefs"):           {imports: []string{m("media"), gofuse + "/v2/fs"}, inModule: true},
+		m("media"):            {imports: []string{m("videoidx")}, cgoFiles: 1, inModule: true},
+		m("cmd/framefs"):      {imports: []string{gofuse + "/v2/fuse"}, inModule: true},
+		m("serving"):          {imports: []string{m("media")}, inModule: true},
+		astiav:                {imports: []string{"C"}},
+		gofuse + "/v2/fs":     {imports: []string{gofuse + "/v2/fuse"}},
+		gofuse + "/v2/fuse":   {},
+		"fmt":                 {},
 	}
 	got := strings.Join(violations(g), "\n")
 	for _, want := range []string{
@@ -267,6 +305,9 @@ func TestViolationsReported(t *testing.T) {
 		m("media") + " has 1 cgo files",
 		m("cmd/framefs") + " imports " + gofuse + "/v2/fuse",
 		m("videoidx") + " imports " + gofuse,
+		m("decoder") + " depends on " + m("serving"),
+		"the table format does not know the query engine: " + m("table/input") + " depends on " + m("query/filter"),
+		"caches know nothing of what they hold: " + m("cache/blockcache") + " depends on " + m("table/storage"),
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("violations do not report %q; they are:\n%s", want, got)

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -32,6 +33,16 @@ import (
 	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/table/storage"
 )
+
+// RandomBytes returns n pseudo-random bytes, the same for the same seed:
+// object contents for tests.
+func RandomBytes(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	var key [32]byte
+	key[0], key[1] = byte(seed), byte(seed>>8)
+	mrand.NewChaCha8(key).Read(b)
+	return b
+}
 
 // Server is a running versitygw with one bucket.
 type Server struct {

@@ -1,11 +1,15 @@
 """Shuffled training epochs over an image folder, as a training job reads it.
 
     shuffled_epochs.py ROOT [--epochs 2] [--workers 2] [--seed 1] [--evict]
+                            [--resize N] [--batch-size B] [--npy]
                             [--daemon-pid PID] [--stats FILE]
 
 torchvision's ImageFolder + DataLoader(shuffle=True): every image of ROOT/CLASS/
 once per epoch, in a new random order each epoch, decoded by PIL in worker
-processes. Prints one line per epoch:
+processes (--resize N resizes each to NxN first, as a model's input
+transform does; --batch-size B collates batches of B tensors, as training
+reads). --npy reads .npy files with numpy.load instead (DatasetFolder), no
+image library involved. Prints one line per epoch (epoch 1 counts the listing of ROOT too):
 
     epoch N IMAGES SECONDS IMAGES_PER_S [DAEMON_CPU_S DECODED SERVED]
 
@@ -18,6 +22,7 @@ import argparse
 import os
 import time
 
+import numpy as np
 import torch
 import torchvision
 
@@ -50,6 +55,11 @@ def evict(root):
                 os.close(fd)
 
 
+def load_npy(path):
+    # HWC uint8, as the frame was decoded; a model's pipeline permutes it.
+    return torch.from_numpy(np.load(path))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("root")
@@ -57,22 +67,36 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--evict", action="store_true")
+    ap.add_argument("--resize", type=int)
+    ap.add_argument("--batch-size", type=int)
+    ap.add_argument("--npy", action="store_true")
     ap.add_argument("--daemon-pid", type=int)
     ap.add_argument("--stats")
     a = ap.parse_args()
     if a.evict:
         evict(a.root)
-    ds = torchvision.datasets.ImageFolder(a.root, transform=torchvision.transforms.PILToTensor())
+    # Epoch 1 counts from before the listing: a mount works out frame sizes
+    # it has not stored while the folder is listed, and a training job
+    # waits for that too.
+    cpu0 = daemon_cpu(a.daemon_pid) if a.daemon_pid else 0
+    st0 = counters(a.stats) if a.stats else {}
+    start = time.perf_counter()
+    if a.npy:
+        ds = torchvision.datasets.DatasetFolder(a.root, loader=load_npy, extensions=(".npy",))
+    else:
+        steps = [torchvision.transforms.Resize((a.resize, a.resize))] if a.resize else []
+        ds = torchvision.datasets.ImageFolder(a.root, transform=torchvision.transforms.Compose(steps + [torchvision.transforms.PILToTensor()]))
     g = torch.Generator()
     g.manual_seed(a.seed)
-    loader = torch.utils.data.DataLoader(ds, batch_size=None, shuffle=True, num_workers=a.workers, generator=g)
+    loader = torch.utils.data.DataLoader(ds, batch_size=a.batch_size, shuffle=True, num_workers=a.workers, generator=g)
     for epoch in range(1, a.epochs + 1):
-        cpu0 = daemon_cpu(a.daemon_pid) if a.daemon_pid else 0
-        st0 = counters(a.stats) if a.stats else {}
-        start = time.perf_counter()
+        if epoch > 1:
+            cpu0 = daemon_cpu(a.daemon_pid) if a.daemon_pid else 0
+            st0 = counters(a.stats) if a.stats else {}
+            start = time.perf_counter()
         n = 0
-        for _ in loader:
-            n += 1
+        for item in loader:
+            n += len(item[1]) if a.batch_size else 1
         secs = time.perf_counter() - start
         line = "epoch %d %d %.3f %.1f" % (epoch, n, secs, n / secs)
         if a.daemon_pid and a.stats:

@@ -102,18 +102,10 @@ func TestStoreContract(t *testing.T) {
 	}
 }
 
-func randomBytes(n int, seed uint64) []byte {
-	b := make([]byte, n)
-	var key [32]byte
-	key[0], key[1] = byte(seed), byte(seed>>8)
-	rand.NewChaCha8(key).Read(b)
-	return b
-}
-
 func contractReads(t *testing.T, b backend) {
 	ctx := context.Background()
 	s := b.open(t, "reads")
-	data := randomBytes(3<<20+12345, 7)
+	data := s3test.RandomBytes(3<<20+12345, 7)
 	if n, err := s.Put(ctx, "video/a.video", bytes.NewReader(data)); err != nil || n != int64(len(data)) {
 		t.Fatalf("put: %d %v", n, err)
 	}
@@ -332,7 +324,7 @@ func contractTemporaries(t *testing.T, b backend) {
 		t.Fatalf("%T does not list temporaries", s)
 	}
 	// A failed write leaves neither an object nor a temporary.
-	_, err := s.Put(ctx, "video/broken.video", &errAfter{r: bytes.NewReader(randomBytes(2<<20, 5)), n: 1 << 20})
+	_, err := s.Put(ctx, "video/broken.video", &errAfter{r: bytes.NewReader(s3test.RandomBytes(2<<20, 5)), n: 1 << 20})
 	if !errors.Is(err, errSourceBroke) {
 		t.Fatalf("put from a failing reader: %v", err)
 	}
@@ -377,7 +369,7 @@ func contractTemporaries(t *testing.T, b backend) {
 func contractContexts(t *testing.T, b backend) {
 	ctx := context.Background()
 	s := b.open(t, "ctx")
-	data := randomBytes(2<<20, 9)
+	data := s3test.RandomBytes(2<<20, 9)
 	if _, err := s.Put(ctx, "video/v.video", bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}

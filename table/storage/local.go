@@ -315,7 +315,7 @@ func (c contextReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// WriteTo lets a source that knows how to write itself (a pack streaming
+// WriteTo lets a reader that knows how to write itself (a pack streaming
 // whole files, which the kernel copies without passing them through user
 // space) do so; it checks the context between its parts.
 func (c contextReader) WriteTo(w io.Writer) (int64, error) {

@@ -27,7 +27,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/framefs/framefs/cache"
-	"github.com/framefs/framefs/table/storage/blockcache"
+	"github.com/framefs/framefs/cache/blockcache"
 )
 
 // S3Options configure an S3 store. Everything not set here comes from the
@@ -109,7 +109,7 @@ type s3Counters struct {
 type S3Stats struct {
 	GETs, HEADs, PUTs, LISTs, DELETEs int64
 	BytesRead, BytesWritten           int64
-	// Copies counts server-side copies of a source range into a part
+	// Copies counts server-side copies of an object range into a part
 	// (UploadPartCopy), BytesCopied their bytes, which never passed
 	// through this machine.
 	Copies, BytesCopied int64

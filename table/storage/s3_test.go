@@ -27,7 +27,7 @@ func TestS3MultipartPut(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
 	s := srv.Open(t, "mp", func(o *storage.S3Options) { o.PartSize = 5 << 20; o.UploadConcurrency = 3 })
-	data := randomBytes(21<<20+333, 11)
+	data := s3test.RandomBytes(21<<20+333, 11)
 	start := time.Now()
 	n, err := s.Put(ctx, "video/big.video", unseekable{bytes.NewReader(data)})
 	elapsed := time.Since(start)
@@ -45,7 +45,7 @@ func TestS3MultipartPut(t *testing.T) {
 	}
 	// Streams of exactly one and two parts end on a part boundary.
 	for _, size := range []int{5 << 20, 10 << 20} {
-		data := randomBytes(size, uint64(size))
+		data := s3test.RandomBytes(size, uint64(size))
 		key := fmt.Sprintf("video/%d.video", size)
 		if n, err := s.Put(ctx, key, unseekable{bytes.NewReader(data)}); err != nil || n != int64(size) {
 			t.Fatalf("put %d bytes: %d %v", size, n, err)
@@ -67,7 +67,7 @@ func TestS3CachedSequentialRead(t *testing.T) {
 	ctx := context.Background()
 	cacheDir := t.TempDir()
 	s := srv.Open(t, "seq", func(o *storage.S3Options) { o.CacheDir = cacheDir })
-	data := randomBytes(8<<20+5, 13)
+	data := s3test.RandomBytes(8<<20+5, 13)
 	if _, err := s.Put(ctx, "video/v.video", bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestS3MultipartAbort(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
 	s := srv.Open(t, "abort", func(o *storage.S3Options) { o.PartSize = 5 << 20 })
-	_, err := s.Put(ctx, "video/broken.video", &errAfter{r: bytes.NewReader(randomBytes(13<<20, 5)), n: 12 << 20})
+	_, err := s.Put(ctx, "video/broken.video", &errAfter{r: bytes.NewReader(s3test.RandomBytes(13<<20, 5)), n: 12 << 20})
 	if !errors.Is(err, errSourceBroke) {
 		t.Fatalf("put from a failing source: %v", err)
 	}
@@ -116,7 +116,7 @@ func TestS3MultipartAbort(t *testing.T) {
 	// A cancelled put aborts too.
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	slow := io.MultiReader(bytes.NewReader(randomBytes(11<<20, 6)), readerFunc(func(p []byte) (int, error) {
+	slow := io.MultiReader(bytes.NewReader(s3test.RandomBytes(11<<20, 6)), readerFunc(func(p []byte) (int, error) {
 		<-cctx.Done()
 		return 0, cctx.Err()
 	}))
@@ -139,7 +139,7 @@ func TestS3ReadStopsWithContext(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
 	direct := srv.Open(t, "stall", nil)
-	if _, err := direct.Put(ctx, "video/v.video", bytes.NewReader(randomBytes(3<<20, 3))); err != nil {
+	if _, err := direct.Put(ctx, "video/v.video", bytes.NewReader(s3test.RandomBytes(3<<20, 3))); err != nil {
 		t.Fatal(err)
 	}
 	proxy := s3test.StartFaultProxy(t, srv.Endpoint, s3test.Faults{}, 1)
@@ -229,7 +229,7 @@ func TestS3NoSecretInErrors(t *testing.T) {
 func TestS3FaultyNetwork(t *testing.T) {
 	srv := s3test.Start(t)
 	ctx := context.Background()
-	data := randomBytes(4<<20+999, 21)
+	data := s3test.RandomBytes(4<<20+999, 21)
 	direct := srv.Open(t, "faulty", nil)
 	if _, err := direct.Put(ctx, "video/v.video", bytes.NewReader(data)); err != nil {
 		t.Fatal(err)

@@ -25,26 +25,29 @@ const (
 )
 
 // Piece is one stretch of an object written by PutPieces: the bytes of R
-// (exactly Size of them), or the whole of Copy, copied by the server.
+// (exactly Size of them), or the range Copy (Size is its length), copied
+// by the server.
 type Piece struct {
 	R    io.Reader
 	Size int64
-	Copy Source
+	Copy *CopySource
 }
 
-// Copier is implemented by stores that copy sources into their objects
-// server-side, so that the bytes never pass through this machine.
+// Copier is implemented by stores that copy ranges of other objects into
+// their objects server-side, so that the bytes never pass through this
+// machine.
 type Copier interface {
-	// CanCopy reports whether PutPieces can copy src: an S3 source on
-	// the same service whose size S3 allows for one copied part.
-	CanCopy(src Source) bool
+	// CanCopy reports whether PutPieces can copy src: a range of an
+	// object on the same service whose size S3 allows for one copied
+	// part.
+	CanCopy(src CopySource) bool
 	// PutPieces writes key as the concatenation of pieces, every copied
 	// piece before every streamed one (every part of a multipart upload
 	// but the last must be at least MinPartSize bytes; the streamed bytes
 	// make the last parts). It returns, per piece, the SHA-256 (hex) of a
 	// copied piece as the server computed it, or "" where the server gave
-	// none (and for streamed pieces). A source that changed since it was
-	// opened fails with ErrChanged; nothing is written unless all is.
+	// none (and for streamed pieces). An object that changed since it was
+	// pinned fails with ErrChanged; nothing is written unless all is.
 	PutPieces(ctx context.Context, key string, pieces []Piece) (digests []string, err error)
 }
 
@@ -55,14 +58,13 @@ func (s *S3) service() string {
 }
 
 // CanCopy implements Copier.
-func (s *S3) CanCopy(src Source) bool {
-	ss, ok := src.(*s3Source)
-	return ok && ss.obj.s.service() == s.service() && ss.n >= MinPartSize && ss.n <= MaxCopyPartSize
+func (s *S3) CanCopy(src CopySource) bool {
+	return src.Object != nil && src.Object.obj.s.service() == s.service() && src.Length >= MinPartSize && src.Length <= MaxCopyPartSize
 }
 
 // PutPieces implements Copier with one multipart upload whose parts carry
 // SHA-256 checksums: one UploadPartCopy per copied piece (pinned to the
-// source's ETag by x-amz-copy-source-if-match; the server returns the
+// object's pinned ETag by x-amz-copy-source-if-match; the server returns the
 // SHA-256 of the part, that is of the piece), then the streamed bytes in
 // PartSize parts.
 func (s *S3) PutPieces(ctx context.Context, key string, pieces []Piece) ([]string, error) {
@@ -82,8 +84,8 @@ func (s *S3) PutPieces(ctx context.Context, key string, pieces []Piece) ([]strin
 		if len(streamed) > 0 {
 			return nil, fmt.Errorf("storage: write %s: piece %d is copied after streamed bytes; copies come first", s.objectName(key), i)
 		}
-		if !s.CanCopy(p.Copy) {
-			return nil, fmt.Errorf("storage: write %s: %s (%d bytes) cannot be copied by the server", s.objectName(key), p.Copy.Name(), p.Copy.Size())
+		if !s.CanCopy(*p.Copy) {
+			return nil, fmt.Errorf("storage: write %s: %s%s cannot be copied by the server", s.objectName(key), p.Copy.Object.URI(), copyRange(*p.Copy))
 		}
 		copies++
 	}
@@ -113,7 +115,7 @@ func (s *S3) PutPieces(ctx context.Context, key string, pieces []Piece) ([]strin
 		go func() {
 			defer u.wg.Done()
 			defer func() { <-u.copies }()
-			digests[i] = u.copyPart(part, p.Copy.(*s3Source))
+			digests[i] = u.copyPart(part, *p.Copy)
 		}()
 	}
 	if !u.failed() && streamedSize > 0 {
@@ -152,41 +154,45 @@ func (s *S3) PutPieces(ctx context.Context, key string, pieces []Piece) ([]strin
 // copyPart copies src into part number part and returns the SHA-256 (hex)
 // of the part as the server computed it, or "" if it gave none that can
 // be trusted.
-func (u *upload) copyPart(part int32, src *s3Source) string {
-	rng := fmt.Sprintf("bytes=%d-%d", src.off, src.off+src.n-1)
-	copySource := src.obj.s.bucket + "/" + strings.ReplaceAll(url.PathEscape(src.obj.full), "%2F", "/")
+func (u *upload) copyPart(part int32, src CopySource) string {
+	obj := src.Object.obj
+	rng := fmt.Sprintf("bytes=%d-%d", src.Offset, src.Offset+src.Length-1)
+	copySource := obj.s.bucket + "/" + strings.ReplaceAll(url.PathEscape(obj.full), "%2F", "/")
 	u.s.shared.stats.copies.Add(1)
 	out, err := u.s.client.UploadPartCopy(u.ctx, &s3.UploadPartCopyInput{
 		Bucket: &u.s.bucket, Key: &u.full, UploadId: u.id, PartNumber: aws.Int32(part),
-		CopySource: &copySource, CopySourceRange: &rng, CopySourceIfMatch: &src.obj.etag,
+		CopySource: &copySource, CopySourceRange: &rng, CopySourceIfMatch: &obj.etag,
 	})
 	if err != nil {
 		switch {
 		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 			u.setErr(u.s.wrap("copy into", u.key, err))
 		case httpStatus(err) == http.StatusPreconditionFailed:
-			u.setErr(fmt.Errorf("%w: %s no longer has the ETag %s it had when it was opened", ErrChanged, src.uri, src.obj.etag))
+			u.setErr(fmt.Errorf("%w: %s no longer has the ETag %s it had when it was opened", ErrChanged, src.Object.URI(), obj.etag))
 		default:
-			u.setErr(fmt.Errorf("storage: copy %s%s into %s: %w", src.uri, Range{src.off, src.n}, u.s.objectName(u.key), src.obj.s.wrap("UploadPartCopy", src.obj.key, err)))
+			u.setErr(fmt.Errorf("storage: copy %s%s into %s: %w", src.Object.URI(), copyRange(src), u.s.objectName(u.key), obj.s.wrap("UploadPartCopy", obj.key, err)))
 		}
 		return ""
 	}
 	res := out.CopyPartResult
 	if res == nil || res.ETag == nil {
-		u.setErr(fmt.Errorf("storage: copy %s into %s: the answer has no part ETag", src.uri, u.s.objectName(u.key)))
+		u.setErr(fmt.Errorf("storage: copy %s into %s: the answer has no part ETag", src.Object.URI(), u.s.objectName(u.key)))
 		return ""
 	}
-	u.s.shared.stats.bytesCopied.Add(src.n)
+	u.s.shared.stats.bytesCopied.Add(src.Length)
 	sum := aws.ToString(res.ChecksumSHA256)
 	u.done(types.CompletedPart{ETag: res.ETag, PartNumber: aws.Int32(part), ChecksumSHA256: res.ChecksumSHA256})
 	digest, err := base64.StdEncoding.DecodeString(sum)
 	if err != nil || len(digest) != 32 {
 		return ""
 	}
-	if sum == src.sha256 && !src.wholeObject() {
+	if sum == src.Object.sha256 && !src.wholeObject() {
 		// The object's own checksum handed back for a part of it (a server
 		// that copies the stored checksum instead of computing one).
 		return ""
 	}
 	return hex.EncodeToString(digest)
 }
+
+// copyRange names a copied range in messages: @OFFSET+LENGTH.
+func copyRange(src CopySource) string { return fmt.Sprintf("@%d+%d", src.Offset, src.Length) }

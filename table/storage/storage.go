@@ -11,9 +11,10 @@
 // ends, so a caller that keeps an object open past one request opens it
 // with a context that lives as long as it does.
 //
-// The package also reads the sources of ingest (source.go): byte ranges
-// of local files and S3 objects, pinned to the version first seen, and
-// copies S3 ranges into a store's objects server-side (s3copy.go).
+// On S3 it also reads objects of any bucket pinned to their ETag
+// (PinnedObject, which package table/input reads ingest inputs through)
+// and copies ranges of them into a store's objects server-side (Copier,
+// s3copy.go).
 package storage
 
 import (
