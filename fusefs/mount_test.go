@@ -19,6 +19,7 @@ import (
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
@@ -237,7 +238,7 @@ func TestFramesMatchDecoder(t *testing.T) {
 		dv := media.Video{Key: media.VideoKey{Object: "direct/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
 		dir := f.path("robot", "latest", "task="+e.Partition["task"], e.Episode)
 		for i := int64(0); i < e.Rows; i++ {
-			name := filepath.Join(dir, frameName(i, e.Rows, "jpg"))
+			name := filepath.Join(dir, mounttree.FrameName(i, e.Rows, "jpg"))
 			st, err := os.Stat(name)
 			if err != nil {
 				t.Fatal(err)

@@ -59,9 +59,7 @@ func (t *Table) commit(ctx context.Context, ch change) (*Snapshot, error) {
 		}
 		err = t.store.PutIfAbsent(ctx, snapshotKey(snap.ID), marshal(snap))
 		if err == nil {
-			t.mu.Lock()
-			t.snapshots[snap.ID] = snap
-			t.mu.Unlock()
+			t.keepSnapshot(snap)
 			return snap, nil
 		}
 		if !errors.Is(err, storage.ErrExists) {
@@ -222,7 +220,7 @@ func (t *Table) buildSnapshot(ctx context.Context, ch change, head *Snapshot) (*
 		if err := t.store.PutIfAbsent(ctx, key, data); err != nil {
 			return nil, fmt.Errorf("write manifest: %w", err)
 		}
-		t.manifests.add(key, m, int64(len(data)))
+		t.manifests.add(key, m)
 		snap.Manifests = append(snap.Manifests, key)
 	}
 	changed := map[string]bool{}

@@ -61,9 +61,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) ([]int64, error)
 			return dropped, err
 		}
 		saved[id] = data
-		t.mu.Lock()
-		delete(t.snapshots, id)
-		t.mu.Unlock()
+		t.snapshots.Remove(id)
 		dropped = append(dropped, id)
 	}
 	if len(dropped) == 0 {

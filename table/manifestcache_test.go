@@ -1,8 +1,13 @@
 package table
 
 import (
+	"encoding/json"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
+
+	fastjson "github.com/goccy/go-json"
 
 	"github.com/framefs/framefs/cache"
 )
@@ -10,10 +15,10 @@ import (
 // TestManifestCacheBounded: the cache keeps the most recently used
 // manifests within its byte bound, always the one just added if it fits.
 func TestManifestCacheBounded(t *testing.T) {
-	const entry = 300 + cache.EntryOverhead
+	entry := manifestBytes(&Manifest{}) + cache.EntryOverhead
 	c := newManifestCache(3*entry + 10)
 	for i := range 50 {
-		c.add(fmt.Sprintf("m%d", i), &Manifest{}, 300)
+		c.add(fmt.Sprintf("m%d", i), &Manifest{})
 		if b := c.lru.Bytes(); b > 3*entry+10 {
 			t.Fatalf("after %d adds: %d bytes kept, bound %d", i+1, b, 3*entry+10)
 		}
@@ -31,8 +36,76 @@ func TestManifestCacheBounded(t *testing.T) {
 	if c.get("m49") == nil || c.get("m1") != nil {
 		t.Error("want the newest and the recently used kept, the old ones gone")
 	}
-	c.add("big", &Manifest{}, 5000)
+	c.add("big", &Manifest{Episodes: make([]EpisodeEntry, 10)})
 	if c.get("big") != nil || c.len() != 3 {
 		t.Errorf("a manifest larger than the bound: kept %v, %d entries; want it dropped, the others kept", c.get("big") != nil, c.len())
+	}
+}
+
+// TestManifestBytesMatchesMemory: what the cache charges a manifest is
+// within a quarter of the heap memory its decoded form takes (about 3.4
+// times its JSON: charging the JSON let the cache hold that much more than
+// its bound).
+func TestManifestBytesMatchesMemory(t *testing.T) {
+	m := &Manifest{FormatVersion: FormatVersion}
+	for i := range 50 {
+		m.Episodes = append(m.Episodes, EpisodeEntry{
+			Episode: fmt.Sprintf("episode-%05d", i), Partition: map[string]string{"task": "pick"},
+			Rows: 30, FirstRowID: int64(30 * i), DataFile: fmt.Sprintf("data/%08d-0d87-491a-b7e4-fd4b69a1fcc9.parquet", i), SchemaID: 1,
+			Videos: map[string]VideoRef{"video": {Pack: fmt.Sprintf("video/%08d-a552-4710-8939-4490c9ed74c4.video", i), Length: 27431,
+				SHA256: "35ac825814d335627fe72c7e333d5600b8aa916f526d25d6ae0ed1e29f6dffce", IndexOffset: 27431, IndexLength: 296, Frames: 90,
+				Codec: "h264", Width: 160, Height: 120, SourceName: "h264_faststart.mp4",
+				Sizes: []SizesRef{{Identity: "jpeg;q=90;size=native;framefs-image=2;lavc59.37.100,lavfi8.44.100,sws6.7.100,zlib1.2.13,libjpeg-turbo:05aa814a",
+					Object: fmt.Sprintf("video/%08d-a552-4710-8939-4490c9ed74c4.video", i), Offset: 27727, Length: 189}}}},
+			Time:  time.Date(2026, 12, 2, 18, 26, 47, 0, time.UTC),
+			Stats: map[string]ColumnStats{"state": {}, "t": {Min: json.RawMessage("0"), Max: json.RawMessage("29")}},
+		})
+	}
+	data := marshalCompact(m)
+	const copies = 100
+	keep := make([]*Manifest, copies)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range keep {
+		keep[i] = new(Manifest)
+		if err := fastjson.Unmarshal(data, keep[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := float64(after.HeapAlloc-before.HeapAlloc) / copies
+	charged := float64(manifestBytes(keep[0]))
+	t.Logf("%d bytes of JSON, %.0f bytes decoded, %.0f charged", len(data), heap, charged)
+	if charged < 0.75*heap || charged > 1.25*heap {
+		t.Errorf("a manifest is charged %.0f bytes, its decoded form takes %.0f", charged, heap)
+	}
+	runtime.KeepAlive(keep)
+}
+
+// TestSnapshotCacheBounded: a table keeps the snapshots it read within a
+// byte bound however many it read (a mount following commits reads every
+// one), charging each its manifest keys and changed episodes.
+func TestSnapshotCacheBounded(t *testing.T) {
+	tbl := newTable(t)
+	for id := int64(1); id <= 5000; id++ {
+		s := &Snapshot{FormatVersion: FormatVersion, ID: id, Changed: []string{fmt.Sprintf("episode-%05d", id)}}
+		for m := range 32 {
+			s.Manifests = append(s.Manifests, fmt.Sprintf("manifest/%08d-%02d-4710-8939-4490c9ed74c4.json", id, m))
+		}
+		tbl.keepSnapshot(s)
+		if b := tbl.snapshots.Bytes(); b > tbl.snapshots.MaxBytes() {
+			t.Fatalf("after %d snapshots: %d bytes kept, bound %d", id, b, tbl.snapshots.MaxBytes())
+		}
+	}
+	if n := tbl.snapshots.Len(); n >= 5000 || n < 1000 {
+		t.Errorf("%d of 5000 snapshots of about 2.5 KB kept under %d bytes", n, tbl.snapshots.MaxBytes())
+	}
+	if _, ok := tbl.snapshots.Get(1); ok {
+		t.Error("the oldest snapshot is still kept")
+	}
+	if _, ok := tbl.snapshots.Get(5000); !ok {
+		t.Error("the newest snapshot is not kept")
 	}
 }

@@ -10,12 +10,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	fastjson "github.com/goccy/go-json"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/framefs/framefs/cache"
 	"github.com/framefs/framefs/table/input"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
@@ -80,10 +82,13 @@ type Table struct {
 	meta  tableMeta
 
 	manifests *manifestCache // bounded; has its own lock
+	// snapshots caches the snapshots read or committed, bounded in bytes
+	// (a mount that follows commits for days reads every one of them);
+	// it has its own lock.
+	snapshots *cache.Sized[int64, *Snapshot]
 
-	mu        sync.Mutex // guards the caches below
-	schemas   map[int]*Schema
-	snapshots map[int64]*Snapshot
+	mu      sync.Mutex // guards the caches below
+	schemas map[int]*Schema
 	// chunkIndexes and parquetSchemas serve filters (see chunks.go); a
 	// nil index records that a data file has none.
 	chunkIndexes   map[string]*ChunkIndex
@@ -138,7 +143,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error
 		opts:      opts.withDefaults(),
 		meta:      meta,
 		schemas:   map[int]*Schema{},
-		snapshots: map[int64]*Snapshot{},
+		snapshots: cache.NewSized[int64, *Snapshot](maxSnapshotBytes, 0, nil),
 		manifests: newManifestCache(maxManifestBytes),
 
 		chunkIndexes:   map[string]*ChunkIndex{},
@@ -234,13 +239,10 @@ func (t *Table) Head(ctx context.Context) (*Snapshot, error) {
 
 // Snapshot returns snapshot id.
 func (t *Table) Snapshot(ctx context.Context, id int64) (*Snapshot, error) {
-	t.mu.Lock()
-	s := t.snapshots[id]
-	t.mu.Unlock()
-	if s != nil {
+	if s, ok := t.snapshots.Get(id); ok {
 		return s, nil
 	}
-	s = new(Snapshot)
+	s := new(Snapshot)
 	if err := t.readJSON(ctx, snapshotKey(id), s); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, fmt.Errorf("%w: snapshot %d of table %s", ErrNotFound, id, t)
@@ -253,10 +255,25 @@ func (t *Table) Snapshot(ctx context.Context, id int64) (*Snapshot, error) {
 	if s.ID != id {
 		return nil, fmt.Errorf("%w: %s holds snapshot id %d", ErrCorrupt, snapshotKey(id), s.ID)
 	}
-	t.mu.Lock()
-	t.snapshots[id] = s
-	t.mu.Unlock()
+	t.keepSnapshot(s)
 	return s, nil
+}
+
+// maxSnapshotBytes bounds the snapshots a Table keeps decoded (about
+// 3 KB each for a snapshot of 32 manifests): a few thousand, whatever the
+// length of the table's history.
+const maxSnapshotBytes = 8 << 20
+
+// keepSnapshot adds s to the snapshot cache, charged its memory: the
+// fixed fields plus its strings.
+func (t *Table) keepSnapshot(s *Snapshot) {
+	size := int64(unsafe.Sizeof(*s))
+	for _, list := range [][]string{s.Features, s.Manifests, s.Changed} {
+		for _, v := range list {
+			size += int64(unsafe.Sizeof(v)) + int64(len(v))
+		}
+	}
+	t.snapshots.Add(s.ID, s, size)
 }
 
 // Manifest returns a manifest by key.
@@ -281,7 +298,7 @@ func (t *Table) Manifest(ctx context.Context, key string) (*Manifest, error) {
 	if err := checkFormat("manifest "+key, m.FormatVersion, nil); err != nil {
 		return nil, err
 	}
-	t.manifests.add(key, m, int64(len(data)))
+	t.manifests.add(key, m)
 	return m, nil
 }
 

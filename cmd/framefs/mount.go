@@ -373,6 +373,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		}
 	}
 	slog.Info("mounted", "source", abs, "mountpoint", mnt)
+	heapProfilesAt(ctx, os.Getenv("FRAMEFS_HEAPPROFILE"), os.Getenv("FRAMEFS_HEAPPROFILE_AT"))
 	done := make(chan struct{})
 	go func() { srv.Wait(); close(done) }()
 	select {
@@ -397,6 +398,36 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	}
 	runtime.KeepAlive(srv)
 	return nil
+}
+
+// heapProfilesAt writes heap profiles while the mount runs: with
+// at = "2m,5m,10m", path.2m, path.5m and path.10m that long after it
+// was mounted, to diff what grows with time (go tool pprof -base).
+func heapProfilesAt(ctx context.Context, path, at string) {
+	if path == "" || at == "" {
+		return
+	}
+	// Finer samples than the default one per 512 KiB: the objects that
+	// grow (nodes, records) are small and many.
+	runtime.MemProfileRate = 16 << 10
+	start := time.Now()
+	for _, s := range strings.Split(at, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			slog.Warn("FRAMEFS_HEAPPROFILE_AT: want durations like 2m,5m", "value", s, "err", err)
+			continue
+		}
+		name := path + "." + strings.TrimSpace(s)
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Until(start.Add(d))):
+				if err := writeHeapProfile(name); err != nil {
+					slog.Warn("heap profile", "file", name, "err", err)
+				}
+			}
+		}()
+	}
 }
 
 // writeHeapProfile writes a heap profile of the live objects to path.
