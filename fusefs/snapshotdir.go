@@ -62,12 +62,12 @@ func (n *snapshotDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.At
 // OnForget drops the node from the live nodes.
 func (n *snapshotDir) OnForget() { n.t.m.live.forget(n.StableAttr().Ino) }
 
-func (n *snapshotDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+func (n *snapshotDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	root, errno := n.root(ctx)
 	if errno != 0 {
-		return nil, errno
+		return nil, 0, errno
 	}
-	return listFolder(ctx, root)
+	return openFolder(ctx, n.t.m, &n.Inode, root)
 }
 
 func (n *snapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -99,19 +99,33 @@ func (n *folderNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.Att
 	return n.attr(ctx, &out.Attr)
 }
 
-func (n *folderNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	return listFolder(ctx, n.f)
+func (n *folderNode) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	return openFolder(ctx, n.m, &n.Inode, n.f)
 }
 
 func (n *folderNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	return lookupIn(ctx, n.m, &n.Inode, n.f, name, out)
 }
 
-// listFolder lists a folder of a tree.
-func listFolder(ctx context.Context, f *mounttree.Folder) (fs.DirStream, syscall.Errno) {
+// folderHandle is an open folder of a tree, whose node is parent. It lists
+// the folder for READDIR and READDIRPLUS. READDIRPLUS also hands the
+// kernel each entry's node and attributes: every entry's but a frame's
+// whose size is known only by making its image, which goes without (the
+// kernel looks it up when a program stats it). Listing an episode, as
+// image-folder loaders and file managers do, then decodes nothing.
+type folderHandle struct {
+	m       *mountFS
+	parent  *fs.Inode
+	f       *mounttree.Folder
+	entries []fuse.DirEntry
+	next    int // index of the next entry to list
+}
+
+// openFolder opens folder f of a tree, whose node is parent, for listing.
+func openFolder(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.Folder) (fs.FileHandle, uint32, syscall.Errno) {
 	list, err := f.List(ctx)
 	if err != nil {
-		return nil, errno("list "+f.Path(), err)
+		return nil, 0, errno("list "+f.Path(), err)
 	}
 	entries := make([]fuse.DirEntry, len(list))
 	for i, e := range list {
@@ -121,17 +135,67 @@ func listFolder(ctx context.Context, f *mounttree.Folder) (fs.DirStream, syscall
 		}
 		entries[i] = fuse.DirEntry{Name: e.Name, Mode: mode, Ino: e.Ino}
 	}
-	return fs.NewListDirStream(entries), 0
+	return &folderHandle{m: m, parent: parent, f: f, entries: entries}, 0, 0
+}
+
+// Readdirent returns the next entry; its offset is its position plus one.
+func (h *folderHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if h.next >= len(h.entries) {
+		return nil, 0
+	}
+	e := h.entries[h.next]
+	h.next++
+	e.Off = uint64(h.next)
+	return &e, 0
+}
+
+// Seekdir continues the listing after the entry of offset off.
+func (h *folderHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if off > uint64(len(h.entries)) {
+		return syscall.EINVAL
+	}
+	h.next = int(off)
+	return 0
+}
+
+func (h *folderHandle) Releasedir(ctx context.Context, flags uint32) {}
+
+// Lookup gives READDIRPLUS the node and attributes of the entry just
+// listed, unless its size is known only by making a frame image.
+func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	item, err := h.f.Lookup(ctx, name)
+	if err != nil {
+		return nil, errno("look up "+name+" in "+h.f.Path(), err)
+	}
+	if file, ok := item.(*mounttree.File); ok {
+		_, known, err := file.KnownSize(ctx)
+		if err != nil {
+			return nil, errno("size of "+file.String(), err)
+		}
+		if !known {
+			// Any error leaves the entry without a node: the kernel
+			// lists the name and asks for the rest by LOOKUP.
+			return nil, syscall.EAGAIN
+		}
+	}
+	return nodeOf(ctx, h.m, h.parent, item, out)
 }
 
 // lookupIn resolves name in folder f, whose node is parent: the node of
 // what it names, with its attributes in out.
 func lookupIn(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.Folder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	m.stats.lookups.Add(1)
 	item, err := f.Lookup(ctx, name)
 	if err != nil {
+		m.stats.lookups.Add(1)
 		return nil, errno("look up "+name+" in "+f.Path(), err)
 	}
+	return nodeOf(ctx, m, parent, item, out)
+}
+
+// nodeOf returns the node of item, a folder or file found under parent,
+// with its attributes in out.
+func nodeOf(ctx context.Context, m *mountFS, parent *fs.Inode, item mounttree.Item, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	m.stats.lookups.Add(1)
 	// Snapshot contents never change: let the kernel cache them.
 	out.SetEntryTimeout(immutableTimeout)
 	out.SetAttrTimeout(immutableTimeout)

@@ -35,7 +35,7 @@ func (s *stats) text(extra func(*strings.Builder)) []byte {
 	counter("frames_served_total", "Frame images opened.", s.framesServed.Load())
 	counter("bytes_served_total", "Bytes of frame images handed to the kernel (at open, and for READs of dropped pages).", s.bytesServed.Load())
 	counter("frame_errors_total", "Frames that failed to decode (served as EIO).", s.frameErrors.Load())
-	counter("size_computations_total", "Videos decoded to work out frame sizes not stored at ingest.", s.catalog.SizeComputations.Load())
+	counter("frames_sized_total", "Frame images made to learn their size at a stat (sizes not stored at ingest).", s.catalog.FramesSized.Load())
 	counter("rows_files_made_total", "Rows files (frames.jsonl, frames.parquet) and clip.json files made from rows.", s.catalog.RowsFilesMade.Load())
 	counter("lookups_total", "Directory lookups.", s.lookups.Load())
 	counter("frame_read_requests_total", "READ requests for frame images (most reads are served from the page cache).", s.frameReads.Load())

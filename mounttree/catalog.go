@@ -23,6 +23,12 @@ import (
 // the mount's only way to FFmpeg: the tree itself builds without cgo.
 type FrameServer interface {
 	Frame(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) ([]byte, error)
+	// FrameSize returns the size of frame ordinal's image, making it (and
+	// keeping it for the read that usually follows a stat) when it must.
+	FrameSize(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) (int64, error)
+	// FrameSizes returns the size of every frame's image. The catalog asks
+	// it only of settings whose sizes follow from the picture size
+	// (media.PredictSize), where no frame is decoded.
 	FrameSizes(ctx context.Context, v media.Video, setting media.ImageSetting) ([]int64, error)
 	// Identity names everything the bytes of images made with setting
 	// depend on; frame sizes stored in a table under an equal identity
@@ -50,7 +56,7 @@ type Catalog struct {
 	// docs/CACHES.md, "Metadata caches"); a value larger than its whole
 	// budget is handed to its caller and not kept.
 	videos *sizedLRU[string, *table.Video] // open payloads, by payload
-	sizes  *sizedLRU[string, []int64]      // by payload + identity
+	sizes  *sizedLRU[string, *frameSizes]  // by payload + identity
 	rows   *sizedLRU[string, *episodeRows] // by data file + row group + schema
 	// files holds rendered rows files other than an episode's whole
 	// frames.jsonl (which is its rows' own encoding): frames.parquet and
@@ -88,9 +94,9 @@ const MaxTrees = 16
 // Counters count what catalogs do, for the mount's .stats; catalogs may
 // share them.
 type Counters struct {
-	// SizeComputations counts videos decoded to work out frame sizes not
-	// stored at ingest.
-	SizeComputations atomic.Int64
+	// FramesSized counts frame images made to learn their size, which was
+	// not stored at ingest and does not follow from the picture size.
+	FramesSized atomic.Int64
 	// RowsFilesMade counts rows files (frames.jsonl, frames.parquet) and
 	// clip.json files made from rows.
 	RowsFilesMade atomic.Int64
@@ -124,7 +130,7 @@ func NewCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 	}
 	c := &Catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: frames.Identity(setting), counters: opts.Counters, treeDropped: opts.TreeDropped,
 		videos:    videos,
-		sizes:     newSizedLRU[string, []int64](b.FrameSizes, 0, func(s []int64) int64 { return 8 * int64(len(s)) }, nil),
+		sizes:     newSizedLRU[string, *frameSizes](b.FrameSizes, 0, func(s *frameSizes) int64 { return 8 * int64(len(s.sizes)) }, nil),
 		rows:      newSizedLRU[string, *episodeRows](b.Rows, 0, (*episodeRows).bytes, nil),
 		files:     newSizedLRU[string, []byte](b.RowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
 		fileSizes: newSizedLRU[string, int64](b.FileSizes, 0, func(int64) int64 { return 8 }, nil),
@@ -321,30 +327,78 @@ func (c *Catalog) openVideo(ctx context.Context, ref table.VideoRef) (media.Vide
 // Close releases the open payloads.
 func (c *Catalog) Close() { c.videos.Purge() }
 
-// frameSizes returns the encoded size of every frame of a video for the
-// served setting: stored at ingest when the identity matches, else worked
-// out once by decoding the video and remembered.
-func (c *Catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, error) {
-	return c.frameSizesFor(ctx, ref, c.setting, c.identity)
+// frameSizes is what a catalog knows of the image sizes of one video's
+// frames made with one setting: every size, when they were stored at
+// ingest or follow from the picture size; else those of the frames made
+// so far, learnt one frame at a time.
+type frameSizes struct {
+	sizes []atomic.Int64 // by ordinal; 0 while not known (no image is empty)
 }
 
-// frameSizesFor is frameSizes for another image setting (a view's), whose
-// identity is given.
-func (c *Catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting media.ImageSetting, identity string) ([]int64, error) {
+// sizeTable returns the frame sizes known of a video for setting, whose
+// identity is given: stored at ingest when the identity matches, worked out
+// from the picture size for formats whose size depends on nothing else,
+// else none yet.
+func (c *Catalog) sizeTable(ctx context.Context, ref table.VideoRef, setting media.ImageSetting, identity string) (*frameSizes, error) {
 	ctx = uninterrupted(ctx)
 	key := payloadKey(ref) + "|" + identity
-	return cached(c, c.sizes, key, "sizes "+key, func() ([]int64, error) {
-		sizes, ok, err := c.tbl.StoredSizes(ctx, ref, identity)
-		if err != nil || ok {
-			return sizes, err
-		}
-		c.counters.SizeComputations.Add(1)
-		dv, err := c.openVideo(ctx, ref)
+	return cached(c, c.sizes, key, "sizes "+key, func() (*frameSizes, error) {
+		known, ok, err := c.tbl.StoredSizes(ctx, ref, identity)
 		if err != nil {
 			return nil, err
 		}
-		return c.frames.FrameSizes(ctx, dv, setting)
+		if !ok {
+			dv, err := c.openVideo(ctx, ref)
+			if err != nil {
+				return nil, err
+			}
+			if _, fixed := media.PredictSize(setting, 1, 1); fixed {
+				if known, err = c.frames.FrameSizes(ctx, dv, setting); err != nil {
+					return nil, err
+				}
+			} else {
+				// A JPEG's or PNG's size is known only once it is made:
+				// a stat makes that frame alone (and keeps it for its
+				// read), never the whole video, so a loader that stats
+				// frames in a shuffled order decodes each once.
+				return &frameSizes{sizes: make([]atomic.Int64, dv.Index.Frames())}, nil
+			}
+		}
+		t := &frameSizes{sizes: make([]atomic.Int64, len(known))}
+		for i, n := range known {
+			t.sizes[i].Store(n)
+		}
+		return t, nil
 	})
+}
+
+// frameSize returns the size of frame ordinal's image with setting (whose
+// identity is given), of a stored video whose episode has rows frames
+// from ref.FirstFrame on. When the size is not known, canMake says whether
+// to make the image to learn it; if not, ok is false.
+func (c *Catalog) frameSize(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting media.ImageSetting, identity string, canMake bool) (size int64, ok bool, err error) {
+	t, err := c.sizeTable(ctx, ref, setting, identity)
+	if err != nil {
+		return 0, false, err
+	}
+	if ordinal < 0 || ordinal >= len(t.sizes) {
+		return 0, false, fmt.Errorf("%w: frame %d of a %d-frame video", table.ErrCorrupt, ordinal, len(t.sizes))
+	}
+	if size = t.sizes[ordinal].Load(); size > 0 || !canMake {
+		return size, size > 0, nil
+	}
+	ctx = uninterrupted(ctx)
+	dv, err := c.openVideo(ctx, ref)
+	if err != nil {
+		return 0, false, err
+	}
+	dv.From, dv.To = int(ref.FirstFrame), int(ref.FirstFrame+rows)
+	c.counters.FramesSized.Add(1)
+	if size, err = c.frames.FrameSize(ctx, dv, ordinal, setting); err != nil {
+		return 0, false, err
+	}
+	t.sizes[ordinal].Store(size)
+	return size, true, nil
 }
 
 // identityOf returns frames.Identity(setting), remembered per setting.

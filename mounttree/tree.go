@@ -491,40 +491,53 @@ func (f *File) ref() table.VideoRef { return f.e.video(f.column) }
 // ordinal is a frame's ordinal in its video.
 func (f *File) ordinal() int { return int(f.ref().FirstFrame + f.row) }
 
-// Size returns the file's exact size in bytes, known without making its
-// content: for a frame, from the sizes stored at ingest or worked out
-// once for its whole video.
+// Size returns the file's exact size in bytes. A frame's size is stored
+// at ingest, follows from its picture size, or was learnt when its image
+// was made; else Size makes the image (which the frame server keeps for the
+// read that follows).
 func (f *File) Size(ctx context.Context) (int64, error) {
-	c, snap := f.base.cat, f.base.snap
-	switch f.kind {
-	case FrameFile:
-		return f.frameSize(ctx)
-	case VideoFile:
-		return f.ref().Length, nil
-	case RowsFile:
-		return c.rowsFileSize(ctx, snap, f.e, f.name, f.rows)
-	case ClipJSONFile:
-		return c.clipJSONSize(ctx, snap, f.e, f.clip)
-	}
-	return int64(len(f.data)), nil
+	size, _, err := f.findSize(ctx, true)
+	return size, err
 }
 
-func (f *File) frameSize(ctx context.Context) (int64, error) {
+// KnownSize returns the file's size if knowing it makes no frame image: a
+// folder listing that reports sizes (READDIRPLUS) must not decode the
+// episode it lists. ok is false for a frame whose image must be made first.
+func (f *File) KnownSize(ctx context.Context) (size int64, ok bool, err error) {
+	return f.findSize(ctx, false)
+}
+
+func (f *File) findSize(ctx context.Context, canMake bool) (int64, bool, error) {
+	c, snap := f.base.cat, f.base.snap
+	var size int64
+	var err error
+	switch f.kind {
+	case FrameFile:
+		return f.frameSize(ctx, canMake)
+	case VideoFile:
+		size = f.ref().Length
+	case RowsFile:
+		size, err = c.rowsFileSize(ctx, snap, f.e, f.name, f.rows)
+	case ClipJSONFile:
+		size, err = c.clipJSONSize(ctx, snap, f.e, f.clip)
+	default:
+		size = int64(len(f.data))
+	}
+	return size, err == nil, err
+}
+
+func (f *File) frameSize(ctx context.Context, canMake bool) (int64, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.size > 0 {
-		return f.size, nil
+		return f.size, true, nil
 	}
 	set, identity := f.base.setting(f.ref())
-	sizes, err := f.base.cat.frameSizesFor(ctx, f.ref(), set, identity)
-	if err != nil {
-		return 0, err
+	size, ok, err := f.base.cat.frameSize(ctx, f.ref(), f.e.rows, f.ordinal(), set, identity, canMake)
+	if ok {
+		f.size = size
 	}
-	if f.ordinal() >= len(sizes) {
-		return 0, fmt.Errorf("%w: frame %d of a %d-frame video", table.ErrCorrupt, f.ordinal(), len(sizes))
-	}
-	f.size = sizes[f.ordinal()]
-	return f.size, nil
+	return size, ok, err
 }
 
 // Content returns the file's bytes: a frame's image is made (or taken
@@ -547,7 +560,7 @@ func (f *File) Content(ctx context.Context) ([]byte, error) {
 
 // image makes a frame's image.
 func (f *File) image(ctx context.Context) ([]byte, error) {
-	size, err := f.frameSize(ctx)
+	size, _, err := f.frameSize(ctx, true)
 	if err != nil {
 		return nil, err
 	}

@@ -319,8 +319,10 @@ func TestEpisode(t *testing.T) {
 		for _, row := range []int{0, 1, tc.rows - 1} {
 			name := fmt.Sprintf("%06d.jpg", row)
 			want := treetest.Image(key, tc.firstFrame+row, tr.served())
-			if size := entries[name].Size; size != uint64(len(want)) {
-				t.Errorf("%s/%s: READDIRPLUS size %d, want %d", tc.path, name, size, len(want))
+			// Its size is not stored: the listing makes no image to
+			// give it, and leaves it to the lookup.
+			if e := entries[name]; e.NodeId != 0 || e.Size != 0 {
+				t.Errorf("%s/%s: READDIRPLUS gives node %d of size %d, want none", tc.path, name, e.NodeId, e.Size)
 			}
 			e := tr.walk(tc.path + "/" + name)
 			if e.Size != uint64(len(want)) || e.Mode != fuse.S_IFREG|0o444 {
@@ -346,10 +348,13 @@ func TestEpisode(t *testing.T) {
 			t.Errorf("%s/frames.jsonl: %d lines:\n%s", tc.path, n, rows)
 		}
 	}
-	// Sizes come from one FrameSizes call per video (none stored at
-	// ingest), and only the frames read were made.
-	if tr.frames.SizeCalls() != 2 {
-		t.Errorf("FrameSizes called %d times for 2 videos", tr.frames.SizeCalls())
+	// Sizes (none stored at ingest) come frame by frame, for the frames
+	// looked up only, and only the frames read were made.
+	if tr.frames.SizeCalls() != 0 {
+		t.Errorf("FrameSizes called %d times; a JPEG's size needs its image", tr.frames.SizeCalls())
+	}
+	if got := tr.frames.Sized(); !slices.Equal(got, []int{0, 1, 39, 5, 6, 34}) {
+		t.Errorf("frames sized: %v", got)
 	}
 	if got := tr.frames.Asked(); !slices.Equal(got, []int{0, 1, 39, 5, 6, 34}) {
 		t.Errorf("frames made: %v", got)
@@ -485,13 +490,21 @@ func TestErrno(t *testing.T) {
 		7: fmt.Errorf("decode: %w", media.ErrFrameRange),
 		8: errors.New("packet 8 is corrupt"),
 	})
+	// Their sizes are not stored: the lookup makes the image, and fails
+	// as making it failed.
+	ep := tr.walk("latest/task=pick/ep1")
 	for name, want := range map[string]fuse.Status{"000007.jpg": fuse.ENOENT, "000008.jpg": fuse.EIO, "000009.jpg": fuse.OK} {
-		e := tr.walk("latest/task=pick/ep1/" + name)
-		open, st := tr.open(e.NodeId)
+		e, st := tr.lookup(ep.NodeId, name)
 		if st != want {
-			t.Errorf("open %s: %v, want %v", name, st, want)
+			t.Errorf("lookup %s: %v, want %v", name, st, want)
 		}
-		if st.Ok() {
+		if !st.Ok() {
+			continue
+		}
+		open, st := tr.open(e.NodeId)
+		if st != fuse.OK {
+			t.Errorf("open %s: %v", name, st)
+		} else {
 			tr.release(e.NodeId, open.Fh)
 		}
 	}
@@ -574,5 +587,40 @@ func TestMetadataCacheBytesShown(t *testing.T) {
 	jsonl := tr.readFile(tr.walk("latest/task=pick/ep1/frames.jsonl").NodeId)
 	if after := tr.statsValue("framefs_metadata_cache_bytes"); after < before+int64(len(jsonl)) {
 		t.Errorf("framefs_metadata_cache_bytes went from %d to %d reading a %d-byte frames.jsonl", before, after, len(jsonl))
+	}
+}
+
+// TestListingSizes: a listing gives the kernel every frame's attributes
+// when their sizes follow from the picture size (one FrameSizes call for
+// the video, no frame made), and no frame's when its size needs its image.
+func TestListingSizes(t *testing.T) {
+	tbl := treetest.RobotTable(t)
+	bmp := newTree(t, tbl, fusefs.Options{ReadOnly: true, Image: fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: "bmp"}}})
+	key, _ := bmp.videoKey("ep1")
+	names, entries := bmp.list(bmp.walk("latest/task=pick/ep1").NodeId)
+	for i, name := range names[:40] {
+		want := treetest.Image(key, i, media.ImageSetting{Format: media.FormatBMP})
+		if e := entries[name]; e.NodeId == 0 || e.Size != uint64(len(want)) {
+			t.Errorf("BMP listing: %s has node %d of size %d, want a node of size %d", name, e.NodeId, e.Size, len(want))
+		}
+	}
+	if n, sized, made := bmp.frames.SizeCalls(), bmp.frames.Sized(), bmp.frames.Asked(); n != 1 || len(sized) != 0 || len(made) != 0 {
+		t.Errorf("BMP listing: %d FrameSizes calls, frames sized %v, made %v; want 1 call and none", n, sized, made)
+	}
+
+	jpg := newTree(t, tbl, fusefs.Options{ReadOnly: true})
+	names, entries = jpg.list(jpg.walk("latest/task=pick/ep1").NodeId)
+	for _, name := range names[:40] {
+		if e := entries[name]; e.NodeId != 0 {
+			t.Errorf("JPEG listing: %s has node %d of size %d, want none", name, e.NodeId, e.Size)
+		}
+	}
+	for _, name := range []string{"video.mp4", "frames.jsonl"} {
+		if e := entries[name]; e.NodeId == 0 || e.Size == 0 {
+			t.Errorf("JPEG listing: %s has node %d of size %d, want both", name, e.NodeId, e.Size)
+		}
+	}
+	if sized, made := jpg.frames.Sized(), jpg.frames.Asked(); len(sized) != 0 || len(made) != 0 {
+		t.Errorf("JPEG listing made frames: sized %v, made %v", sized, made)
 	}
 }

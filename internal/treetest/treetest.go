@@ -29,6 +29,7 @@ import (
 type Frames struct {
 	mu     sync.Mutex
 	frames []int // ordinals asked of Frame, in order
+	sized  []int // ordinals asked of FrameSize, in order
 	sizes  int   // FrameSizes calls
 	fail   map[int]error
 }
@@ -53,6 +54,22 @@ func (f *Frames) Frame(ctx context.Context, v media.Video, ordinal int, s media.
 		return nil, err
 	}
 	return Image(v.Key, ordinal, s), nil
+}
+
+// FrameSize returns the size of frame ordinal's Image, or fails as Fail
+// says.
+func (f *Frames) FrameSize(ctx context.Context, v media.Video, ordinal int, s media.ImageSetting) (int64, error) {
+	f.mu.Lock()
+	f.sized = append(f.sized, ordinal)
+	err := f.fail[ordinal]
+	f.mu.Unlock()
+	if from, to := v.Span(); ordinal < from || ordinal >= to {
+		return 0, fmt.Errorf("%w: frame %d of %s", media.ErrFrameRange, ordinal, v.Key)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(Image(v.Key, ordinal, s))), nil
 }
 
 // FrameSizes returns the sizes of every frame's Image.
@@ -82,6 +99,13 @@ func (f *Frames) Asked() []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.frames)
+}
+
+// Sized returns the ordinals asked of FrameSize, in order.
+func (f *Frames) Sized() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sized)
 }
 
 // SizeCalls is the number of FrameSizes calls.
