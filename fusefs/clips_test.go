@@ -310,18 +310,7 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 // of the snapshot at clips.jsonl's frame indices, loaded by both workers.
 func TestClipDataLoader(t *testing.T) {
 	py := requireTorchvision(t)
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)<!-- clip-dataset -->\n```python\n(.*?)```").FindSubmatch(readme)
-	if m == nil {
-		t.Fatal("README.md has no clip Dataset example after <!-- clip-dataset -->")
-	}
-	example := string(m[1])
-	if n := strings.Count(example, "\n"); n > 20 {
-		t.Errorf("the README's clip Dataset is %d lines long", n)
-	}
+	example := readmeExample(t, "clip-dataset", 20)
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c8", Where: "t >= 2", Window: &table.Window{Length: 8, FrameSkip: 1, Hop: 4}}); err != nil {
@@ -388,7 +377,7 @@ print(i, "clips")
 		Sidecar: sidecar(t, "ep3", "place", 30)}}, table.AddOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`--window 16 .*--scale 224x224`).Match(readme) {
+	if readme, err := os.ReadFile("../README.md"); err != nil || !regexp.MustCompile(`--window 16 .*--scale 224x224`).Match(readme) {
 		t.Error("the README's clip view example does not scale its frames (--scale 224x224)")
 	}
 	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c8s", Where: "t >= 2", Window: &table.Window{Length: 8, FrameSkip: 1, Hop: 4},
