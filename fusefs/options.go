@@ -38,9 +38,6 @@ type Options struct {
 	// EncodeImages encodes a folder of images dropped into ingest/ as a
 	// video.
 	EncodeImages func(ctx context.Context, images []string, out string) error
-	// IngestNoSizes skips computing frame sizes when committing; mounts
-	// then compute them when first listed.
-	IngestNoSizes bool
 	// ExtraStats adds lines (Prometheus text) to .stats: counters of the
 	// decoder and its caches.
 	ExtraStats func(b *strings.Builder)

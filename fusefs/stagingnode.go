@@ -432,7 +432,6 @@ func (m *mountFS) startStaging(tn *tableNode) error {
 			Settle:       m.opts.Settle,
 			LimitBytes:   m.opts.StagingLimit,
 			EncodeImages: m.opts.EncodeImages,
-			AddOptions:   table.AddOptions{NoSizes: m.opts.IngestNoSizes},
 			Committed:    func(*table.Snapshot) { tn.committed() },
 			Logger:       slog.Default().With("table", tn.tbl.String()),
 		})
