@@ -121,26 +121,14 @@ func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served, hashed,
 	}
 }
 
-// mountFlags are the command line of `framefs mount`; they map onto
-// fusefs.Options and the decoder's options.
+// mountFlags are the command line of `framefs mount`: its options, and
+// how the command runs.
 type mountFlags struct {
-	options     string
-	imageFormat string
-	jpegQuality int
-	scale       string
-	cacheBytes  int64
-	pictures    int64
-	cacheDir    string
-	cacheDirMax int64
-	sessions    int
-	refresh     time.Duration
-	foreground  bool
-	daemon      bool
-	stagingDir  string
-	settle      time.Duration
-	stagingMax  int64
-	// readOnly and allowOther come from -o.
-	readOnly, allowOther bool
+	// options is -o, applied over the flags.
+	options    string
+	foreground bool
+	daemon     bool
+	mountOptions
 }
 
 func newMountCommand(stores *storeFlags) *cobra.Command {
@@ -158,88 +146,46 @@ into TABLE/ingest/ (NAME.mp4 with NAME.jsonl, or a folder of images) commit
 as new episodes, and TABLE/replace/ replaces videos or rows of existing ones.
 They are staged on local disk (--staging-dir) until they commit.
 
-Mount options (-o) follow mount conventions: ro, allow_other, and the framefs
-options image_format=, jpeg_quality=, scale=WxH, cache_bytes=,
-picture_cache_bytes=, cache_dir=, cache_dir_bytes=, refresh=, staging_dir=,
-settle=, staging_limit=.`,
+` + mountOptionsHelp(),
 		Example: `  framefs mount data/warehouse /mnt/frames
-  framefs mount data/warehouse/robot /mnt/robot --image-format bmp --daemon
-  mount -t fuse.framefs data/warehouse /mnt/frames -o ro,allow_other`,
+  framefs mount data/warehouse/robot /mnt/robot --image-format bmp --cache-bytes 2GiB --daemon
+  mount -t fuse.framefs data/warehouse /mnt/frames -o ro,allow_other,cache_bytes=2GiB`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := applyMountOptions(cmd.Flags(), f.options); err != nil {
+				return err
+			}
 			if f.daemon {
 				return daemonize(cmd, args)
 			}
-			var err error
-			if f.readOnly, f.allowOther, err = parseMountOptions(cmd.Flags(), f.options); err != nil {
-				return err
-			}
-			return runMount(cmd, stores, args[0], args[1], f)
+			return runMount(cmd, stores, args[0], args[1], f.mountOptions)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVarP(&f.options, "options", "o", "", "comma-separated mount options (ro, allow_other, image_format=jpg, ...)")
-	fl.StringVar(&f.imageFormat, "image-format", "", "serve frames as jpg, png, bmp, ppm or npy (default: the table's setting)")
-	fl.IntVar(&f.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
-	fl.StringVar(&f.scale, "scale", "", "resize frames to WxH (e.g. 224x224; W or H 0 keeps the aspect ratio)")
-	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes (0: none)")
-	fl.Int64Var(&f.pictures, "picture-cache-bytes", 256<<20, "memory for decoded pictures kept for random readers, in bytes (0: none)")
-	fl.StringVar(&f.cacheDir, "cache-dir", "", "local directory keeping encoded frames on disk, shared by mounts and kept across remounts (default: none)")
-	fl.Int64Var(&f.cacheDirMax, "cache-dir-bytes", diskcache.DefaultMaxBytes, "size limit of --cache-dir, in bytes")
-	fl.IntVar(&f.sessions, "max-sessions", 0, "decoder sessions open at once (default 2 x cores)")
-	fl.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often new snapshots and tags are looked for")
-	fl.StringVar(&f.stagingDir, "staging-dir", "", "local directory holding files dropped into ingest/ and replace/ until they commit (default $XDG_CACHE_HOME/framefs/staging or ~/.cache/framefs/staging)")
-	fl.DurationVar(&f.settle, "settle", 2*time.Second, "how long a dropped file must stay closed and unchanged before it commits")
-	fl.Int64Var(&f.stagingMax, "staging-limit", 0, "bytes each write directory may hold before writes fail with ENOSPC (0: no limit but the disk)")
-	fl.BoolVar(&f.foreground, "foreground", true, "stay in the foreground until unmounted (default)")
-	fl.BoolVar(&f.daemon, "daemon", false, "detach once mounted")
-	positive(fl, "jpeg-quality", "cache-dir-bytes", "max-sessions", "refresh", "settle")
-	nonNegative(fl, "cache-bytes", "picture-cache-bytes", "staging-limit")
+	f.register(cmd.Flags())
 	return cmd
 }
 
-// parseMountOptions applies the -o options to the flags they stand for
-// (image_format= is --image-format, and so on), so that they are parsed
-// and checked as the flags are, and returns the generic ones.
-func parseMountOptions(fl *pflag.FlagSet, options string) (ro, allowOther bool, err error) {
-	for _, opt := range strings.Split(options, ",") {
-		key, value, _ := strings.Cut(strings.TrimSpace(opt), "=")
-		switch key {
-		case "":
-		case "ro":
-			ro = true
-		case "rw", "defaults", "auto", "noauto", "user", "nouser", "nofail", "_netdev", "exec", "noexec", "suid", "nosuid", "dev", "nodev":
-			// Handled by mount(8) or meaningless here.
-		case "allow_other":
-			allowOther = true
-		case "image_format", "jpeg_quality", "scale", "cache_bytes", "picture_cache_bytes", "cache_dir", "cache_dir_bytes",
-			"refresh", "staging_dir", "settle", "staging_limit":
-			if err := fl.Set(strings.ReplaceAll(key, "_", "-"), value); err != nil {
-				return false, false, fmt.Errorf("-o %s=%q: %v", key, value, err)
-			}
-		default:
-			return false, false, fmt.Errorf("unknown mount option %q", key)
-		}
-	}
-	if err := checkFlags(fl); err != nil {
-		return false, false, fmt.Errorf("-o %s: %w", options, err)
-	}
-	return ro, allowOther, nil
+// register makes the flags of the mount command.
+func (f *mountFlags) register(fl *pflag.FlagSet) {
+	fl.StringVarP(&f.options, "options", "o", "", "comma-separated mount options: ro, allow_other, and NAME=VALUE for the others (cache_bytes=2GiB, ...)")
+	f.mountOptions.bind(fl)
+	fl.BoolVar(&f.foreground, "foreground", true, "stay in the foreground until unmounted (default)")
+	fl.BoolVar(&f.daemon, "daemon", false, "detach once mounted")
 }
 
 // imageChoice maps the image flags onto the mount's image options: each
 // one not given keeps every table's own setting. Given values are checked
 // here, before anything is mounted.
-func imageChoice(f mountFlags) (fusefs.ImageChoice, error) {
-	c := fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: f.imageFormat, JPEGQuality: f.jpegQuality}}
-	if f.scale != "" {
-		w, h, ok := strings.Cut(f.scale, "x")
+func imageChoice(o mountOptions) (fusefs.ImageChoice, error) {
+	c := fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: o.ImageFormat, JPEGQuality: o.JPEGQuality}}
+	if o.Scale != "" {
+		w, h, ok := strings.Cut(o.Scale, "x")
 		var err error
 		if c.Width, err = strconv.Atoi(w); !ok || err != nil {
-			return c, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", f.scale)
+			return c, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", o.Scale)
 		}
 		if c.Height, err = strconv.Atoi(h); err != nil {
-			return c, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", f.scale)
+			return c, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", o.Scale)
 		}
 	}
 	// Any format stands in for the table's when checking the rest.
@@ -253,7 +199,7 @@ func imageChoice(f mountFlags) (fusefs.ImageChoice, error) {
 	return c, check.Validate()
 }
 
-func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFlags) error {
+func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOptions) error {
 	ctx := cmd.Context()
 	// FRAMEFS_CPUPROFILE=FILE profiles the mount until it is unmounted
 	// (for developers; see README, Development).
@@ -267,8 +213,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		}
 		defer func() { pprof.StopCPUProfile(); out.Close() }()
 	}
-	readOnly, allowOther := f.readOnly, f.allowOther
-	image, err := imageChoice(f)
+	image, err := imageChoice(o)
 	if err != nil {
 		return err
 	}
@@ -285,10 +230,10 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	if err != nil {
 		return err
 	}
-	limitGoMemory(f.cacheBytes)
+	limitGoMemory(int64(o.CacheBytes))
 	// 0 means none here; in serving's options it means the default, and
 	// negative means none.
-	pictures, cacheBytes := f.pictures, f.cacheBytes
+	pictures, cacheBytes := int64(o.PictureCacheBytes), int64(o.CacheBytes)
 	if pictures == 0 {
 		pictures = -1
 	}
@@ -298,10 +243,10 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	// The kernel's page cache keeps the frames it was served, so the
 	// memory cache keeps them only in room that frames still to be asked
 	// for do not need (DemoteServed).
-	frameOpts := serving.Options{CacheBytes: cacheBytes, MaxOpenSessions: f.sessions, PictureCacheBytes: pictures, DemoteServed: true}
+	frameOpts := serving.Options{CacheBytes: cacheBytes, MaxOpenSessions: o.MaxSessions, PictureCacheBytes: pictures, DemoteServed: true}
 	var disk *diskcache.Cache
-	if f.cacheDir != "" {
-		if disk, err = diskcache.Open(diskcache.Options{Dir: f.cacheDir, MaxBytes: f.cacheDirMax}); err != nil {
+	if o.CacheDir != "" {
+		if disk, err = diskcache.Open(diskcache.Options{Dir: o.CacheDir, MaxBytes: int64(o.CacheDirBytes)}); err != nil {
 			return fmt.Errorf("--cache-dir: %w", err)
 		}
 		defer disk.Close()
@@ -314,13 +259,13 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	paceCtx, stopPacing := context.WithCancel(ctx)
 	defer stopPacing()
 	go gcpace.Run(paceCtx, gcpace.Options{Cached: func() int64 { return frames.CacheStats().Bytes }})
-	stagingDir, err := stagingDirFor(f.stagingDir, readOnly)
+	stagingDir, err := stagingDirFor(o.StagingDir, o.ReadOnly)
 	if err != nil {
 		return err
 	}
 	opts := fusefs.Options{
-		Image: image, Refresh: f.refresh, AllowOther: allowOther, ReadOnly: readOnly,
-		StagingDir: stagingDir, Settle: f.settle, StagingLimit: f.stagingMax,
+		Image: image, Refresh: o.Refresh, AllowOther: o.AllowOther, ReadOnly: o.ReadOnly,
+		StagingDir: stagingDir, Settle: o.Settle, StagingLimit: int64(o.StagingLimit),
 		EncodeImages: func(ctx context.Context, images []string, out string) error {
 			return decoder.EncodeImagesToVideo(ctx, images, out, decoder.VideoEncodeOptions{})
 		},
