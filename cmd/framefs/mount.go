@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -30,96 +31,6 @@ import (
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
-
-// writeGoMemoryStats adds the Go runtime's memory: what the Go heap holds
-// and everything the runtime has mapped, so that the rest of the resident
-// set (FFmpeg's C heap, code) can be told apart; and the collector's
-// pacing (see internal/gcpace).
-func writeGoMemoryStats(b *strings.Builder) {
-	m := []metrics.Sample{
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-		{Name: "/gc/gogc:percent"},
-		{Name: "/gc/heap/goal:bytes"},
-		{Name: "/cpu/classes/gc/total:cpu-seconds"},
-	}
-	metrics.Read(m)
-	fmt.Fprintf(b, "# TYPE framefs_go_heap_object_bytes gauge\nframefs_go_heap_object_bytes %d\n", m[0].Value.Uint64())
-	fmt.Fprintf(b, "# TYPE framefs_go_mapped_bytes gauge\nframefs_go_mapped_bytes %d\n", m[1].Value.Uint64()-m[2].Value.Uint64())
-	fmt.Fprintf(b, "# TYPE framefs_go_gc_percent gauge\nframefs_go_gc_percent %d\n", m[3].Value.Uint64())
-	fmt.Fprintf(b, "# TYPE framefs_go_heap_goal_bytes gauge\nframefs_go_heap_goal_bytes %d\n", m[4].Value.Uint64())
-	// An estimate by the runtime, from the time its collector workers ran.
-	fmt.Fprintf(b, "# TYPE framefs_go_gc_cpu_seconds_total counter\nframefs_go_gc_cpu_seconds_total %.3f\n", m[5].Value.Float64())
-}
-
-// writeS3Stats adds the S3 store's request and block-cache counters to
-// the mount's .stats.
-func writeS3Stats(b *strings.Builder, st storage.S3Stats) {
-	for _, c := range []struct {
-		name, kind string
-		v          int64
-	}{
-		{"framefs_s3_get_requests_total", "counter", st.GETs},
-		{"framefs_s3_head_requests_total", "counter", st.HEADs},
-		{"framefs_s3_put_requests_total", "counter", st.PUTs},
-		{"framefs_s3_list_requests_total", "counter", st.LISTs},
-		{"framefs_s3_read_bytes_total", "counter", st.BytesRead},
-		{"framefs_s3_read_retries_total", "counter", st.ReadRetries},
-		{"framefs_s3_metadata_cache_hits_total", "counter", st.MetadataHits},
-		{"framefs_s3_block_cache_hits_total", "counter", st.Cache.Hits},
-		{"framefs_s3_block_cache_misses_total", "counter", st.Cache.Misses},
-		{"framefs_s3_block_cache_prefetches_total", "counter", st.Cache.Prefetches},
-		{"framefs_s3_block_cache_evictions_total", "counter", st.Cache.Evictions},
-		{"framefs_s3_block_cache_corrupt_total", "counter", st.Cache.Corrupt},
-		{"framefs_s3_block_cache_bytes", "gauge", st.Cache.Bytes},
-	} {
-		fmt.Fprintf(b, "# TYPE %s %s\n%s %d\n", c.name, c.kind, c.name, c.v)
-	}
-}
-
-// writeFillStats adds the counters of GOP fills to the mount's .stats.
-func writeFillStats(b *strings.Builder, st serving.FillStats) {
-	for _, c := range []struct {
-		name, kind string
-		v          any
-	}{
-		{"framefs_gop_fills_total", "counter", st.Fills},
-		{"framefs_gop_fill_frames_total", "counter", st.FramesFilled},
-		{"framefs_gop_fill_frames_served_total", "counter", st.Useful},
-		{"framefs_gop_fill_frames_wasted_total", "counter", st.Wasted},
-		{"framefs_gop_fills_declined_total", "counter", st.Declined},
-		{"framefs_gop_fill_frames_packed_total", "counter", st.FramesPacked},
-		{"framefs_packed_picture_bytes_total", "counter", st.PackedBytes},
-		{"framefs_images_from_packed_pictures_total", "counter", st.Unpacked},
-		{"framefs_frame_sizes_frames_kept_total", "counter", st.FramesSized},
-		{"framefs_gop_fill_usefulness", "gauge", fmt.Sprintf("%.3f", st.Usefulness)},
-	} {
-		fmt.Fprintf(b, "# TYPE %s %s\n%s %v\n", c.name, c.kind, c.name, c.v)
-	}
-}
-
-// writeDiskCacheStats adds the counters of --cache-dir to .stats.
-func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served, hashed, mismatched int64) {
-	for _, c := range []struct {
-		name, kind string
-		v          int64
-	}{
-		{"framefs_disk_cache_frames_served_total", "counter", served},
-		{"framefs_disk_cache_writes_total", "counter", st.Writes},
-		{"framefs_disk_cache_evictions_total", "counter", st.Evictions},
-		{"framefs_disk_cache_corrupt_total", "counter", st.Corrupt},
-		{"framefs_disk_cache_write_errors_total", "counter", st.Errors},
-		{"framefs_disk_cache_bytes", "gauge", st.Bytes},
-		{"framefs_disk_cache_entries", "gauge", st.Entries},
-		// Videos are read once before the disk tier is used for them, to
-		// check the digest their table records (see serving/digests.go).
-		{"framefs_disk_cache_digest_checked_bytes_total", "counter", hashed},
-		{"framefs_disk_cache_digest_mismatches_total", "counter", mismatched},
-	} {
-		fmt.Fprintf(b, "# TYPE %s %s\n%s %d\n", c.name, c.kind, c.name, c.v)
-	}
-}
 
 // mountFlags are the command line of `framefs mount`: its options, and
 // how the command runs.
@@ -145,6 +56,9 @@ Unless mounted read-only, every table has write directories: files dropped
 into TABLE/ingest/ (NAME.mp4 with NAME.jsonl, or a folder of images) commit
 as new episodes, and TABLE/replace/ replaces videos or rows of existing ones.
 They are staged on local disk (--staging-dir) until they commit.
+
+MNT/.stats shows the mount's counters in the Prometheus text format;
+--metrics-addr serves the same to Prometheus over HTTP.
 
 ` + mountOptionsHelp(),
 		Example: `  framefs mount data/warehouse /mnt/frames
@@ -217,6 +131,16 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOp
 	if err != nil {
 		return err
 	}
+	// Every metric goes into one registry: .stats shows it, and so does
+	// --metrics-addr.
+	registry := prometheus.NewRegistry()
+	var metricsSrv *metricsServer
+	if o.MetricsAddr != "" {
+		if metricsSrv, err = listenMetrics(o.MetricsAddr, registry); err != nil {
+			return err
+		}
+		defer metricsSrv.stop()
+	}
 	if !storage.IsS3URI(src) {
 		if st, err := os.Stat(src); err != nil || !st.IsDir() {
 			return fmt.Errorf("%s: not a warehouse or table directory", src)
@@ -259,43 +183,20 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOp
 	paceCtx, stopPacing := context.WithCancel(ctx)
 	defer stopPacing()
 	go gcpace.Run(paceCtx, gcpace.Options{Cached: func() int64 { return frames.CacheStats().Bytes }})
+	if err := registerServingMetrics(registry, frames, disk, store); err != nil {
+		return err
+	}
 	stagingDir, err := stagingDirFor(o.StagingDir, o.ReadOnly)
 	if err != nil {
 		return err
 	}
 	opts := fusefs.Options{
 		Image: image, Refresh: o.Refresh, AllowOther: o.AllowOther, ReadOnly: o.ReadOnly,
-		StagingDir: stagingDir, Settle: o.Settle, StagingLimit: int64(o.StagingLimit),
+		StagingDir: stagingDir, Settle: o.Settle, StagingLimit: int64(o.StagingLimit), Metrics: registry,
 		EncodeImages: func(ctx context.Context, images []string, out string) error {
 			return decoder.EncodeImagesToVideo(ctx, images, out, decoder.VideoEncodeOptions{})
 		},
 		Debug: slog.Default().Enabled(ctx, slog.LevelDebug), // --debug: every FUSE request too
-		ExtraStats: func(b *strings.Builder) {
-			cs := frames.CacheStats()
-			ps := frames.PoolStats()
-			fmt.Fprintf(b, "# TYPE framefs_image_cache_hits_total counter\nframefs_image_cache_hits_total %d\n", cs.Hits)
-			fmt.Fprintf(b, "# TYPE framefs_image_cache_misses_total counter\nframefs_image_cache_misses_total %d\n", cs.Misses)
-			fmt.Fprintf(b, "# TYPE framefs_image_cache_bytes gauge\nframefs_image_cache_bytes %d\n", cs.Bytes)
-			// Served frames asked for again: the kernel's page cache had
-			// lost them (see docs/CACHES.md).
-			fmt.Fprintf(b, "# TYPE framefs_image_cache_served_again_total counter\nframefs_image_cache_served_again_total %d\n", cs.ColdHits)
-			fmt.Fprintf(b, "# TYPE framefs_image_cache_served_entries gauge\nframefs_image_cache_served_entries %d\n", cs.Demoted)
-			fmt.Fprintf(b, "# TYPE framefs_decoder_sessions_open gauge\nframefs_decoder_sessions_open %d\n", ps.Open)
-			fmt.Fprintf(b, "# TYPE framefs_decoder_frames_decoded_total counter\nframefs_decoder_frames_decoded_total %d\n", ps.Decoded)
-			fmt.Fprintf(b, "# TYPE framefs_decoder_seeks_total counter\nframefs_decoder_seeks_total %d\n", ps.Seeks)
-			fmt.Fprintf(b, "# TYPE framefs_picture_cache_bytes gauge\nframefs_picture_cache_bytes %d\n", ps.PictureBytes)
-			fmt.Fprintf(b, "# TYPE framefs_picture_cache_hits_total counter\nframefs_picture_cache_hits_total %d\n", ps.PictureHits)
-			fmt.Fprintf(b, "# TYPE framefs_c_heap_trims_total counter\nframefs_c_heap_trims_total %d\n", decoder.MemoryTrims())
-			writeGoMemoryStats(b)
-			writeFillStats(b, frames.FillStats())
-			if disk != nil {
-				hashed, mismatched := frames.DigestChecks()
-				writeDiskCacheStats(b, disk.Stats(), frames.StoreHits(), hashed, mismatched)
-			}
-			if s3, ok := store.(*storage.S3); ok {
-				writeS3Stats(b, s3.Stats())
-			}
-		},
 	}
 	abs := src
 	if !storage.IsS3URI(src) {
@@ -318,6 +219,9 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOp
 		}
 	}
 	slog.Info("mounted", "source", abs, "mountpoint", mnt)
+	if metricsSrv != nil {
+		metricsSrv.start()
+	}
 	heapProfilesAt(ctx, os.Getenv("FRAMEFS_HEAPPROFILE"), os.Getenv("FRAMEFS_HEAPPROFILE_AT"))
 	done := make(chan struct{})
 	go func() { srv.Wait(); close(done) }()
@@ -332,6 +236,9 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOp
 			}
 		}
 		<-done
+	}
+	if metricsSrv != nil {
+		metricsSrv.stop() // its metrics are those of the mount, now gone
 	}
 	// FRAMEFS_HEAPPROFILE=FILE writes what the mount's memory holds when it
 	// is unmounted, its caches and node tree still reachable (for

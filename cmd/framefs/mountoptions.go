@@ -67,6 +67,10 @@ type mountOptions struct {
 	// StagingLimit bounds what each write directory holds; writes past
 	// it fail with ENOSPC. Default 0: no limit but the disk's.
 	StagingLimit byteSize `flag:"staging-limit" help:"what each write directory may hold before writes fail with ENOSPC (0: no limit but the disk)"`
+	// MetricsAddr serves the metrics .stats shows over HTTP, at
+	// http://MetricsAddr/metrics, until the mount is unmounted. Default:
+	// off.
+	MetricsAddr string `flag:"metrics-addr" help:"also serve the metrics of .stats at http://HOST:PORT/metrics, for Prometheus (default: off)"`
 }
 
 // optionField is a field of mountOptions and the names it goes by.
