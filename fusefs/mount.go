@@ -16,6 +16,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
@@ -42,7 +43,10 @@ func (s *Server) Unmount() error { return s.Server.Unmount() }
 
 // MountWarehouse mounts every table of a warehouse at dir.
 func MountWarehouse(dir, source string, wh Warehouse, frames mounttree.FrameServer, opts Options) (*Server, error) {
-	m := newMountFS(frames, opts)
+	m, err := newMountFS(frames, opts)
+	if err != nil {
+		return nil, err
+	}
 	root := &rootNode{m: m, wh: wh, tables: map[string]*tableNode{}}
 	srv, err := mount(dir, source, root, m)
 	if err == nil {
@@ -79,9 +83,13 @@ type TableRoot struct {
 // latest schema for the image setting; with opts.StagingDir set, its write
 // directories start staging. Close releases it.
 func NewTableRoot(ctx context.Context, tbl *table.Table, frames mounttree.FrameServer, opts Options) (*TableRoot, error) {
-	m := newMountFS(frames, opts)
+	m, err := newMountFS(frames, opts)
+	if err != nil {
+		return nil, err
+	}
 	tn, err := newTableNode(ctx, m, tbl, "")
 	if err != nil {
+		m.release()
 		return nil, err
 	}
 	tn.withStats = true
@@ -96,11 +104,19 @@ func (r *TableRoot) Node() fs.InodeEmbedder { return r.node }
 // released by Server.Wait.)
 func (r *TableRoot) Close() { r.m.release() }
 
-func newMountFS(frames mounttree.FrameServer, opts Options) *mountFS {
+func newMountFS(frames mounttree.FrameServer, opts Options) (*mountFS, error) {
 	uid, gid := currentOwner()
 	bg, stop := context.WithCancel(context.Background())
-	return &mountFS{opts: opts.withDefaults(), frames: frames, stats: &stats{}, started: time.Now(), uid: uid, gid: gid,
-		extraStats: opts.ExtraStats, bg: bg, stop: stop}
+	m := &mountFS{opts: opts.withDefaults(), frames: frames, stats: &stats{}, started: time.Now(), uid: uid, gid: gid,
+		metrics: opts.Metrics, bg: bg, stop: stop}
+	if m.metrics == nil {
+		m.metrics = prometheus.NewRegistry()
+	}
+	if err := m.registerMetrics(); err != nil {
+		stop()
+		return nil, err
+	}
+	return m, nil
 }
 
 // release stops what a mount runs in the background and closes what its
@@ -109,11 +125,12 @@ func (m *mountFS) release() {
 	m.stats.nodes.stop()
 	m.stopStaging()
 	m.closeCatalogs()
+	m.unregisterMetrics()
 }
 
 func mount(dir, source string, root fs.InodeEmbedder, m *mountFS) (*Server, error) {
 	if err := clearStaleMount(dir); err != nil {
-		m.stopStaging()
+		m.release()
 		return nil, err
 	}
 	one := time.Second
@@ -147,7 +164,7 @@ func mount(dir, source string, root fs.InodeEmbedder, m *mountFS) (*Server, erro
 	}
 	srv, err := fs.Mount(dir, root, opts)
 	if err != nil {
-		m.stopStaging()
+		m.release()
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	return &Server{Server: srv, m: m}, nil
@@ -252,8 +269,10 @@ type mountFS struct {
 	started time.Time
 	uid     uint32
 	gid     uint32
-	// extraStats adds decoder and cache counters to .stats.
-	extraStats func(b *strings.Builder)
+	// metrics is the registry .stats shows (Options.Metrics); registered
+	// are the mount's own metrics in it.
+	metrics    *prometheus.Registry
+	registered []prometheus.Collector
 
 	// live are the nodes of snapshot and view folders the kernel holds.
 	live liveNodes

@@ -2,8 +2,9 @@ package fusefs
 
 import (
 	"context"
-	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
@@ -38,12 +39,12 @@ type Options struct {
 	// EncodeImages encodes a folder of images dropped into ingest/ as a
 	// video.
 	EncodeImages func(ctx context.Context, images []string, out string) error
-	// IngestNoSizes skips computing frame sizes when committing; mounts
-	// then compute them when first listed.
-	IngestNoSizes bool
-	// ExtraStats adds lines (Prometheus text) to .stats: counters of the
-	// decoder and its caches.
-	ExtraStats func(b *strings.Builder)
+	// Metrics is the registry .stats shows: the mount adds its own
+	// metrics to it (served frames, lookups, metadata caches, write
+	// directories) and removes them when it is released; the caller adds
+	// those of the frame server and the stores, and may serve it over
+	// HTTP too. Nil: a registry of the mount's own metrics.
+	Metrics *prometheus.Registry
 
 	// metadataBudgets bound each table's metadata caches (zero fields:
 	// the defaults); tests lower them.

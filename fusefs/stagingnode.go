@@ -14,6 +14,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/framefs/framefs/ingest"
 	"github.com/framefs/framefs/table"
@@ -432,7 +433,6 @@ func (m *mountFS) startStaging(tn *tableNode) error {
 			Settle:       m.opts.Settle,
 			LimitBytes:   m.opts.StagingLimit,
 			EncodeImages: m.opts.EncodeImages,
-			AddOptions:   table.AddOptions{NoSizes: m.opts.IngestNoSizes},
 			Committed:    func(*table.Snapshot) { tn.committed() },
 			Logger:       slog.Default().With("table", tn.tbl.String()),
 		})
@@ -518,28 +518,46 @@ type stagerRef struct {
 	st    *ingest.Stager
 }
 
-// stagingStats adds the stagers' counters to .stats.
-func (m *mountFS) stagingStats(b *strings.Builder) {
-	m.mu.Lock()
-	stagers := m.stagers
-	m.mu.Unlock()
-	if len(stagers) == 0 {
-		return
+// stagingLabels name a write directory's series: its table, then the
+// directory (ingest, replace), the order .stats prints them in.
+var stagingLabels = []string{"table", "dir"}
+
+// stagingMetrics are the stagers' counters and gauges, one series per
+// write directory.
+var stagingMetrics = []struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(ingest.Stats) int64
+}{
+	{stagingDesc("ingest_commits_total", "Snapshots committed from write directories."), prometheus.CounterValue, func(s ingest.Stats) int64 { return s.Commits }},
+	{stagingDesc("ingest_episodes_total", "Episodes added, replaced or updated from write directories."), prometheus.CounterValue, func(s ingest.Stats) int64 { return s.Episodes }},
+	{stagingDesc("ingest_failures_total", "Staged groups rejected with an .error file."), prometheus.CounterValue, func(s ingest.Stats) int64 { return s.Failures }},
+	{stagingDesc("ingest_staged_bytes", "Bytes held in the staging area."), prometheus.GaugeValue, func(s ingest.Stats) int64 { return s.Staged }},
+	{stagingDesc("ingest_writing_files", "Staged files open for writing."), prometheus.GaugeValue, func(s ingest.Stats) int64 { return s.Writing }},
+}
+
+func stagingDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc("framefs_"+name, help, stagingLabels, nil)
+}
+
+// stagingCollector reports the stagers' counters when the registry is
+// gathered; a mount without write directories reports none.
+type stagingCollector struct{ m *mountFS }
+
+func (c stagingCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, mt := range stagingMetrics {
+		ch <- mt.desc
 	}
-	metrics := []struct {
-		name, help, typ string
-		value           func(ingest.Stats) int64
-	}{
-		{"ingest_commits_total", "Snapshots committed from write directories.", "counter", func(s ingest.Stats) int64 { return s.Commits }},
-		{"ingest_episodes_total", "Episodes added, replaced or updated from write directories.", "counter", func(s ingest.Stats) int64 { return s.Episodes }},
-		{"ingest_failures_total", "Staged groups rejected with an .error file.", "counter", func(s ingest.Stats) int64 { return s.Failures }},
-		{"ingest_staged_bytes", "Bytes held in the staging area.", "gauge", func(s ingest.Stats) int64 { return s.Staged }},
-		{"ingest_writing_files", "Staged files open for writing.", "gauge", func(s ingest.Stats) int64 { return s.Writing }},
-	}
-	for _, mt := range metrics {
-		fmt.Fprintf(b, "# HELP framefs_%s %s\n# TYPE framefs_%s %s\n", mt.name, mt.help, mt.name, mt.typ)
-		for _, r := range stagers {
-			fmt.Fprintf(b, "framefs_%s{table=%q,dir=%q} %d\n", mt.name, r.table, r.st.Mode(), mt.value(r.st.Stats()))
+}
+
+func (c stagingCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	stagers := c.m.stagers
+	c.m.mu.Unlock()
+	for _, r := range stagers {
+		st := r.st.Stats()
+		for _, mt := range stagingMetrics {
+			ch <- prometheus.MustNewConstMetric(mt.desc, mt.kind, float64(mt.value(st)), r.table, r.st.Mode().String())
 		}
 	}
 }

@@ -81,6 +81,12 @@ func checkFlag(f *pflag.Flag) error {
 			return fmt.Errorf("--%s %s: %v", f.Name, value, perr)
 		}
 		sign = cmpZero(n)
+	case "size":
+		n, perr := parseSize(value)
+		if perr != nil {
+			return fmt.Errorf("--%s %s: %v", f.Name, value, perr)
+		}
+		sign = cmpZero(n)
 	case "float64":
 		x, perr := strconv.ParseFloat(value, 64)
 		if perr != nil || math.IsNaN(x) {

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -31,116 +32,14 @@ import (
 	"github.com/framefs/framefs/table/storage"
 )
 
-// writeGoMemoryStats adds the Go runtime's memory: what the Go heap holds
-// and everything the runtime has mapped, so that the rest of the resident
-// set (FFmpeg's C heap, code) can be told apart; and the collector's
-// pacing (see internal/gcpace).
-func writeGoMemoryStats(b *strings.Builder) {
-	m := []metrics.Sample{
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-		{Name: "/gc/gogc:percent"},
-		{Name: "/gc/heap/goal:bytes"},
-		{Name: "/cpu/classes/gc/total:cpu-seconds"},
-	}
-	metrics.Read(m)
-	fmt.Fprintf(b, "# TYPE framefs_go_heap_object_bytes gauge\nframefs_go_heap_object_bytes %d\n", m[0].Value.Uint64())
-	fmt.Fprintf(b, "# TYPE framefs_go_mapped_bytes gauge\nframefs_go_mapped_bytes %d\n", m[1].Value.Uint64()-m[2].Value.Uint64())
-	fmt.Fprintf(b, "# TYPE framefs_go_gc_percent gauge\nframefs_go_gc_percent %d\n", m[3].Value.Uint64())
-	fmt.Fprintf(b, "# TYPE framefs_go_heap_goal_bytes gauge\nframefs_go_heap_goal_bytes %d\n", m[4].Value.Uint64())
-	// An estimate by the runtime, from the time its collector workers ran.
-	fmt.Fprintf(b, "# TYPE framefs_go_gc_cpu_seconds_total counter\nframefs_go_gc_cpu_seconds_total %.3f\n", m[5].Value.Float64())
-}
-
-// writeS3Stats adds the S3 store's request and block-cache counters to
-// the mount's .stats.
-func writeS3Stats(b *strings.Builder, st storage.S3Stats) {
-	for _, c := range []struct {
-		name, kind string
-		v          int64
-	}{
-		{"framefs_s3_get_requests_total", "counter", st.GETs},
-		{"framefs_s3_head_requests_total", "counter", st.HEADs},
-		{"framefs_s3_put_requests_total", "counter", st.PUTs},
-		{"framefs_s3_list_requests_total", "counter", st.LISTs},
-		{"framefs_s3_read_bytes_total", "counter", st.BytesRead},
-		{"framefs_s3_read_retries_total", "counter", st.ReadRetries},
-		{"framefs_s3_metadata_cache_hits_total", "counter", st.MetadataHits},
-		{"framefs_s3_block_cache_hits_total", "counter", st.Cache.Hits},
-		{"framefs_s3_block_cache_misses_total", "counter", st.Cache.Misses},
-		{"framefs_s3_block_cache_prefetches_total", "counter", st.Cache.Prefetches},
-		{"framefs_s3_block_cache_evictions_total", "counter", st.Cache.Evictions},
-		{"framefs_s3_block_cache_corrupt_total", "counter", st.Cache.Corrupt},
-		{"framefs_s3_block_cache_bytes", "gauge", st.Cache.Bytes},
-	} {
-		fmt.Fprintf(b, "# TYPE %s %s\n%s %d\n", c.name, c.kind, c.name, c.v)
-	}
-}
-
-// writeFillStats adds the counters of GOP fills to the mount's .stats.
-func writeFillStats(b *strings.Builder, st serving.FillStats) {
-	for _, c := range []struct {
-		name, kind string
-		v          any
-	}{
-		{"framefs_gop_fills_total", "counter", st.Fills},
-		{"framefs_gop_fill_frames_total", "counter", st.FramesFilled},
-		{"framefs_gop_fill_frames_served_total", "counter", st.Useful},
-		{"framefs_gop_fill_frames_wasted_total", "counter", st.Wasted},
-		{"framefs_gop_fills_declined_total", "counter", st.Declined},
-		{"framefs_gop_fill_frames_packed_total", "counter", st.FramesPacked},
-		{"framefs_packed_picture_bytes_total", "counter", st.PackedBytes},
-		{"framefs_images_from_packed_pictures_total", "counter", st.Unpacked},
-		{"framefs_frame_sizes_frames_kept_total", "counter", st.FramesSized},
-		{"framefs_gop_fill_usefulness", "gauge", fmt.Sprintf("%.3f", st.Usefulness)},
-	} {
-		fmt.Fprintf(b, "# TYPE %s %s\n%s %v\n", c.name, c.kind, c.name, c.v)
-	}
-}
-
-// writeDiskCacheStats adds the counters of --cache-dir to .stats.
-func writeDiskCacheStats(b *strings.Builder, st diskcache.Stats, served, hashed, mismatched int64) {
-	for _, c := range []struct {
-		name, kind string
-		v          int64
-	}{
-		{"framefs_disk_cache_frames_served_total", "counter", served},
-		{"framefs_disk_cache_writes_total", "counter", st.Writes},
-		{"framefs_disk_cache_evictions_total", "counter", st.Evictions},
-		{"framefs_disk_cache_corrupt_total", "counter", st.Corrupt},
-		{"framefs_disk_cache_write_errors_total", "counter", st.Errors},
-		{"framefs_disk_cache_bytes", "gauge", st.Bytes},
-		{"framefs_disk_cache_entries", "gauge", st.Entries},
-		// Videos are read once before the disk tier is used for them, to
-		// check the digest their table records (see serving/digests.go).
-		{"framefs_disk_cache_digest_checked_bytes_total", "counter", hashed},
-		{"framefs_disk_cache_digest_mismatches_total", "counter", mismatched},
-	} {
-		fmt.Fprintf(b, "# TYPE %s %s\n%s %d\n", c.name, c.kind, c.name, c.v)
-	}
-}
-
-// mountFlags are the command line of `framefs mount`; they map onto
-// fusefs.Options and the decoder's options.
+// mountFlags are the command line of `framefs mount`: its options, and
+// how the command runs.
 type mountFlags struct {
-	options     string
-	imageFormat string
-	jpegQuality int
-	scale       string
-	cacheBytes  int64
-	pictures    int64
-	cacheDir    string
-	cacheDirMax int64
-	sessions    int
-	refresh     time.Duration
-	foreground  bool
-	daemon      bool
-	stagingDir  string
-	settle      time.Duration
-	stagingMax  int64
-	// readOnly and allowOther come from -o.
-	readOnly, allowOther bool
+	// options is -o, applied over the flags.
+	options    string
+	foreground bool
+	daemon     bool
+	mountOptions
 }
 
 func newMountCommand(stores *storeFlags) *cobra.Command {
@@ -158,88 +57,49 @@ into TABLE/ingest/ (NAME.mp4 with NAME.jsonl, or a folder of images) commit
 as new episodes, and TABLE/replace/ replaces videos or rows of existing ones.
 They are staged on local disk (--staging-dir) until they commit.
 
-Mount options (-o) follow mount conventions: ro, allow_other, and the framefs
-options image_format=, jpeg_quality=, scale=WxH, cache_bytes=,
-picture_cache_bytes=, cache_dir=, cache_dir_bytes=, refresh=, staging_dir=,
-settle=, staging_limit=.`,
+MNT/.stats shows the mount's counters in the Prometheus text format;
+--metrics-addr serves the same to Prometheus over HTTP.
+
+` + mountOptionsHelp(),
 		Example: `  framefs mount data/warehouse /mnt/frames
-  framefs mount data/warehouse/robot /mnt/robot --image-format bmp --daemon
-  mount -t fuse.framefs data/warehouse /mnt/frames -o ro,allow_other`,
+  framefs mount data/warehouse/robot /mnt/robot --image-format bmp --cache-bytes 2GiB --daemon
+  mount -t fuse.framefs data/warehouse /mnt/frames -o ro,allow_other,cache_bytes=2GiB`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := applyMountOptions(cmd.Flags(), f.options); err != nil {
+				return err
+			}
 			if f.daemon {
 				return daemonize(cmd, args)
 			}
-			var err error
-			if f.readOnly, f.allowOther, err = parseMountOptions(cmd.Flags(), f.options); err != nil {
-				return err
-			}
-			return runMount(cmd, stores, args[0], args[1], f)
+			return runMount(cmd, stores, args[0], args[1], f.mountOptions)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVarP(&f.options, "options", "o", "", "comma-separated mount options (ro, allow_other, image_format=jpg, ...)")
-	fl.StringVar(&f.imageFormat, "image-format", "", "serve frames as jpg, png, bmp, ppm or npy (default: the table's setting)")
-	fl.IntVar(&f.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
-	fl.StringVar(&f.scale, "scale", "", "resize frames to WxH (e.g. 224x224; W or H 0 keeps the aspect ratio)")
-	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes (0: none)")
-	fl.Int64Var(&f.pictures, "picture-cache-bytes", 256<<20, "memory for decoded pictures kept for random readers, in bytes (0: none)")
-	fl.StringVar(&f.cacheDir, "cache-dir", "", "local directory keeping encoded frames on disk, shared by mounts and kept across remounts (default: none)")
-	fl.Int64Var(&f.cacheDirMax, "cache-dir-bytes", diskcache.DefaultMaxBytes, "size limit of --cache-dir, in bytes")
-	fl.IntVar(&f.sessions, "max-sessions", 0, "decoder sessions open at once (default 2 x cores)")
-	fl.DurationVar(&f.refresh, "refresh", 2*time.Second, "how often new snapshots and tags are looked for")
-	fl.StringVar(&f.stagingDir, "staging-dir", "", "local directory holding files dropped into ingest/ and replace/ until they commit (default $XDG_CACHE_HOME/framefs/staging or ~/.cache/framefs/staging)")
-	fl.DurationVar(&f.settle, "settle", 2*time.Second, "how long a dropped file must stay closed and unchanged before it commits")
-	fl.Int64Var(&f.stagingMax, "staging-limit", 0, "bytes each write directory may hold before writes fail with ENOSPC (0: no limit but the disk)")
-	fl.BoolVar(&f.foreground, "foreground", true, "stay in the foreground until unmounted (default)")
-	fl.BoolVar(&f.daemon, "daemon", false, "detach once mounted")
-	positive(fl, "jpeg-quality", "cache-dir-bytes", "max-sessions", "refresh", "settle")
-	nonNegative(fl, "cache-bytes", "picture-cache-bytes", "staging-limit")
+	f.register(cmd.Flags())
 	return cmd
 }
 
-// parseMountOptions applies the -o options to the flags they stand for
-// (image_format= is --image-format, and so on), so that they are parsed
-// and checked as the flags are, and returns the generic ones.
-func parseMountOptions(fl *pflag.FlagSet, options string) (ro, allowOther bool, err error) {
-	for _, opt := range strings.Split(options, ",") {
-		key, value, _ := strings.Cut(strings.TrimSpace(opt), "=")
-		switch key {
-		case "":
-		case "ro":
-			ro = true
-		case "rw", "defaults", "auto", "noauto", "user", "nouser", "nofail", "_netdev", "exec", "noexec", "suid", "nosuid", "dev", "nodev":
-			// Handled by mount(8) or meaningless here.
-		case "allow_other":
-			allowOther = true
-		case "image_format", "jpeg_quality", "scale", "cache_bytes", "picture_cache_bytes", "cache_dir", "cache_dir_bytes",
-			"refresh", "staging_dir", "settle", "staging_limit":
-			if err := fl.Set(strings.ReplaceAll(key, "_", "-"), value); err != nil {
-				return false, false, fmt.Errorf("-o %s=%q: %v", key, value, err)
-			}
-		default:
-			return false, false, fmt.Errorf("unknown mount option %q", key)
-		}
-	}
-	if err := checkFlags(fl); err != nil {
-		return false, false, fmt.Errorf("-o %s: %w", options, err)
-	}
-	return ro, allowOther, nil
+// register makes the flags of the mount command.
+func (f *mountFlags) register(fl *pflag.FlagSet) {
+	fl.StringVarP(&f.options, "options", "o", "", "comma-separated mount options: ro, allow_other, and NAME=VALUE for the others (cache_bytes=2GiB, ...)")
+	f.mountOptions.bind(fl)
+	fl.BoolVar(&f.foreground, "foreground", true, "stay in the foreground until unmounted (default)")
+	fl.BoolVar(&f.daemon, "daemon", false, "detach once mounted")
 }
 
 // imageChoice maps the image flags onto the mount's image options: each
 // one not given keeps every table's own setting. Given values are checked
 // here, before anything is mounted.
-func imageChoice(f mountFlags) (fusefs.ImageChoice, error) {
-	c := fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: f.imageFormat, JPEGQuality: f.jpegQuality}}
-	if f.scale != "" {
-		w, h, ok := strings.Cut(f.scale, "x")
+func imageChoice(o mountOptions) (fusefs.ImageChoice, error) {
+	c := fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: o.ImageFormat, JPEGQuality: o.JPEGQuality}}
+	if o.Scale != "" {
+		w, h, ok := strings.Cut(o.Scale, "x")
 		var err error
 		if c.Width, err = strconv.Atoi(w); !ok || err != nil {
-			return c, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", f.scale)
+			return c, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", o.Scale)
 		}
 		if c.Height, err = strconv.Atoi(h); err != nil {
-			return c, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", f.scale)
+			return c, fmt.Errorf("--scale %q: want WxH, e.g. 224x224", o.Scale)
 		}
 	}
 	// Any format stands in for the table's when checking the rest.
@@ -253,7 +113,7 @@ func imageChoice(f mountFlags) (fusefs.ImageChoice, error) {
 	return c, check.Validate()
 }
 
-func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFlags) error {
+func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOptions) error {
 	ctx := cmd.Context()
 	// FRAMEFS_CPUPROFILE=FILE profiles the mount until it is unmounted
 	// (for developers; see README, Development).
@@ -267,10 +127,19 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		}
 		defer func() { pprof.StopCPUProfile(); out.Close() }()
 	}
-	readOnly, allowOther := f.readOnly, f.allowOther
-	image, err := imageChoice(f)
+	image, err := imageChoice(o)
 	if err != nil {
 		return err
+	}
+	// Every metric goes into one registry: .stats shows it, and so does
+	// --metrics-addr.
+	registry := prometheus.NewRegistry()
+	var metricsSrv *metricsServer
+	if o.MetricsAddr != "" {
+		if metricsSrv, err = listenMetrics(o.MetricsAddr, registry); err != nil {
+			return err
+		}
+		defer metricsSrv.stop()
 	}
 	if !storage.IsS3URI(src) {
 		if st, err := os.Stat(src); err != nil || !st.IsDir() {
@@ -285,10 +154,10 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	if err != nil {
 		return err
 	}
-	limitGoMemory(f.cacheBytes)
+	limitGoMemory(int64(o.CacheBytes))
 	// 0 means none here; in serving's options it means the default, and
 	// negative means none.
-	pictures, cacheBytes := f.pictures, f.cacheBytes
+	pictures, cacheBytes := int64(o.PictureCacheBytes), int64(o.CacheBytes)
 	if pictures == 0 {
 		pictures = -1
 	}
@@ -298,10 +167,10 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	// The kernel's page cache keeps the frames it was served, so the
 	// memory cache keeps them only in room that frames still to be asked
 	// for do not need (DemoteServed).
-	frameOpts := serving.Options{CacheBytes: cacheBytes, MaxOpenSessions: f.sessions, PictureCacheBytes: pictures, DemoteServed: true}
+	frameOpts := serving.Options{CacheBytes: cacheBytes, MaxOpenSessions: o.MaxSessions, PictureCacheBytes: pictures, DemoteServed: true}
 	var disk *diskcache.Cache
-	if f.cacheDir != "" {
-		if disk, err = diskcache.Open(diskcache.Options{Dir: f.cacheDir, MaxBytes: f.cacheDirMax}); err != nil {
+	if o.CacheDir != "" {
+		if disk, err = diskcache.Open(diskcache.Options{Dir: o.CacheDir, MaxBytes: int64(o.CacheDirBytes)}); err != nil {
 			return fmt.Errorf("--cache-dir: %w", err)
 		}
 		defer disk.Close()
@@ -314,43 +183,20 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	paceCtx, stopPacing := context.WithCancel(ctx)
 	defer stopPacing()
 	go gcpace.Run(paceCtx, gcpace.Options{Cached: func() int64 { return frames.CacheStats().Bytes }})
-	stagingDir, err := stagingDirFor(f.stagingDir, readOnly)
+	if err := registerServingMetrics(registry, frames, disk, store); err != nil {
+		return err
+	}
+	stagingDir, err := stagingDirFor(o.StagingDir, o.ReadOnly)
 	if err != nil {
 		return err
 	}
 	opts := fusefs.Options{
-		Image: image, Refresh: f.refresh, AllowOther: allowOther, ReadOnly: readOnly,
-		StagingDir: stagingDir, Settle: f.settle, StagingLimit: f.stagingMax,
+		Image: image, Refresh: o.Refresh, AllowOther: o.AllowOther, ReadOnly: o.ReadOnly,
+		StagingDir: stagingDir, Settle: o.Settle, StagingLimit: int64(o.StagingLimit), Metrics: registry,
 		EncodeImages: func(ctx context.Context, images []string, out string) error {
 			return decoder.EncodeImagesToVideo(ctx, images, out, decoder.VideoEncodeOptions{})
 		},
 		Debug: slog.Default().Enabled(ctx, slog.LevelDebug), // --debug: every FUSE request too
-		ExtraStats: func(b *strings.Builder) {
-			cs := frames.CacheStats()
-			ps := frames.PoolStats()
-			fmt.Fprintf(b, "# TYPE framefs_image_cache_hits_total counter\nframefs_image_cache_hits_total %d\n", cs.Hits)
-			fmt.Fprintf(b, "# TYPE framefs_image_cache_misses_total counter\nframefs_image_cache_misses_total %d\n", cs.Misses)
-			fmt.Fprintf(b, "# TYPE framefs_image_cache_bytes gauge\nframefs_image_cache_bytes %d\n", cs.Bytes)
-			// Served frames asked for again: the kernel's page cache had
-			// lost them (see docs/CACHES.md).
-			fmt.Fprintf(b, "# TYPE framefs_image_cache_served_again_total counter\nframefs_image_cache_served_again_total %d\n", cs.ColdHits)
-			fmt.Fprintf(b, "# TYPE framefs_image_cache_served_entries gauge\nframefs_image_cache_served_entries %d\n", cs.Demoted)
-			fmt.Fprintf(b, "# TYPE framefs_decoder_sessions_open gauge\nframefs_decoder_sessions_open %d\n", ps.Open)
-			fmt.Fprintf(b, "# TYPE framefs_decoder_frames_decoded_total counter\nframefs_decoder_frames_decoded_total %d\n", ps.Decoded)
-			fmt.Fprintf(b, "# TYPE framefs_decoder_seeks_total counter\nframefs_decoder_seeks_total %d\n", ps.Seeks)
-			fmt.Fprintf(b, "# TYPE framefs_picture_cache_bytes gauge\nframefs_picture_cache_bytes %d\n", ps.PictureBytes)
-			fmt.Fprintf(b, "# TYPE framefs_picture_cache_hits_total counter\nframefs_picture_cache_hits_total %d\n", ps.PictureHits)
-			fmt.Fprintf(b, "# TYPE framefs_c_heap_trims_total counter\nframefs_c_heap_trims_total %d\n", decoder.MemoryTrims())
-			writeGoMemoryStats(b)
-			writeFillStats(b, frames.FillStats())
-			if disk != nil {
-				hashed, mismatched := frames.DigestChecks()
-				writeDiskCacheStats(b, disk.Stats(), frames.StoreHits(), hashed, mismatched)
-			}
-			if s3, ok := store.(*storage.S3); ok {
-				writeS3Stats(b, s3.Stats())
-			}
-		},
 	}
 	abs := src
 	if !storage.IsS3URI(src) {
@@ -373,6 +219,9 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		}
 	}
 	slog.Info("mounted", "source", abs, "mountpoint", mnt)
+	if metricsSrv != nil {
+		metricsSrv.start()
+	}
 	heapProfilesAt(ctx, os.Getenv("FRAMEFS_HEAPPROFILE"), os.Getenv("FRAMEFS_HEAPPROFILE_AT"))
 	done := make(chan struct{})
 	go func() { srv.Wait(); close(done) }()
@@ -387,6 +236,9 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 			}
 		}
 		<-done
+	}
+	if metricsSrv != nil {
+		metricsSrv.stop() // its metrics are those of the mount, now gone
 	}
 	// FRAMEFS_HEAPPROFILE=FILE writes what the mount's memory holds when it
 	// is unmounted, its caches and node tree still reachable (for

@@ -25,20 +25,21 @@ type storeFlags struct {
 	endpoint   string
 	pathStyle  string
 	cacheDir   string
-	cacheBytes int64
+	cacheBytes byteSize
 }
 
 func (f *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.endpoint, "s3-endpoint", "", "URL of an S3-compatible server (default: AWS_ENDPOINT_URL, else AWS S3)")
 	fs.StringVar(&f.pathStyle, "s3-path-style", "auto", "path-style S3 addressing: auto (on with a custom endpoint), true or false")
 	fs.StringVar(&f.cacheDir, "s3-cache-dir", "", "local block cache for S3 reads (default $XDG_CACHE_HOME/framefs/s3 or ~/.cache/framefs/s3; \"off\" disables)")
-	fs.Int64Var(&f.cacheBytes, "s3-cache-bytes", 1<<30, "size limit of the S3 block cache, in bytes (0: no cache)")
+	f.cacheBytes = 1 << 30
+	fs.Var(&f.cacheBytes, "s3-cache-bytes", "size limit of the S3 block cache, e.g. 1GiB (0: no cache)")
 	nonNegative(fs, "s3-cache-bytes")
 }
 
 // s3Options maps the flags onto storage options.
 func (f *storeFlags) s3Options() (storage.S3Options, error) {
-	opts := storage.S3Options{Endpoint: f.endpoint, CacheBytes: f.cacheBytes}
+	opts := storage.S3Options{Endpoint: f.endpoint, CacheBytes: int64(f.cacheBytes)}
 	switch f.pathStyle {
 	case "", "auto":
 	case "true", "false":
