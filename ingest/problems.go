@@ -171,11 +171,11 @@ func groupOfErrorFile(name string) (string, bool) {
 	return group, ok
 }
 
-// statusOf is the state .status shows for a group with a problem about
-// its current files. s.mu must be held.
-func (s *Stager) statusOf(g *group) (string, bool) {
-	p := s.problems[g.name]
-	if p == nil || p.fp != g.fp {
+// statusOf is the state .status shows for group name with a problem
+// about its current files (fp). s.mu must be held.
+func (s *Stager) statusOf(name, fp string) (string, bool) {
+	p := s.problems[name]
+	if p == nil || p.fp != fp {
 		return "", false
 	}
 	switch p.kind {

@@ -99,7 +99,7 @@ type Stager struct {
 	seen       map[string]observation // entry name -> last fingerprint
 	problems   map[string]*problem    // group -> why it did not commit
 	history    []string               // last commits, newest last
-	lines      []string               // the staged groups, for .status
+	rows       []statusRow            // the staged groups, for .status
 	running    string                 // what is being committed now
 	columns    []string               // the table's video columns, as last read
 	stats      Stats

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -402,5 +403,24 @@ func TestErrorTextEscaped(t *testing.T) {
 		if strings.ContainsAny(s, "\x1b\x07") || !strings.Contains(s, `evil\x1b]0;owned\x07`) {
 			t.Errorf("%s: %q, want the name with ESC and BEL escaped", what, s)
 		}
+	}
+}
+
+// TestStatusShowsAFailureWithItsErrorFile: .status shows a group's
+// failure as soon as its NAME.error is listed, not at the next pass that
+// recounts the staged groups.
+func TestStatusShowsAFailureWithItsErrorFile(t *testing.T) {
+	e := newEnv(t, Add, nil)
+	g := &group{name: "clip", ready: true, fp: "f1", entries: []*entry{{name: "clip.mp4"}}}
+	e.st.setStatus([]*group{g})
+	if st := e.st.Status(); !strings.Contains(st, "clip.mp4") || !strings.Contains(st, "ready") {
+		t.Fatalf("status before the failure:\n%s", st)
+	}
+	e.st.fail(g, problemFailed, "clip.mp4 is not a video")
+	if names := e.st.ErrorFiles(); !slices.Contains(names, "clip.error") {
+		t.Fatalf("error files %q", names)
+	}
+	if st := e.st.Status(); !strings.Contains(st, "failed: clip.mp4 is not a video") {
+		t.Errorf("status with clip.error listed:\n%s", st)
 	}
 }

@@ -7,11 +7,22 @@ import (
 	"github.com/framefs/framefs/internal/safetext"
 )
 
-// setStatus records the state of every staged group for Status.
+// statusRow is what .status shows of one staged group. Its state is
+// worked out when .status is read, from the group's problem then, so that
+// a group's NAME.error and its "failed" line in .status appear together.
+type statusRow struct {
+	name, fp string // the group's, for its problem
+	label    string
+	files    string
+	open     bool // a file is being written
+	ready    bool // settled
+}
+
+// setStatus records the staged groups for Status.
 func (s *Stager) setStatus(gs []*group) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lines = s.lines[:0]
+	s.rows = s.rows[:0]
 	for _, g := range gs {
 		var names []string
 		open := false
@@ -23,22 +34,27 @@ func (s *Stager) setStatus(gs []*group) {
 			names = append(names, n)
 			open = open || e.open
 		}
-		state, held := s.statusOf(g)
-		switch {
-		case held:
-		case open:
-			state = "writing"
-		case !g.ready:
-			state = "settling"
-		default:
-			state = "ready"
-		}
 		label := g.name
 		if label == "" {
 			label = SchemaFile
 		}
-		s.lines = append(s.lines, fmt.Sprintf("  %-24s %-40s %s", label, strings.Join(names, " "), state))
+		s.rows = append(s.rows, statusRow{name: g.name, fp: g.fp, label: label, files: strings.Join(names, " "), open: open, ready: g.ready})
 	}
+}
+
+// statusLine is row's line in .status. s.mu must be held.
+func (s *Stager) statusLine(row statusRow) string {
+	state, held := s.statusOf(row.name, row.fp)
+	switch {
+	case held:
+	case row.open:
+		state = "writing"
+	case !row.ready:
+		state = "settling"
+	default:
+		state = "ready"
+	}
+	return fmt.Sprintf("  %-24s %-40s %s", row.label, row.files, state)
 }
 
 // Status describes what is staged, waiting and failed, and the last
@@ -54,11 +70,11 @@ func (s *Stager) Status() string {
 		fmt.Fprintf(&b, ", %d bytes staged", s.stats.Staged)
 	}
 	b.WriteString("\n\nstaged:\n")
-	if len(s.lines) == 0 {
+	if len(s.rows) == 0 {
 		b.WriteString("  (nothing)\n")
 	}
-	for _, l := range s.lines {
-		b.WriteString(l + "\n")
+	for _, row := range s.rows {
+		b.WriteString(s.statusLine(row) + "\n")
 	}
 	if s.running != "" {
 		fmt.Fprintf(&b, "\ncommitting: %s\n", s.running)
