@@ -36,6 +36,11 @@ const (
 	snapshotKeyDigits = 10
 )
 
+// SchemaPrefix begins the keys of a table's schemas, which Create writes
+// before table.json: a location holding only keys under it is what a
+// killed Create left.
+const SchemaPrefix = prefixSchema
+
 func schemaKey(id int) string { return fmt.Sprintf("%sschema-%d.json", prefixSchema, id) }
 
 // snapshotKey zero-pads the id so that key order is id order, which lets

@@ -1,6 +1,7 @@
 package table
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,7 +111,19 @@ func Create(ctx context.Context, store storage.Store, schema Schema, opts Option
 	}
 	meta := tableMeta{FormatVersion: FormatVersion, Features: []string{}, UUID: uuid.NewString(), Created: opts.withDefaults().Now().UTC()}
 	// The schema goes first: a table.json without schema must not exist.
-	if err := store.PutIfAbsent(ctx, schemaKey(schema.ID), marshal(schema)); err != nil && !errors.Is(err, storage.ErrExists) {
+	// A schema already there without a table.json is what a killed Create
+	// left: the same table's is taken, another's refused.
+	data := marshal(schema)
+	if err := store.PutIfAbsent(ctx, schemaKey(schema.ID), data); errors.Is(err, storage.ErrExists) {
+		left, err := store.ReadAll(ctx, schemaKey(schema.ID))
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(left, data) {
+			return nil, fmt.Errorf("%w: %s holds %s, the schema of another table whose creation did not finish: remove it, or create the table elsewhere",
+				ErrExists, store, schemaKey(schema.ID))
+		}
+	} else if err != nil {
 		return nil, err
 	}
 	if err := store.PutIfAbsent(ctx, keyTableMeta, marshal(meta)); err != nil {

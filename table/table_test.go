@@ -284,3 +284,38 @@ func TestCreateEpisodeColumnDeclared(t *testing.T) {
 		t.Errorf("declared twice: %v", err)
 	}
 }
+
+// TestCreateAfterAKilledCreate: a Create killed between its schema and its
+// table.json leaves the schema alone; creating the same table again
+// finishes it, and a table of another schema is refused there.
+func TestCreateAfterAKilledCreate(t *testing.T) {
+	ctx := context.Background()
+	for _, same := range []bool{true, false} {
+		store, err := storage.NewLocal(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema, err := testSchema().withDefaults().foldEpisodeColumn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.PutIfAbsent(ctx, schemaKey(schema.ID), marshal(schema)); err != nil {
+			t.Fatal(err)
+		}
+		again := testSchema()
+		if !same {
+			again.Columns = again.Columns[:2]
+		}
+		tbl, err := Create(ctx, store, again, Options{})
+		switch {
+		case same && err != nil:
+			t.Fatalf("the same table again: %v", err)
+		case same:
+			if got, err := tbl.LatestSchema(ctx); err != nil || len(got.Columns) != len(schema.Columns) {
+				t.Fatalf("schema %+v, %v", got, err)
+			}
+		case !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "did not finish"):
+			t.Fatalf("another table over the leftover schema: %v", err)
+		}
+	}
+}

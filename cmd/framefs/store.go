@@ -99,14 +99,20 @@ func (f *storeFlags) openTableWith(ctx context.Context, uri string, opts table.O
 }
 
 // checkCreatable refuses to create a table where one exists or where
-// other files are.
+// other files are. What a create that was killed leaves (a schema and
+// temporaries, no table.json) does not count: creating the same table
+// again finishes it (table.Create refuses another schema there).
 func (f *storeFlags) checkCreatable(ctx context.Context, uri string) error {
 	if !storage.IsS3URI(uri) {
 		if entries, err := os.ReadDir(uri); err == nil && len(entries) > 0 {
 			if _, err := os.Stat(filepath.Join(uri, "table.json")); err == nil {
 				return fmt.Errorf("%s: %w: a table exists there", uri, table.ErrExists)
 			}
-			return fmt.Errorf("%s: the directory is not empty", uri)
+			for _, e := range entries {
+				if !(e.IsDir() && e.Name()+"/" == table.SchemaPrefix) && !strings.HasPrefix(e.Name(), storage.TempPrefix) {
+					return fmt.Errorf("%s: the directory is not empty (%s)", uri, e.Name())
+				}
+			}
 		}
 		return nil
 	}
@@ -123,8 +129,10 @@ func (f *storeFlags) checkCreatable(ctx context.Context, uri string) error {
 	if err != nil {
 		return err
 	}
-	if len(objs) > 0 {
-		return fmt.Errorf("%s: the prefix is not empty (%d objects, e.g. %s)", uri, len(objs), objs[0].Key)
+	for _, o := range objs {
+		if !strings.HasPrefix(o.Key, table.SchemaPrefix) {
+			return fmt.Errorf("%s: the prefix is not empty (%d objects, e.g. %s)", uri, len(objs), o.Key)
+		}
 	}
 	return nil
 }

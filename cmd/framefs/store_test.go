@@ -79,3 +79,25 @@ func TestWarehouse(t *testing.T) {
 		t.Fatalf("opening a missing table made %s", typo)
 	}
 }
+
+// TestCreateOverAKilledCreate: `framefs create` where a killed create left
+// its schema (and a temporary) makes the table; a directory holding
+// anything else is refused, naming what is there.
+func TestCreateOverAKilledCreate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "robot")
+	runFramefs(t, "create", dir, "--column", "note:string?")
+	os.Remove(filepath.Join(dir, "table.json"))
+	os.WriteFile(filepath.Join(dir, ".tmp-0123456789abcdef"), []byte("{"), 0o644)
+	runFramefs(t, "create", dir, "--column", "note:string?")
+	if _, err := os.Stat(filepath.Join(dir, "table.json")); err != nil {
+		t.Fatalf("the create over the leftovers made no table: %v", err)
+	}
+
+	other := filepath.Join(t.TempDir(), "robot")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("x"), 0o644)
+	out, err := framefsCmd(context.Background(), "create", other, "--column", "note:string?").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not empty (notes.txt)") {
+		t.Fatalf("create in a folder of other files: %v\n%s", err, out)
+	}
+}

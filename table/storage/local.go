@@ -37,8 +37,9 @@ func NewLocal(dir string) (*Local, error) {
 
 func (l *Local) String() string { return l.root }
 
-// tempPrefix marks files being written; List never returns them.
-const tempPrefix = ".tmp-"
+// TempPrefix begins the names of files being written; List never returns
+// them, and one left behind by a killed process is no object.
+const TempPrefix = ".tmp-"
 
 // CheckKey validates an object key.
 func CheckKey(key string) error {
@@ -46,7 +47,7 @@ func CheckKey(key string) error {
 		return fmt.Errorf("%w: %q", ErrInvalidKey, key)
 	}
 	for _, part := range strings.Split(key, "/") {
-		if part == "" || part == "." || part == ".." || strings.HasPrefix(part, tempPrefix) {
+		if part == "" || part == "." || part == ".." || strings.HasPrefix(part, TempPrefix) {
 			return fmt.Errorf("%w: %q", ErrInvalidKey, key)
 		}
 	}
@@ -128,7 +129,7 @@ func writeTemp(ctx context.Context, final string, r io.Reader) (string, int64, e
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
+	tmp := filepath.Join(dir, TempPrefix+hex.EncodeToString(rnd[:]))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", 0, fmt.Errorf("storage: %w", err)
@@ -219,7 +220,7 @@ func (l *Local) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if strings.HasPrefix(d.Name(), tempPrefix) || d.IsDir() {
+		if strings.HasPrefix(d.Name(), TempPrefix) || d.IsDir() {
 			return nil
 		}
 		rel, err := filepath.Rel(l.root, p)
@@ -255,7 +256,7 @@ func (l *Local) ListTemporaries(ctx context.Context) ([]ObjectInfo, error) {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		if err != nil || d.IsDir() || !strings.HasPrefix(d.Name(), tempPrefix) {
+		if err != nil || d.IsDir() || !strings.HasPrefix(d.Name(), TempPrefix) {
 			return nil
 		}
 		info, err := d.Info()
@@ -282,7 +283,7 @@ func (l *Local) DeleteTemporary(ctx context.Context, info ObjectInfo) error {
 		return err
 	}
 	dir, name := filepath.Split(filepath.FromSlash(info.Key))
-	if !strings.HasPrefix(name, tempPrefix) || strings.Contains(info.Key, "..") {
+	if !strings.HasPrefix(name, TempPrefix) || strings.Contains(info.Key, "..") {
 		return fmt.Errorf("%w: %q is not a temporary file", ErrInvalidKey, info.Key)
 	}
 	if err := os.Remove(filepath.Join(l.root, dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -116,7 +116,7 @@ func (l *Local) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), tempPrefix) {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), TempPrefix) {
 			names = append(names, e.Name())
 		}
 	}
