@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/tabletest"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
@@ -39,7 +40,7 @@ func serveMount(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	wh := table.NewWarehouse(store, tableOptions())
+	wh := table.NewWarehouse(store, tabletest.Options())
 	srv, err := MountWarehouse(parts[1], parts[0], wh, frames, writableOptions(parts[2]))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -261,8 +262,8 @@ func TestIngestImageFolders(t *testing.T) {
 	f := newWritableFixture(t)
 	in := filepath.Join(f.mnt, "robot", "ingest")
 	src := t.TempDir()
-	run(t, "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=5", "-frames:v", "6", filepath.Join(src, "img%03d.png"))
-	run(t, "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=32x32:rate=5", "-frames:v", "1", filepath.Join(src, "small.png"))
+	tabletest.Lavfi(t, filepath.Join(src, "img%03d.png"), "testsrc=size=64x48:rate=5", 6)
+	tabletest.Lavfi(t, filepath.Join(src, "small.png"), "testsrc=size=32x32:rate=5", 1)
 
 	copyImages := func(folder string, extra ...string) {
 		if err := os.Mkdir(filepath.Join(in, folder), 0o755); err != nil {
@@ -363,7 +364,7 @@ func TestTablesAndTagsFromTheMount(t *testing.T) {
 	os.WriteFile(filepath.Join(in, "first.jsonl"), []byte(`{"speed": 0.5, "label": "a"}`+"\n"), 0o644)
 	run(t, "touch", filepath.Join(in, ".commit"))
 	store, _ := storage.NewLocal(filepath.Join(f.wh, "fresh"))
-	fresh, err := table.Open(context.Background(), store, tableOptions())
+	fresh, err := table.Open(context.Background(), store, tabletest.Options())
 	if err != nil {
 		t.Fatal(err)
 	}
