@@ -5,16 +5,13 @@
 # view, a view made from a shell and deleted with rm -r; clip views and
 # ls --window, their frames equal to `framefs frame` and their lists.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bin=$(framefs_bin "${1:-}")
 work=$(mktemp -d)
+on_exit rm -rf "$work"
 mnt="$work/mnt"
-cleanup() {
-	fusermount3 -u "$mnt" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+on_exit unmount "$mnt"
 
 tbl="$work/robot"
 "$bin" create "$tbl" --column 'speed:float64?' --column task:string --column 'label:string?' --partition task >/dev/null
@@ -39,6 +36,9 @@ got=$("$bin" ls "$tbl" --where "speed > 87 AND task = 'place'" --json | jq -c '[
 "$bin" ls "$tbl" --where "speed IS NULL" | grep -q "^ep_a  *0 " || fail "ls --where text lists episode and frame"
 
 # Bad input: refused, naming the problem; nothing created.
+# files DIR EXT: how many files of DIR have names ending in EXT.
+files() { find "$1" -mindepth 1 -maxdepth 1 -name "*$2" | wc -l; }
+
 bad() {
 	local want=$1
 	shift
@@ -82,15 +82,14 @@ got=$("$bin" ls "$tbl" "${clipflags[@]}" --json | jq -c '[.clips[0], .clips[15]]
 "$bin" view create "$tbl" noclips --window 200 | grep -q ": 0 clips" || fail "a view with no clips is not reported"
 "$bin" view list "$tbl" | grep -q "^clips .*window=4,skip=1,hop=5" || fail "view list does not show the window"
 
-mkdir -p "$mnt"
-"$bin" mount "$tbl" "$mnt" --daemon --refresh 200ms --staging-dir "$work/staging" >/dev/null
-[ "$(ls "$mnt/views/fast/task=pick/ep_a" | grep -c jpg)" = 9 ] || fail "view fast lists $(ls "$mnt/views/fast/task=pick/ep_a")"
+mount_daemon "$tbl" "$mnt" --refresh 200ms --staging-dir "$work/staging"
+[ "$(files "$mnt/views/fast/task=pick/ep_a" .jpg)" = 9 ] || fail "view fast lists $(ls "$mnt/views/fast/task=pick/ep_a")"
 for n in 81 85 89; do
 	"$bin" frame "$tbl" --episode ep_a --frame $n | cmp -s - "$mnt/views/fast/task=pick/ep_a/0000$n.jpg" ||
 		fail "frame $n of the view differs from framefs frame"
 done
-[ "$(ls "$mnt/views/cats/label=cat/ep_b" | grep -c jpg)" = 30 ] || fail "group-by folder"
-[ "$(ls "$mnt/views/thumbs/task=place/ep_b" | grep -c png)" = 4 ] || fail "png thumbnails"
+[ "$(files "$mnt/views/cats/label=cat/ep_b" .jpg)" = 30 ] || fail "group-by folder"
+[ "$(files "$mnt/views/thumbs/task=place/ep_b" .png)" = 4 ] || fail "png thumbnails"
 size=$(stat -c %s "$mnt/views/thumbs/task=place/ep_b/000003.png")
 [ "$(wc -c <"$mnt/views/thumbs/task=place/ep_b/000003.png")" = "$size" ] || fail "thumbnail size at stat"
 /usr/bin/python3 -c "import sys,struct; d=open(sys.argv[1],'rb').read(); w,h=struct.unpack('>II',d[16:24]); assert max(w,h)==32,(w,h)" \
@@ -140,6 +139,6 @@ with open('$work/ep_c.jsonl', 'w') as f:
 "$bin" ingest "$tbl" "$work/ep_c.mp4" >/dev/null
 for _ in $(seq 50); do [ -d "$mnt/views/fast/task=stack" ] && break; sleep 0.1; done
 [ -d "$mnt/views/fast/task=stack/ep_c" ] || fail "view fast did not follow the head"
-fusermount3 -u "$mnt"
+stop_daemon "$mnt"
 "$bin" verify "$tbl" >/dev/null || fail "verify"
 echo "e2e-views: 1 passed, 0 failed"
