@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,8 +33,6 @@ type countingCodec struct {
 	opened, decoded, encoded, seeks atomic.Int64
 	packed, unpacked                atomic.Int64
 	live                            atomic.Int64 // pictures not yet released
-	mu                              sync.Mutex
-	decodedFrames                   map[int]int // per ordinal
 }
 
 func (c *countingCodec) OpenSession(ctx context.Context, v media.Video, threads int) (media.Session, error) {
@@ -48,13 +45,6 @@ func (c *countingCodec) OpenSession(ctx context.Context, v media.Video, threads 
 
 func (c *countingCodec) Identity(s media.ImageSetting) string {
 	return "counting;" + s.Normalize().Canonical()
-}
-
-// decodedOf returns how many times frame ordinal was decoded.
-func (c *countingCodec) decodedOf(ordinal int) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.decodedFrames[ordinal]
 }
 
 // countingSession is a session of a countingCodec. Frames are samples in
@@ -114,12 +104,6 @@ func (s *countingSession) Decode(ctx context.Context, ordinal int, passed media.
 		}
 		s.dec++
 		s.c.decoded.Add(1)
-		s.c.mu.Lock()
-		if s.c.decodedFrames == nil {
-			s.c.decodedFrames = map[int]int{}
-		}
-		s.c.decodedFrames[s.next]++
-		s.c.mu.Unlock()
 		if s.c.failFrames[s.next] {
 			s.broken = true
 			return nil, fmt.Errorf("%w: frame %d is damaged", media.ErrFrameDecode, s.next)
