@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -255,6 +256,44 @@ func TestIngestBatchWithBadPair(t *testing.T) {
 	}
 	if strings.Join(names, " ") != ".status broken.jsonl broken.mp4" {
 		t.Fatalf("ingest/ holds %v", names)
+	}
+}
+
+// TestCommitNowFailure: when the commit `touch .commit` asks for fails
+// (here the stager's batch directory is a file, so nothing can be staged
+// for the commit), the create fails with EIO, as the mount's errno
+// mapping says of an error that is not the input's, and nothing is
+// committed.
+func TestCommitNowFailure(t *testing.T) {
+	staging := t.TempDir()
+	f := newFixture(t, writableOptions(staging))
+	ctx := context.Background()
+	in := f.path("robot", "ingest")
+	names(t, in) // starts the stager, which makes its directories
+	batches, _ := filepath.Glob(filepath.Join(staging, "robot-*", ".work-ingest", "batch"))
+	if len(batches) != 1 {
+		t.Fatalf("batch directories %v, want one", batches)
+	}
+	if err := os.Remove(batches[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(batches[0], nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := f.tbl.SnapshotIDs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, "cp", video("h264_faststart.mp4"), filepath.Join(in, "late.mp4"))
+	if err := os.WriteFile(filepath.Join(in, "late.jsonl"), []byte(rowsFor("place", 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = os.WriteFile(filepath.Join(in, ".commit"), nil, 0o644)
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("touch .commit with no batch directory: %v, want EIO", err)
+	}
+	if after, err := f.tbl.SnapshotIDs(ctx); err != nil || len(after) != len(before) {
+		t.Fatalf("snapshots %v -> %v (%v): a commit happened", before, after, err)
 	}
 }
 
