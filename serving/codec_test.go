@@ -222,7 +222,7 @@ func countingImage(k media.VideoKey, ordinal int, s media.ImageSetting) []byte {
 // sample a frame in presentation order.
 func gopIndex(t testing.TB, frames, gop int) *videoidx.Index {
 	t.Helper()
-	ix := &videoidx.Index{Source: videoidx.SourceScan, Codec: "counting", Width: 640, Height: 480, Timescale: 30}
+	ix := &videoidx.Index{Origin: videoidx.OriginScan, Codec: "counting", Width: 640, Height: 480, Timescale: 30}
 	for i := range frames {
 		ix.Samples = append(ix.Samples, videoidx.Sample{Offset: int64(i) * 100, Size: 100, DTS: int64(i), PTS: int64(i), Key: i%gop == 0})
 	}
