@@ -1,6 +1,7 @@
 package tabletest
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -17,16 +18,11 @@ func TestLavfiOpenOptions(t *testing.T) {
 	ctx := context.Background()
 	video := filepath.Join(t.TempDir(), "v.mp4")
 	Lavfi(t, video, "testsrc2=size=64x48:rate=10", 7, "-c:v", "libx264", "-g", "3", "-pix_fmt", "yuv420p")
-	f, err := os.Open(video)
+	data, err := os.ReadFile(video)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := Options().Indexer(ctx, f, st.Size())
+	ix, err := Options().Indexer(ctx, bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
