@@ -12,12 +12,7 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-bin=$(framefs_bin "${1:-}")
-cache=$(bench_cache)
-work=$(mktemp -d -p "$cache")
-on_exit rm -rf "$work"
-mnt="$work/mnt"
-on_exit unmount "$mnt"
+bench_setup "$@"
 stat_value() { stats_value "$mnt" "$1"; }
 remount() { mount_daemon "$work/wh" "$mnt"; }
 

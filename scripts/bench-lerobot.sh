@@ -7,10 +7,7 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-bin=$(framefs_bin "${1:-}")
-cache=$(bench_cache)
-work=$(mktemp -d -p "$cache")
-on_exit rm -rf "$work"
+bench_setup "$@"
 
 ds="$cache/lerobot-v3.0-200ep-640x480"
 if [ ! -f "$ds/meta/info.json" ]; then

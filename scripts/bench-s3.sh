@@ -29,8 +29,7 @@ set -euo pipefail
 export LC_ALL=C
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-bin=$(framefs_bin "${1:-}")
-cache=$(bench_cache)
+bench_setup "$@"
 py=/usr/bin/python3
 random_frames=${RANDOM_FRAMES:-300}
 
@@ -43,10 +42,7 @@ if ! gw=$("$root/scripts/versitygw.sh" build 2>/dev/null) || [ ! -x "$gw" ]; the
 	exit 0
 fi
 
-work=$(mktemp -d -p "$cache")
-mnt="$work/mnt"
 on_exit rm -f "${TMPDIR:-/tmp}/framefs-$(tr / _ <<<"${mnt#/}").log" # the mount daemon's log
-on_exit rm -rf "$work"
 
 # 60 s of 640x480 30 fps H.264 (GOP 30, B-frames), made once.
 video="$cache/s3_640x480_60s.mp4"
@@ -60,7 +56,7 @@ lavfi_video "$sparse_video" -i testsrc2=size=640x480:rate=30 -t 180 -c:v libx264
 
 mkdir -p "$work/data/frames" "$mnt"
 s3_server "$work/data" bench
-on_exit unmount "$mnt"
+on_exit unmount "$mnt" # before the server stops
 
 ln -s "$video" "$work/ep.mp4"
 "$bin" create s3://frames/wh/bench --column 'note:string?' --s3-cache-dir "$work/ingest-cache" >/dev/null

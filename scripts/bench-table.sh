@@ -6,10 +6,7 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-bin=$(framefs_bin "${1:-}")
-cache=$(bench_cache)
-work=$(mktemp -d -p "$cache")
-on_exit rm -rf "$work"
+bench_setup "$@"
 py=/usr/bin/python3
 # peak_rss_mb CMD...: peak resident memory of the command, in MB.
 peak_rss_mb() {

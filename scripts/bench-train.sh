@@ -35,16 +35,11 @@ set -euo pipefail
 export LC_ALL=C
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-bin=$(framefs_bin "${1:-}")
-cache=$(bench_cache)
+bench_setup "$@"
 episodes=${EPISODES:-4}
 parts=${PARTS:-epochs views disk pyav random cores rss forget}
 py=/usr/bin/python3
 pyd="$root/scripts/py"
-work=$(mktemp -d -p "$cache")
-on_exit rm -rf "$work"
-mnt="$work/mnt"
-on_exit unmount "$mnt"
 mkdir -p "$mnt"
 daemon_pid=""
 

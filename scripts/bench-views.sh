@@ -11,12 +11,7 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-bin=$(framefs_bin "${1:-}")
-cache=$(bench_cache)
-work=$(mktemp -d -p "$cache")
-on_exit rm -rf "$work"
-mnt="$work/mnt"
-on_exit unmount "$mnt"
+bench_setup "$@"
 py=/usr/bin/python3
 
 duck=$(duckdb_dir)

@@ -71,6 +71,9 @@ ratio() { LC_ALL=C awk -v a="$1" -v b="$2" "$_lib_awk_round"' BEGIN {if (b == 0)
 #   fail MESSAGE...             print "FAIL: MESSAGE" and exit 1
 #   framefs_bin [PATH]          the framefs binary, PATH or else bin/framefs, as an absolute path
 #   bench_cache                 .cache/bench, made if missing: what benchmarks keep between runs
+#   bench_setup [BIN]           what a benchmark script starts with: sets bin (framefs_bin BIN),
+#                               cache (bench_cache), work (a new directory in cache, removed at
+#                               exit) and mnt ($work/mnt, unmounted at exit)
 #   on_exit CMD [ARG...]        run CMD when the script exits, however it exits; the command
 #                               registered last runs first, and its errors are ignored
 #   is_mounted MNT              whether a FUSE filesystem is mounted at MNT
@@ -102,6 +105,15 @@ framefs_bin() { realpath "${1:-$root/bin/framefs}"; }
 bench_cache() {
 	mkdir -p "$root/.cache/bench"
 	echo "$root/.cache/bench"
+}
+
+bench_setup() {
+	bin=$(framefs_bin "${1:-}")
+	cache=$(bench_cache)
+	work=$(mktemp -d -p "$cache")
+	on_exit rm -rf "$work"
+	mnt="$work/mnt"
+	on_exit unmount "$mnt"
 }
 
 _lib_on_exit=()

@@ -37,6 +37,13 @@ check "root" "$root" "$(cd "$(dirname "$0")/.." && pwd)"
 check "framefs_bin makes a path absolute" "$(cd "$root/scripts" && framefs_bin lib.sh)" "$root/scripts/lib.sh"
 check "bench_cache" "$(bench_cache)" "$root/.cache/bench"
 [ -d "$root/.cache/bench" ] || fail "bench_cache did not make the directory"
+out=$(bash -c ". '$lib'; bench_setup '$lib'; echo \"\$bin \$cache \$work \$mnt\"")
+read -r b c w m <<<"$out"
+check "bench_setup bin" "$b" "$root/scripts/lib.sh"
+check "bench_setup cache" "$c" "$root/.cache/bench"
+check "bench_setup mnt" "$m" "$w/mnt"
+case "$w" in "$root/.cache/bench/"?*) ;; *) fail "bench_setup work is $w" ;; esac
+[ -e "$w" ] && fail "bench_setup left its work directory behind"
 tmp=$(mktemp -d)
 on_exit rm -rf "$tmp"
 printf 'framefs_x_total 12\nframefs_x 5\n' >"$tmp/.stats"
