@@ -7,7 +7,10 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 bin=$(framefs_bin "${1:-}")
-# out CMD...: CMD's stdout and stderr, whatever its exit status.
+# out CMD...: CMD's stdout and stderr, whatever its exit status. Output
+# checked for a match is read whole first (out, or said=$(CMD)): grep -q
+# leaving a pipe at its first match would kill a writer with more to write
+# (SIGPIPE), which pipefail reports as a failure.
 out() { "$@" 2>&1 || true; }
 
 if [ ! -x "$root/.cache/bin/versitygw" ]; then
@@ -27,13 +30,15 @@ tbl=s3://frames/warehouse/robot
 
 "$bin" create "$tbl" --column 'note:string?' "${f[@]}" >/dev/null
 out "$bin" create "$tbl" "${f[@]}" | grep -q "a table exists there" || fail "create over a table"
-"$bin" ingest "$tbl" "$root/testdata/video/h264_faststart.mp4" "$root/testdata/video/hevc.mp4" "${f[@]}" | grep -q "added 2 episodes" || fail ingest
+said=$("$bin" ingest "$tbl" "$root/testdata/video/h264_faststart.mp4" "$root/testdata/video/hevc.mp4" "${f[@]}")
+grep -q "added 2 episodes" <<<"$said" || fail ingest
 "$bin" tag "$tbl" create v1 "${f[@]}" >/dev/null
 "$bin" delete "$tbl" --episode hevc "${f[@]}" >/dev/null
 [ "$("$bin" log "$tbl" --json "${f[@]}" | jq length)" = 2 ] || fail "log"
 [ "$("$bin" ls "$tbl" --tag v1 --json "${f[@]}" | jq '.episodes | length')" = 2 ] || fail "ls --tag v1"
 [ "$("$bin" ls "$tbl" --json "${f[@]}" | jq '.episodes | length')" = 1 ] || fail "ls head"
-"$bin" verify "$tbl" "${f[@]}" | grep -q '^ok$' || fail verify
+said=$("$bin" verify "$tbl" "${f[@]}")
+grep -q '^ok$' <<<"$said" || fail verify
 "$bin" frame "$tbl" --tag v1 --episode hevc --frame 5 "${f[@]}" >"$work/frame.jpg"
 "$bin" warm "$tbl" "${f[@]}" >/dev/null
 out "$bin" ls s3://frames/warehouse/missing "${f[@]}" | grep -q "no table" || fail "missing table"
@@ -51,8 +56,10 @@ is_mounted "$work/mnt" && fail "the mount is still there after the daemon exited
 
 "$bin" expire "$tbl" --keep-last 1 "${f[@]}" >/dev/null
 "$bin" tag "$tbl" delete v1 "${f[@]}"
-"$bin" expire "$tbl" --keep-last 1 "${f[@]}" | grep -q "expired 1" || fail expire
+said=$("$bin" expire "$tbl" --keep-last 1 "${f[@]}")
+grep -q "expired 1" <<<"$said" || fail expire
 gcout=$("$bin" gc "$tbl" --grace 1ms "${f[@]}")
 grep -q "^removed [1-9]" <<<"$gcout" || fail "gc: $gcout"
-"$bin" verify "$tbl" "${f[@]}" | grep -q '^ok$' || fail "verify after gc"
+said=$("$bin" verify "$tbl" "${f[@]}")
+grep -q '^ok$' <<<"$said" || fail "verify after gc"
 echo "e2e-s3: ok"

@@ -33,7 +33,11 @@ PY
 [ "$("$bin" ls "$tbl" --where "task = 'pick' AND label = 'cat'" --count)" = 30 ] || fail "count pick cats"
 got=$("$bin" ls "$tbl" --where "speed > 87 AND task = 'place'" --json | jq -c '[.frames[] | [.episode_id, .frame, .speed]]')
 [ "$got" = '[["ep_b",88,88],["ep_b",89,89]]' ] || fail "ls --where --json: $got"
-"$bin" ls "$tbl" --where "speed IS NULL" | grep -q "^ep_a  *0 " || fail "ls --where text lists episode and frame"
+# Outputs are read whole before grep looks at them: grep -q leaving a pipe
+# at its first match would kill a writer that has more to write (SIGPIPE),
+# which pipefail reports as a failure.
+listed=$("$bin" ls "$tbl" --where "speed IS NULL")
+grep -q "^ep_a  *0 " <<<"$listed" || fail "ls --where text lists episode and frame"
 
 # Bad input: refused, naming the problem; nothing created.
 # files DIR EXT: how many files of DIR have names ending in EXT.
@@ -77,10 +81,13 @@ clipflags=(--where "speed IS NOT NULL" --window 4 --frame-skip 1 --hop 5)
 got=$("$bin" ls "$tbl" "${clipflags[@]}" --json | jq -c '[.clips[0], .clips[15]]')
 [ "$got" = '[{"episode":"ep_a","start":5,"frame_indices":[5,7,9,11]},{"episode":"ep_b","start":75,"frame_indices":[75,77,79,81]}]' ] ||
 	fail "ls --window --json: $got"
-"$bin" view create "$tbl" clips "${clipflags[@]}" | grep -q "clip view, window=4,skip=1,hop=5: 16 clips of 4 frames in 2 episodes" ||
+created=$("$bin" view create "$tbl" clips "${clipflags[@]}")
+grep -q "clip view, window=4,skip=1,hop=5: 16 clips of 4 frames in 2 episodes" <<<"$created" ||
 	fail "view create does not report the clips"
-"$bin" view create "$tbl" noclips --window 200 | grep -q ": 0 clips" || fail "a view with no clips is not reported"
-"$bin" view list "$tbl" | grep -q "^clips .*window=4,skip=1,hop=5" || fail "view list does not show the window"
+created=$("$bin" view create "$tbl" noclips --window 200)
+grep -q ": 0 clips" <<<"$created" || fail "a view with no clips is not reported"
+listed=$("$bin" view list "$tbl")
+grep -q "^clips .*window=4,skip=1,hop=5" <<<"$listed" || fail "view list does not show the window"
 
 mount_daemon "$tbl" "$mnt" --refresh 200ms --staging-dir "$work/staging"
 [ "$(files "$mnt/views/fast/task=pick/ep_a" .jpg)" = 9 ] || fail "view fast lists $(ls "$mnt/views/fast/task=pick/ep_a")"
@@ -128,7 +135,8 @@ echo "speed BETWEEN 10 AND 12" >"$mnt/views/mid.where"
 echo "sped > 3" >"$mnt/views/oops.where"
 grep -q 'unknown column "sped"' "$mnt/views/oops.error" || fail "oops.error: $(cat "$mnt/views/oops.error")"
 rm -r "$mnt/views/mid"
-"$bin" view list "$tbl" | grep -q "^mid " && fail "rm -r did not delete view mid"
+listed=$("$bin" view list "$tbl")
+grep -q "^mid " <<<"$listed" && fail "rm -r did not delete view mid"
 
 # A view that follows the head moves with a commit.
 cp "$root/testdata/video/h264_vfr.mp4" "$work/ep_c.mp4"
