@@ -6,7 +6,7 @@ BIN      := bin/framefs
 FUZZTIME ?= 1m
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 
-.PHONY: all deps build run test vet fmt-check unit nocgo testreport e2e versitygw test-server bench fuzz soak soak-write soak-follow soak-short fixtures golden frozen-table clean
+.PHONY: all deps build run test vet fmt-check lint staticcheck unit nocgo testreport e2e versitygw test-server bench fuzz soak soak-write soak-follow soak-short fixtures golden frozen-table clean
 
 all: build
 
@@ -27,7 +27,7 @@ run: build
 export FRAMEFS_SKIP_LOG := $(CURDIR)/.cache/test-skips.txt
 TESTREPORT := .cache/bin/testreport
 
-test: deps test-server vet fmt-check testreport
+test: deps test-server vet fmt-check lint testreport
 	@rm -f "$$FRAMEFS_SKIP_LOG"; status=0; \
 	$(MAKE) --no-print-directory unit nocgo e2e soak-short || status=$$?; \
 	$(TESTREPORT) -summary "$$FRAMEFS_SKIP_LOG"; exit $$status
@@ -38,6 +38,26 @@ vet:
 fmt-check:
 	@unformatted=$$(gofmt -l $(GOFILES)); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
+# shellcheck (Debian's, from make deps) on every script, following what
+# they source (scripts/.shellcheckrc); staticcheck on every package. A
+# finding that is wrong is silenced where it is, with the reason: a
+# `# shellcheck disable=` or `//lint:ignore` comment.
+SHELL_SCRIPTS = $(shell git ls-files 'scripts/*.sh' 2>/dev/null || ls scripts/*.sh) scripts/mount.framefs .ci/run
+lint: deps staticcheck
+	shellcheck -x $(SHELL_SCRIPTS)
+	$(STATICCHECK) ./...
+
+# staticcheck, built once into .cache/bin at the pinned version (rebuilt
+# when the version changes).
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := .cache/bin/staticcheck
+staticcheck:
+	@if [ ! -x $(STATICCHECK) ] || [ "$$(cat $(STATICCHECK).version 2>/dev/null)" != $(STATICCHECK_VERSION) ]; then \
+		echo "building staticcheck $(STATICCHECK_VERSION) (once)" >&2; \
+		mkdir -p .cache/bin && GOBIN=$(CURDIR)/.cache/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && \
+		echo $(STATICCHECK_VERSION) >$(STATICCHECK).version; \
+	fi
 
 # Tests mount real FUSE filesystems under the temp directory, which
 # scripts/with-test-tmp.sh makes private to the run: whatever a crashed test

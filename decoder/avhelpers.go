@@ -319,7 +319,7 @@ func grow(b []byte, n int) []byte {
 func frameBytes(f *astiav.Frame) int64 { return int64(C.framefs_frame_bytes(f.UnsafePointer())) }
 
 // framePlane returns the address of a plane of a frame and its line size,
-// for tests that fill frames directly.
+// for code that reads the pixels directly (the JPEG encoder).
 func framePlane(f *astiav.Frame, plane int, linesize *int) unsafe.Pointer {
 	var ls C.int
 	p := C.framefs_frame_plane(f.UnsafePointer(), C.int(plane), &ls)

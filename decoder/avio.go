@@ -159,8 +159,8 @@ func (s *readerSource) detach() {
 // bind points the source at another reader and context: a decoder session
 // outlives the request that opened it and reads, for each later request,
 // through that request's reader (the same bytes, possibly another handle)
-// under that request's context. bind(nil, nil) detaches the source between
-// requests so an idle session pins neither; reads then fail with EIO.
+// under that request's context. detach drops both between requests so an
+// idle session pins neither; reads then fail with EIO.
 func (s *readerSource) bind(ctx context.Context, r io.ReaderAt) {
 	s.mu.Lock()
 	s.r, s.ctx = r, ctx

@@ -14,27 +14,9 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/asticode/go-astiav"
-
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/serving"
 )
-
-// fillFrame copies tightly packed rgb24 rows into a frame's first plane.
-func fillFrame(t *testing.T, f *astiav.Frame, data []byte) {
-	t.Helper()
-	row := 3 * f.Width()
-	ls := f.Linesize()[0]
-	base := unsafe.Slice((*byte)(planePointer(f)), ls*f.Height())
-	for y := range f.Height() {
-		copy(base[y*ls:y*ls+row], data[y*row:(y+1)*row])
-	}
-}
-
-func planePointer(f *astiav.Frame) unsafe.Pointer {
-	var ls int
-	return framePlane(f, 0, &ls)
-}
 
 func TestImageSettingSizes(t *testing.T) {
 	tests := []struct {
@@ -343,17 +325,6 @@ func TestJPEGBottomUp(t *testing.T) {
 	if img, err := jpeg.Decode(bytes.NewReader(got)); err != nil || img.Bounds().Dx() != w || img.Bounds().Dy() != h {
 		t.Errorf("decode: %v", err)
 	}
-}
-
-func newTestFrame(t testing.TB, w, h int, pf astiav.PixelFormat) *astiav.Frame {
-	f := astiav.AllocFrame()
-	f.SetWidth(w)
-	f.SetHeight(h)
-	f.SetPixelFormat(pf)
-	if err := f.AllocBuffer(0); err != nil {
-		t.Fatal(err)
-	}
-	return f
 }
 
 func BenchmarkJPEG(b *testing.B) {

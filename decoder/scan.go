@@ -128,7 +128,7 @@ func ScanIndex(ctx context.Context, r io.ReaderAt, size int64, opts ScanOptions)
 		return nil, err
 	}
 	ix, err := videoidx.Build(&videoidx.Index{
-		Source:    videoidx.SourceScan,
+		Origin:    videoidx.OriginScan,
 		Stream:    stream,
 		Codec:     par.CodecID().Name(),
 		Width:     par.Width(),

@@ -140,8 +140,8 @@ func checkAgainstFFprobe(t *testing.T, path string, ix *videoidx.Index) {
 	if ix.Codec != p.codec || ix.Width != p.width || ix.Height != p.height {
 		t.Errorf("index says %s %dx%d, ffprobe %s %dx%d", ix.Codec, ix.Width, ix.Height, p.codec, p.width, p.height)
 	}
-	if ix.Source != videoidx.SourceScan || ix.TrackID != 0 {
-		t.Errorf("Source %v TrackID %d, want scan and 0", ix.Source, ix.TrackID)
+	if ix.Origin != videoidx.OriginScan || ix.TrackID != 0 {
+		t.Errorf("Origin %v TrackID %d, want scan and 0", ix.Origin, ix.TrackID)
 	}
 	if ix.Frames() != p.countedFrames || ix.Frames() != len(p.pts) {
 		t.Fatalf("index has %d frames, ffprobe -count_frames %d, -show_frames %d", ix.Frames(), p.countedFrames, len(p.pts))

@@ -122,7 +122,7 @@ func openSession(ctx context.Context, v media.Video, threads int) (s *session, e
 			s.Close()
 			s = nil
 		} else {
-			d.src.bind(nil, nil)
+			d.src.detach()
 		}
 	}()
 
@@ -325,7 +325,7 @@ func (s *session) fromIndexUnits(u int64) int64 {
 // Bind attaches the caller's reader and context to the demuxer for the
 // calls that follow; Unbind detaches them so an idle session pins neither.
 func (s *session) Bind(ctx context.Context, r io.ReaderAt) { s.d.src.bind(ctx, r) }
-func (s *session) Unbind()                                 { s.d.src.bind(nil, nil) }
+func (s *session) Unbind()                                 { s.d.src.detach() }
 
 // readPacket reads the next packet of the stream into s.pkt.
 func (s *session) readPacket() (eof bool, err error) {

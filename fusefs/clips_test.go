@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/tabletest"
+	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/serving"
@@ -252,7 +254,7 @@ func TestClipViewEmptyAndGroupBy(t *testing.T) {
 // (every frame in two windows) in order: each distinct frame is decoded
 // about once, and each frame file is made once.
 func TestClipFramesDecodedOnce(t *testing.T) {
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	os.MkdirAll(f.mnt, 0o755)
 	f.tbl = robotTable(t, f.wh)
@@ -369,10 +371,7 @@ print(i, "clips")
 	// README makes its view with --scale, which serves every clip at one
 	// size.
 	small := filepath.Join(dir, "small.mp4")
-	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=96x64:rate=10", "-frames:v", "30",
-		"-pix_fmt", "yuv420p", "-c:v", "libx264", small).CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, out)
-	}
+	tabletest.Lavfi(t, small, "testsrc=size=96x64:rate=10", 30, "-pix_fmt", "yuv420p", "-c:v", "libx264")
 	if _, err := f.tbl.AddEpisodes(ctx, []table.EpisodeInput{{Videos: map[string]table.VideoFile{"": {Path: small}},
 		Sidecar: sidecar(t, "ep3", "place", 30)}}, table.AddOptions{}); err != nil {
 		t.Fatal(err)

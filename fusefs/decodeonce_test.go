@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/tabletest"
+	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/serving"
@@ -27,13 +29,13 @@ import (
 // image the frame server makes of it without any cache, which is what
 // `framefs frame` writes.
 func TestShuffledEpochDecodesOnce(t *testing.T) {
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	ctx := context.Background()
 	wh := t.TempDir()
 	src := filepath.Join(t.TempDir(), "train.mp4")
-	run(t, "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-frames:v", "600",
+	tabletest.Lavfi(t, src, "testsrc2=size=320x240:rate=30", 600,
 		"-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0",
-		"-pix_fmt", "yuv420p", src)
+		"-pix_fmt", "yuv420p")
 	store, err := storage.NewLocal(filepath.Join(wh, "train"))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +43,7 @@ func TestShuffledEpochDecodesOnce(t *testing.T) {
 	// Ingest stores the JPEG frames' sizes, as `framefs ingest` does.
 	sizer := serving.New(decoder.Codec{}, serving.Options{CacheBytes: -1, Readahead: -1})
 	defer sizer.Close()
-	opts := tableOptions()
+	opts := tabletest.Options()
 	opts.Sizer = ingestSizer{sizer}
 	tbl, err := table.Create(ctx, store, table.Schema{Columns: []table.Column{{Name: "note", Type: "string", Nullable: true}}}, opts)
 	if err != nil {

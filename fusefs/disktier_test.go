@@ -12,6 +12,7 @@ import (
 
 	"github.com/framefs/framefs/cache/diskcache"
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/serving"
 )
@@ -22,7 +23,7 @@ import (
 // decodes nothing but the GOPs whose entries were damaged, and every frame
 // read is the decoder's own bytes.
 func TestDiskTier(t *testing.T) {
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	wh := t.TempDir()
 	tbl := robotTable(t, wh)
 	schema, err := tbl.LatestSchema(context.Background())

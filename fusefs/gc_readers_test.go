@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/serving"
@@ -227,7 +228,7 @@ func gcUnderReaders(t *testing.T, f *fixture, writer *table.Table, setting media
 }
 
 func TestGCUnderReaders(t *testing.T) {
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	os.MkdirAll(f.mnt, 0o755)
 	f.tbl = robotTable(t, f.wh)

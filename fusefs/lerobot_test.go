@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/internal/lerobottest"
+	"github.com/framefs/framefs/internal/tabletest"
 )
 
 // TestIngestLeRobotDataset copies LeRobot dataset folders into ingest/
@@ -35,7 +36,7 @@ func TestIngestLeRobotDataset(t *testing.T) {
 	run(t, "cp", "-r", filepath.Join(src, "drifting"), filepath.Join(in, "drifting"))
 	run(t, "cp", "-r", good.Dir, filepath.Join(f.mnt, "robot", "ingest", "pusht"))
 
-	tbl := dirWarehouseTable(t, filepath.Join(f.wh, "robots"))
+	tbl := tabletest.Open(t, filepath.Join(f.wh, "robots"), tabletest.Options())
 	got := waitEpisodes(t, tbl, "episode_000000", "episode_000001", "episode_000002", "episode_000003", "episode_000004", "episode_000005")
 	if len(got) != 6 || got["episode_000003"].Rows != 11 {
 		t.Fatalf("episodes %v", got)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/tabletest"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
@@ -41,7 +42,7 @@ func (s ingestSizer) FrameSizes(ctx context.Context, r io.ReaderAt, size int64, 
 func TestStoredSizes(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
-	tbl, err := table.Open(ctx, f.tbl.Store(), table.Options{Sizer: ingestSizer{f.frames}, Indexer: tableOptions().Indexer})
+	tbl, err := table.Open(ctx, f.tbl.Store(), table.Options{Sizer: ingestSizer{f.frames}, Indexer: tabletest.Options().Indexer})
 	if err != nil {
 		t.Fatal(err)
 	}

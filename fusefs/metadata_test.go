@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/framefs/framefs/internal/tabletest"
 	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/query"
@@ -38,7 +39,7 @@ func metaTable(t *testing.T, wh string) *table.Table {
 		{Name: "big", Type: "int64"}, {Name: "small", Type: "int32"}, {Name: "flag", Type: "bool"},
 		{Name: "opt", Type: "string", Nullable: true}, {Name: "vec", Type: "list<float32>"},
 	}}
-	tbl, err := table.Create(ctx, store, schema, tableOptions())
+	tbl, err := table.Create(ctx, store, schema, tabletest.Options())
 	if err != nil {
 		t.Fatal(err)
 	}

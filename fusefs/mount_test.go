@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,29 +16,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/mounttest"
+	"github.com/framefs/framefs/internal/tabletest"
 	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
-	"github.com/framefs/framefs/videoidx"
 )
-
-// requireFUSE skips a test that needs /dev/fuse when it is missing, unless
-// FRAMEFS_REQUIRE_FUSE=1 (CI), where it fails instead.
-func requireFUSE(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testenv.Missing(t, testenv.FUSE, fmt.Sprintf("no FUSE device: %v", err))
-	}
-}
-
-func tableOptions() table.Options {
-	return table.Options{Indexer: func(ctx context.Context, r io.ReaderAt, size int64) (*videoidx.Index, error) {
-		return decoder.IndexVideo(ctx, r, size, videoidx.BestStream)
-	}}
-}
 
 // dirWarehouse is the warehouse in directory dir.
 func dirWarehouse(t testing.TB, dir string) *table.Warehouse {
@@ -47,7 +32,7 @@ func dirWarehouse(t testing.TB, dir string) *table.Warehouse {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return table.NewWarehouse(store, tableOptions())
+	return table.NewWarehouse(store, tabletest.Options())
 }
 
 // fixture is a warehouse with table "robot" (partitioned by task, one
@@ -95,7 +80,7 @@ func robotTableIn(t *testing.T, store storage.Store) *table.Table {
 		},
 		PartitionColumns: []string{"task"},
 	}
-	tbl, err := table.Create(ctx, store, schema, tableOptions())
+	tbl, err := table.Create(ctx, store, schema, tabletest.Options())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +107,7 @@ func newFixtureOf(t *testing.T, opts Options, newTable func(t *testing.T, wh str
 // newFixtureServing is newFixtureOf with a frame server of the given
 // options.
 func newFixtureServing(t *testing.T, opts Options, newTable func(t *testing.T, wh string) *table.Table, frames serving.Options) *fixture {
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	os.MkdirAll(f.mnt, 0o755)
 	f.tbl = newTable(t, f.wh)
@@ -150,15 +135,10 @@ func (f *fixture) mount(t *testing.T, wh Warehouse, opts Options) {
 		}
 		f.srv.Wait()
 		f.frames.Close()
-		if mounted(f.mnt) {
+		if mounttest.Mounted(f.mnt) {
 			t.Errorf("%s is still mounted", f.mnt)
 		}
 	})
-}
-
-func mounted(dir string) bool {
-	data, _ := os.ReadFile("/proc/self/mounts")
-	return strings.Contains(string(data), " "+dir+" ")
 }
 
 func (f *fixture) path(parts ...string) string {

@@ -15,6 +15,8 @@ import (
 	"github.com/framefs/framefs/cache/blockcache"
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/s3test"
+	"github.com/framefs/framefs/internal/tabletest"
+	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/serving"
@@ -52,7 +54,7 @@ func s3RobotTable(t *testing.T, wh storage.Store) *table.Table {
 // the table and mounts the warehouse. tweak adjusts the mount's store
 // options (the block cache is on unless tweak turns it off).
 func newS3Fixture(t *testing.T, opts Options, frameOpts serving.Options, tweak func(*storage.S3Options)) *s3Fixture {
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	f := &s3Fixture{gw: s3test.Start(t)}
 	f.proxy = s3test.StartFaultProxy(t, f.gw.Endpoint, s3test.Faults{}, 1)
 	f.wh = f.gw.URI("warehouse")
@@ -78,7 +80,7 @@ func newS3Fixture(t *testing.T, opts Options, frameOpts serving.Options, tweak f
 			c.Wait()
 		}
 	})
-	f.mount(t, table.NewWarehouse(f.store, tableOptions()), opts)
+	f.mount(t, table.NewWarehouse(f.store, tabletest.Options()), opts)
 	return f
 }
 

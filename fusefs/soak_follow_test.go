@@ -17,11 +17,13 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/mounttest"
+	"github.com/framefs/framefs/internal/tabletest"
+	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/storage"
 )
 
 const (
@@ -50,9 +52,9 @@ func TestSoakFollower(t *testing.T) {
 	frames := serving.New(decoder.Codec{}, serving.Options{})
 	t.Cleanup(func() { frames.Close() })
 	robotTable(t, wh)
-	opts := tableOptions()
+	opts := tabletest.Options()
 	opts.Sizer = ingestSizer{frames}
-	tbl := openTable(t, filepath.Join(wh, "robot"), opts)
+	tbl := tabletest.Open(t, filepath.Join(wh, "robot"), opts)
 	schema, err := tbl.LatestSchema(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func TestSoakFollower(t *testing.T) {
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stopDaemon(daemon, mnt); logf.Close() })
+	t.Cleanup(func() { mounttest.StopDaemon(daemon, mnt, 20*time.Second); logf.Close() })
 	latest := filepath.Join(mnt, "robot", "latest")
 	waitFor(t, func() bool { _, err := os.Stat(latest); return err == nil }, "the mount")
 
@@ -186,39 +188,7 @@ func soakSetup(t *testing.T, env, target string) (time.Duration, string) {
 	if err != nil || os.Getenv("FRAMEFS_BIN") == "" {
 		t.Fatal("FRAMEFS_BIN must name the framefs binary")
 	}
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	t.Parallel()
 	return duration, bin
-}
-
-// openTable opens the table in directory dir with opts.
-func openTable(t *testing.T, dir string, opts table.Options) *table.Table {
-	t.Helper()
-	store, err := storage.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := table.Open(context.Background(), store, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
-}
-
-// stopDaemon ends a `framefs mount` process: SIGTERM, which unmounts;
-// SIGKILL and a lazy unmount if it does not end.
-func stopDaemon(daemon *exec.Cmd, mnt string) {
-	if daemon.ProcessState == nil {
-		daemon.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { daemon.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			daemon.Process.Kill()
-		}
-	}
-	if mounted(mnt) {
-		exec.Command("fusermount3", "-u", "-z", mnt).Run()
-	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/internal/mounttest"
+	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/table"
 )
@@ -56,23 +58,7 @@ func (d *daemon) kill() {
 	d.cmd.Wait()
 }
 
-func (d *daemon) stop() {
-	if d.cmd.ProcessState != nil {
-		return // already stopped or killed
-	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { d.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		d.kill()
-	}
-	if mounted(d.mnt) {
-		exec.Command("fusermount3", "-u", "-z", d.mnt).Run()
-		syscall.Unmount(d.mnt, syscall.MNT_DETACH)
-	}
-}
+func (d *daemon) stop() { mounttest.StopDaemon(d.cmd, d.mnt, 10*time.Second) }
 
 // stagePairs copies one pair per episode into dir/robot/ingest.
 func stagePairs(t *testing.T, mnt string, episodes ...string) {
@@ -126,7 +112,7 @@ func checkTable(t *testing.T, tbl *table.Table, want []string) {
 }
 
 func TestIngestSurvivesKill9(t *testing.T) {
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	wh, staging := t.TempDir(), t.TempDir()
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	tbl := robotTable(t, wh)
@@ -170,7 +156,7 @@ func TestIngestSurvivesKill9(t *testing.T) {
 // Files staged before a crash commit after the restart even if nobody
 // looks at their table.
 func TestStagedFilesResumeAfterRestart(t *testing.T) {
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	wh, staging := t.TempDir(), t.TempDir()
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	tbl := robotTable(t, wh)
@@ -186,7 +172,7 @@ func TestStagedFilesResumeAfterRestart(t *testing.T) {
 }
 
 func TestTwoMountsIngestAtOnce(t *testing.T) {
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	wh := t.TempDir()
 	tbl := robotTable(t, wh)
 	var daemons []*daemon

@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/internal/mounttest"
+	"github.com/framefs/framefs/internal/tabletest"
 	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
-	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/storage"
 )
 
 // TestSoakWriteDirectories puts a real `framefs mount` (FRAMEFS_BIN) under
@@ -116,9 +116,9 @@ func newSoak(t *testing.T, bin string) *soak {
 	if err := s.daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stopDaemon(s.daemon, s.mnt); logf.Close() })
+	t.Cleanup(func() { mounttest.StopDaemon(s.daemon, s.mnt, 20*time.Second); logf.Close() })
 	waitFor(t, func() bool { _, err := os.ReadFile(filepath.Join(s.in, ".status")); return err == nil }, "the mount")
-	s.memory = newMemoryWatch(t, "soak-write", s.daemon.Process.Pid, s.mnt, soakCacheBytes+soakPictureBytes, dirWarehouseTable(t, s.tblDir))
+	s.memory = newMemoryWatch(t, "soak-write", s.daemon.Process.Pid, s.mnt, soakCacheBytes+soakPictureBytes, tabletest.Open(t, s.tblDir, tabletest.Options()))
 	return s
 }
 
@@ -130,20 +130,6 @@ func waitExists(path string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// dirWarehouseTable opens the table in directory dir.
-func dirWarehouseTable(t *testing.T, dir string) *table.Table {
-	t.Helper()
-	store, err := storage.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := table.Open(context.Background(), store, tableOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
 }
 
 // countFrames is the number of frames FFmpeg decodes from a video.
@@ -461,7 +447,7 @@ func (s *soak) check() {
 	failures := stagingStat(t, s.mnt, "ingest_failures_total", "ingest")
 
 	// Every dropped episode not deleted is in the head, as written.
-	head, eps := treetest.HeadEpisodes(t, dirWarehouseTable(t, s.tblDir))
+	head, eps := treetest.HeadEpisodes(t, tabletest.Open(t, s.tblDir, tabletest.Options()))
 	inHead := map[string]bool{}
 	for _, e := range eps {
 		inHead[e.Episode] = true

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/framefs/framefs/internal/tabletest"
 	"github.com/framefs/framefs/internal/testenv"
 )
 
@@ -111,7 +112,7 @@ func stagingFullScenario(t *testing.T, f *fixture, fill int, wantWhy string) {
 // A staging disk filled by user data: the daemon's own bookkeeping
 // (journal, links, error files) still works.
 func TestStagingDiskFull(t *testing.T) {
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	staging := stagingTmpfs(t, "4m")
 	f := newFixture(t, writableOptions(staging))
 	stagingFullScenario(t, f, 8<<20, "the staging disk is full")
@@ -135,12 +136,12 @@ func TestStagingLimit(t *testing.T) {
 // into a video finds no room. It is not failed for good: its error says
 // so, and once there is room it commits without a remount.
 func TestStagingDiskFullWhileEncoding(t *testing.T) {
-	requireFUSE(t)
+	testenv.RequireFUSE(t)
 	staging := stagingTmpfs(t, "4m")
 	f := newFixture(t, writableOptions(staging))
 	in := f.path("robot", "ingest")
 	src := t.TempDir()
-	run(t, "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=5", "-frames:v", "6", filepath.Join(src, "img%03d.png"))
+	tabletest.Lavfi(t, filepath.Join(src, "img%03d.png"), "testsrc=size=64x48:rate=5", 6)
 	if err := os.Mkdir(filepath.Join(in, "frames"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/tabletest"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
@@ -39,7 +41,7 @@ func serveMount(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	wh := table.NewWarehouse(store, tableOptions())
+	wh := table.NewWarehouse(store, tabletest.Options())
 	srv, err := MountWarehouse(parts[1], parts[0], wh, frames, writableOptions(parts[2]))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -257,12 +259,50 @@ func TestIngestBatchWithBadPair(t *testing.T) {
 	}
 }
 
+// TestCommitNowFailure: when the commit `touch .commit` asks for fails
+// (here the stager's batch directory is a file, so nothing can be staged
+// for the commit), the create fails with EIO, as the mount's errno
+// mapping says of an error that is not the input's, and nothing is
+// committed.
+func TestCommitNowFailure(t *testing.T) {
+	staging := t.TempDir()
+	f := newFixture(t, writableOptions(staging))
+	ctx := context.Background()
+	in := f.path("robot", "ingest")
+	names(t, in) // starts the stager, which makes its directories
+	batches, _ := filepath.Glob(filepath.Join(staging, "robot-*", ".work-ingest", "batch"))
+	if len(batches) != 1 {
+		t.Fatalf("batch directories %v, want one", batches)
+	}
+	if err := os.Remove(batches[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(batches[0], nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := f.tbl.SnapshotIDs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, "cp", video("h264_faststart.mp4"), filepath.Join(in, "late.mp4"))
+	if err := os.WriteFile(filepath.Join(in, "late.jsonl"), []byte(rowsFor("place", 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = os.WriteFile(filepath.Join(in, ".commit"), nil, 0o644)
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("touch .commit with no batch directory: %v, want EIO", err)
+	}
+	if after, err := f.tbl.SnapshotIDs(ctx); err != nil || len(after) != len(before) {
+		t.Fatalf("snapshots %v -> %v (%v): a commit happened", before, after, err)
+	}
+}
+
 func TestIngestImageFolders(t *testing.T) {
 	f := newWritableFixture(t)
 	in := filepath.Join(f.mnt, "robot", "ingest")
 	src := t.TempDir()
-	run(t, "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=5", "-frames:v", "6", filepath.Join(src, "img%03d.png"))
-	run(t, "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=32x32:rate=5", "-frames:v", "1", filepath.Join(src, "small.png"))
+	tabletest.Lavfi(t, filepath.Join(src, "img%03d.png"), "testsrc=size=64x48:rate=5", 6)
+	tabletest.Lavfi(t, filepath.Join(src, "small.png"), "testsrc=size=32x32:rate=5", 1)
 
 	copyImages := func(folder string, extra ...string) {
 		if err := os.Mkdir(filepath.Join(in, folder), 0o755); err != nil {
@@ -363,7 +403,7 @@ func TestTablesAndTagsFromTheMount(t *testing.T) {
 	os.WriteFile(filepath.Join(in, "first.jsonl"), []byte(`{"speed": 0.5, "label": "a"}`+"\n"), 0o644)
 	run(t, "touch", filepath.Join(in, ".commit"))
 	store, _ := storage.NewLocal(filepath.Join(f.wh, "fresh"))
-	fresh, err := table.Open(context.Background(), store, tableOptions())
+	fresh, err := table.Open(context.Background(), store, tabletest.Options())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,8 +160,7 @@ func (n *stagingNode) Create(ctx context.Context, name string, flags uint32, mod
 func (n *stagingNode) commitNow(ctx context.Context, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	// A commit must not stop halfway because the caller was interrupted.
 	if err := n.st.CommitNow(context.WithoutCancel(ctx)); err != nil {
-		slog.Error("commit requested through .commit failed", "dir", n.st.Dir(), "err", err)
-		return nil, nil, 0, syscall.EIO
+		return nil, nil, 0, errno("commit requested through "+filepath.Join(n.st.Dir(), nameCommit), err)
 	}
 	out.Mode = fuse.S_IFREG | 0o644
 	n.m.owner(&out.Attr)

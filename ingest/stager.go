@@ -81,6 +81,13 @@ type Stats struct {
 // directory (stage), and committed with the other ready groups
 // (commitAdd, commitReplace). What cannot commit gets a problem (fail),
 // shown as NAME.error.
+//
+// Lock order: commitMu before mu, and a Writer's mu before mu. step (run
+// by Run and CommitNow) holds commitMu for a whole step and takes mu for
+// moments inside it; a Writer's methods take the Writer's mu, then the
+// stager's; nothing takes commitMu or a Writer's mu while holding mu.
+// Writes, flushes and releases of staged files take only the Writer's mu
+// and mu, so they never wait for a commit.
 type Stager struct {
 	opts Options
 	log  *slog.Logger

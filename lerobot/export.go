@@ -23,6 +23,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/framefs/framefs/lerobot/v3schema"
 	"github.com/framefs/framefs/table"
 )
 
@@ -664,25 +665,7 @@ func (x *exporter) copyVideo(v *table.Video, rel string) error {
 }
 
 func (x *exporter) writeEpisodes(eps []exportedEpisode, vids map[string][]episodeVideo) error {
-	fields := []arrow.Field{
-		{Name: "episode_index", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "tasks", Type: arrow.ListOf(arrow.BinaryTypes.String)},
-		{Name: "length", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "data/chunk_index", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "data/file_index", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "dataset_from_index", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "dataset_to_index", Type: arrow.PrimitiveTypes.Int64},
-	}
-	for _, cam := range x.schema.VideoColumns {
-		fields = append(fields,
-			arrow.Field{Name: "videos/" + cam + "/chunk_index", Type: arrow.PrimitiveTypes.Int64},
-			arrow.Field{Name: "videos/" + cam + "/file_index", Type: arrow.PrimitiveTypes.Int64},
-			arrow.Field{Name: "videos/" + cam + "/from_timestamp", Type: arrow.PrimitiveTypes.Float64},
-			arrow.Field{Name: "videos/" + cam + "/to_timestamp", Type: arrow.PrimitiveTypes.Float64})
-	}
-	fields = append(fields,
-		arrow.Field{Name: "meta/episodes/chunk_index", Type: arrow.PrimitiveTypes.Int64},
-		arrow.Field{Name: "meta/episodes/file_index", Type: arrow.PrimitiveTypes.Int64})
+	fields := v3schema.EpisodeColumns(x.schema.VideoColumns)
 	statCols := x.statColumns()
 	for _, name := range statCols {
 		for _, s := range statNames {

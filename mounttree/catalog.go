@@ -302,7 +302,6 @@ const maxOpenVideos = 128
 // openVideo returns a stored video ready for the decoder. It stays open
 // (and cached) after the call.
 func (c *Catalog) openVideo(ctx context.Context, ref table.VideoRef) (media.Video, error) {
-	ctx = uninterrupted(ctx)
 	key := payloadKey(ref)
 	v, err := cached(c, c.videos, key, "open "+key, func() (*table.Video, error) {
 		return c.tbl.OpenVideo(c.life, ref)
@@ -414,13 +413,9 @@ func (c *Catalog) identityOf(setting media.ImageSetting) string {
 	return id
 }
 
-// frame returns the image of frame ordinal of a stored video whose
-// episode has rows frames from ref.FirstFrame on.
-func (c *Catalog) frame(ctx context.Context, ref table.VideoRef, rows int64, ordinal int) ([]byte, error) {
-	return c.frameFor(ctx, ref, rows, ordinal, c.setting)
-}
-
-// frameFor is frame with another image setting (a view's).
+// frameFor returns the image of frame ordinal of a stored video whose
+// episode has rows frames from ref.FirstFrame on, with an image setting
+// (the served one or a view's).
 func (c *Catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting media.ImageSetting) ([]byte, error) {
 	ctx = uninterrupted(ctx)
 	dv, err := c.openVideo(ctx, ref)

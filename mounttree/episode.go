@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 	"unique"
-	"unsafe"
 	"weak"
 
 	"github.com/framefs/framefs/table"
@@ -118,23 +117,6 @@ func (ep *episode) entry() table.EpisodeEntry {
 		e.Videos[v.column] = v.ref
 	}
 	return e
-}
-
-// bytes estimates the memory of ep, interned strings left out.
-func (ep *episode) bytes() int64 {
-	n := int64(unsafe.Sizeof(*ep)) + int64(len(ep.name)+len(ep.dataFile))
-	n += int64(cap(ep.partition)) * int64(unsafe.Sizeof(""))
-	for i := 1; i < len(ep.partition); i += 2 {
-		n += int64(len(ep.partition[i]))
-	}
-	n += int64(cap(ep.videos)) * int64(unsafe.Sizeof(episodeVideo{}))
-	for _, v := range ep.videos {
-		n += int64(len(v.ref.Pack)+len(v.ref.SHA256)) + int64(cap(v.ref.Sizes))*int64(unsafe.Sizeof(table.SizesRef{}))
-		for _, s := range v.ref.Sizes {
-			n += int64(len(s.Object))
-		}
-	}
-	return n
 }
 
 // episodeRecords hands out the records of episode versions, the same one

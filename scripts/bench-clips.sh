@@ -10,40 +10,20 @@
 #   cp of an episode's video.mp4 from a mount vs cp of the source file,
 #     both read from disk (cold) and both from the page cache (warm)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
-cache="$root/.cache/bench"
-mkdir -p "$cache"
-work=$(mktemp -d -p "$cache")
-mnt="$work/mnt"
-cleanup() {
-	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
 # shellcheck source=lib.sh
-. "$root/scripts/lib.sh"
-stat_value() { awk -v n="$1" '$1==n {print $2}' "$mnt/.stats"; }
-remount() {
-	fusermount3 -u "$mnt" 2>/dev/null || true
-	mkdir -p "$mnt"
-	"$bin" mount "$work/wh" "$mnt" --daemon >/dev/null
-}
+. "$(dirname "$0")/lib.sh"
+bench_setup "$@"
+stat_value() { stats_value "$mnt" "$1"; }
+remount() { mount_daemon "$work/wh" "$mnt"; }
 
 # A 1,800-frame episode (60 s at 30 fps, GOP 30 with B-frames) and a
 # 64 MB video for cp.
 clipsrc="$cache/clips_1800f_640x480.mp4"
-if [ ! -f "$clipsrc" ]; then
-	ffmpeg -v error -y -f lavfi -i testsrc2=size=640x480:rate=30 -frames:v 1800 -c:v libx264 -preset veryfast \
-		-g 30 -bf 2 -pix_fmt yuv420p "$clipsrc.tmp.mp4"
-	mv "$clipsrc.tmp.mp4" "$clipsrc"
-fi
+lavfi_video "$clipsrc" -i testsrc2=size=640x480:rate=30 -frames:v 1800 -c:v libx264 -preset veryfast \
+	-g 30 -bf 2 -pix_fmt yuv420p
 bigsrc="$cache/clips_cp_64mb.mp4"
-if [ ! -f "$bigsrc" ]; then
-	ffmpeg -v error -y -f lavfi -i testsrc2=size=1280x720:rate=30 -frames:v 600 -vf noise=alls=20:allf=t \
-		-c:v libx264 -preset ultrafast -b:v 25M -maxrate 25M -bufsize 50M -pix_fmt yuv420p "$bigsrc.tmp.mp4"
-	mv "$bigsrc.tmp.mp4" "$bigsrc"
-fi
+lavfi_video "$bigsrc" -i testsrc2=size=1280x720:rate=30 -frames:v 600 -vf noise=alls=20:allf=t \
+	-c:v libx264 -preset ultrafast -b:v 25M -maxrate 25M -bufsize 50M -pix_fmt yuv420p
 ln -s "$clipsrc" "$work/ep1800.mp4"
 ln -s "$bigsrc" "$work/big.mp4"
 "$bin" create "$work/wh/clips" --column 'note:string?' >/dev/null
@@ -67,8 +47,10 @@ for _ in $(seq "$RUNS"); do
 	decoded_ratios+=("$(ratio $((after - before)) 1800)")
 	ffmpeg_ss+=("$(seconds ffmpeg -v error -threads 1 -i "$clipsrc" -f image2pipe -c:v mjpeg -q:v 2 -)")
 done
-files=$(ls "$clipdir"/clip-*/*.jpg | wc -l)
-clips=$(ls -d "$clipdir"/clip-* | wc -l)
+clip_files=("$clipdir"/clip-*/*.jpg)
+clip_dirs=("$clipdir"/clip-*/)
+files=${#clip_files[@]}
+clips=${#clip_dirs[@]}
 mount_s=$(median "${mount_ss[@]}")
 ffmpeg_s=$(median "${ffmpeg_ss[@]}")
 emit clips_w16_h8_1800_frames_count "$clips" clips

@@ -25,14 +25,13 @@
 # Usage: scripts/bench-decode.sh            (any working directory)
 set -euo pipefail
 export LC_ALL=C
-root=$(cd "$(dirname "$0")/.." && pwd)
-. "$root/scripts/lib.sh"
-cache="$root/.cache/bench"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+cache=$(bench_cache)
 random_frames=${RANDOM_FRAMES:-500}
 py=/usr/bin/python3 # Debian's python3-av belongs to it
-mkdir -p "$cache"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+on_exit rm -rf "$tmp"
 
 if ! "$py" -c 'import av, numpy' 2>/dev/null; then
 	echo "bench-decode: PyAV is missing: apt-get install -y python3-av python3-numpy python3-pil" >&2
@@ -41,16 +40,10 @@ fi
 
 # 60 s of 640x480 30 fps H.264 test pattern, GOP 30 and GOP 250.
 for gop in 30 250; do
-	v="$cache/testsrc2_640x480_60s_gop$gop.mp4"
-	if [ ! -f "$v" ]; then
-		ffmpeg -v error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 60 \
-			-c:v libx264 -preset veryfast -pix_fmt yuv420p -g "$gop" -keyint_min "$gop" -sc_threshold 0 \
-			"$v.tmp.mp4"
-		mv "$v.tmp.mp4" "$v"
-	fi
+	lavfi_video "$cache/testsrc2_640x480_60s_gop$gop.mp4" -i testsrc2=size=640x480:rate=30 -t 60 \
+		-c:v libx264 -preset veryfast -pix_fmt yuv420p -g "$gop" -keyint_min "$gop" -sc_threshold 0
 done
 gop30="$cache/testsrc2_640x480_60s_gop30.mp4"
-gop250="$cache/testsrc2_640x480_60s_gop250.mp4"
 frames=1800
 
 bench="$tmp/benchdecode"

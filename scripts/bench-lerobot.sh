@@ -5,14 +5,9 @@
 #   cameras, 640x480, 100 frames each) vs cp -r of the dataset folder, both
 #   synced to disk; the import with frame sizes computed.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
-cache="$root/.cache/bench"
-mkdir -p "$cache"
-work=$(mktemp -d -p "$cache")
-trap 'rm -rf "$work"' EXIT
-
-. "$root/scripts/lib.sh"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_setup "$@"
 
 ds="$cache/lerobot-v3.0-200ep-640x480"
 if [ ! -f "$ds/meta/info.json" ]; then

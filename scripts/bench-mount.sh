@@ -9,33 +9,17 @@
 #   torchvision ImageFolder + DataLoader (2 workers) over the mount vs over
 #     the frames pre-extracted to JPEG on local disk, JPEG and BMP mounts
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
-cache="$root/.cache/bench"
-mkdir -p "$cache"
-work=$(mktemp -d -p "$cache")
-mnt="$work/mnt"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_setup "$@"
 py=/usr/bin/python3
-. "$root/scripts/lib.sh"
-cleanup() {
-	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
 
-remount() {
-	fusermount3 -u "$mnt" 2>/dev/null || true
-	mkdir -p "$mnt"
-	"$bin" mount "$work/wh" "$mnt" --daemon "$@" >/dev/null
-}
+remount() { mount_daemon "$work/wh" "$mnt" "$@"; }
 
 for n in 10000 2000; do
 	v="$cache/mount_${n}f_640x480.mp4"
-	if [ ! -f "$v" ]; then
-		ffmpeg -v error -y -f lavfi -i testsrc2=size=640x480:rate=30 -frames:v "$n" -c:v libx264 -preset veryfast \
-			-g 30 -bf 2 -pix_fmt yuv420p "$v.tmp.mp4"
-		mv "$v.tmp.mp4" "$v"
-	fi
+	lavfi_video "$v" -i testsrc2=size=640x480:rate=30 -frames:v "$n" -c:v libx264 -preset veryfast \
+		-g 30 -bf 2 -pix_fmt yuv420p
 	ln -sf "$v" "$work/ep$n.mp4"
 done
 "$bin" create "$work/wh/bench" --column 'note:string?' >/dev/null

@@ -27,13 +27,11 @@
 # Without versitygw it prints nothing, unless FRAMEFS_REQUIRE_S3=1.
 set -euo pipefail
 export LC_ALL=C
-root=$(cd "$(dirname "$0")/.." && pwd)
-. "$root/scripts/lib.sh"
-bin=$(realpath "${1:-$root/bin/framefs}")
-cache="$root/.cache/bench"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_setup "$@"
 py=/usr/bin/python3
 random_frames=${RANDOM_FRAMES:-300}
-mkdir -p "$cache"
 
 if ! gw=$("$root/scripts/versitygw.sh" build 2>/dev/null) || [ ! -x "$gw" ]; then
 	if [ "${FRAMEFS_REQUIRE_S3:-}" = 1 ]; then
@@ -44,40 +42,21 @@ if ! gw=$("$root/scripts/versitygw.sh" build 2>/dev/null) || [ ! -x "$gw" ]; the
 	exit 0
 fi
 
-work=$(mktemp -d -p "$cache")
-mnt="$work/mnt"
-pid=
-cleanup() {
-	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-	rm -rf "$work"
-	rm -f "${TMPDIR:-/tmp}/framefs-$(tr / _ <<<"${mnt#/}").log" # the mount daemon's log
-
-}
-trap cleanup EXIT
+on_exit rm -f "${TMPDIR:-/tmp}/framefs-$(tr / _ <<<"${mnt#/}").log" # the mount daemon's log
 
 # 60 s of 640x480 30 fps H.264 (GOP 30, B-frames), made once.
 video="$cache/s3_640x480_60s.mp4"
-if [ ! -f "$video" ]; then
-	ffmpeg -v error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 60 -c:v libx264 -preset veryfast \
-		-g 30 -bf 2 -pix_fmt yuv420p "$video.tmp.mp4"
-	mv "$video.tmp.mp4" "$video"
-fi
+lavfi_video "$video" -i testsrc2=size=640x480:rate=30 -t 60 -c:v libx264 -preset veryfast \
+	-g 30 -bf 2 -pix_fmt yuv420p
 frames=1800
 payload=$(stat -c %s "$video") # stored byte for byte: the episode's video payload
 sparse_video="$cache/s3_640x480_180s_gop250.mp4"
-if [ ! -f "$sparse_video" ]; then
-	ffmpeg -v error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 180 -c:v libx264 -preset veryfast \
-		-g 250 -bf 2 -pix_fmt yuv420p "$sparse_video.tmp.mp4"
-	mv "$sparse_video.tmp.mp4" "$sparse_video"
-fi
+lavfi_video "$sparse_video" -i testsrc2=size=640x480:rate=30 -t 180 -c:v libx264 -preset veryfast \
+	-g 250 -bf 2 -pix_fmt yuv420p
 
-port=$((20000 + RANDOM % 20000))
 mkdir -p "$work/data/frames" "$mnt"
-export FRAMEFS_S3_ACCESS=bench-access FRAMEFS_S3_SECRET="bench-secret-$RANDOM$RANDOM"
-pid=$("$root/scripts/versitygw.sh" start "$work/data" "$port")
-export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ACCESS_KEY_ID=$FRAMEFS_S3_ACCESS AWS_SECRET_ACCESS_KEY=$FRAMEFS_S3_SECRET \
-	AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+s3_server "$work/data" bench
+on_exit unmount "$mnt" # before the server stops
 
 ln -s "$video" "$work/ep.mp4"
 "$bin" create s3://frames/wh/bench --column 'note:string?' --s3-cache-dir "$work/ingest-cache" >/dev/null
@@ -88,19 +67,18 @@ ln -s "$sparse_video" "$work/long.mp4"
 "$bin" create "$work/local/bench" --column 'note:string?' >/dev/null
 "$bin" ingest "$work/local/bench" "$work/ep.mp4" >/dev/null
 
-# mount SRC ARGS...: a fresh, read-only mount daemon at $mnt; its pid in
-# $daemon.
+# mount_src SRC ARGS...: a fresh, read-only mount daemon at $mnt; its pid
+# in $daemon_pid.
 mount_src() {
-	fusermount3 -u "$mnt" 2>/dev/null || true
 	local src=$1
 	shift
-	daemon=$("$bin" mount "$src" "$mnt" -o ro --daemon "$@" | sed -n 's/.*(pid \([0-9]*\).*/\1/p')
+	mount_daemon "$src" "$mnt" -o ro "$@"
 }
 # cpu_seconds: user + system CPU time of the mount daemon so far (less
 # disturbed by other processes on a shared machine than wall time).
-cpu_seconds() { ratio "$(awk '{print $14 + $15}' "/proc/$daemon/stat")" "$(getconf CLK_TCK)"; }
+cpu_seconds() { ratio "$(awk '{print $14 + $15}' "/proc/$daemon_pid/stat")" "$(getconf CLK_TCK)"; }
 # counter NAME: a counter of the mount's .stats.
-counter() { awk -v n="$1" '$1==n {print $2}' "$mnt/.stats"; }
+counter() { stats_value "$mnt" "$1"; }
 snapshot() { gets0=$(counter framefs_s3_get_requests_total) bytes0=$(counter framefs_s3_read_bytes_total); }
 delta_gets() { echo $(($(counter framefs_s3_get_requests_total) - gets0)); }
 delta_bytes() { echo $(($(counter framefs_s3_read_bytes_total) - bytes0)); }
@@ -185,9 +163,9 @@ snapshot
 read_random "$ep" "$random_frames"
 gets=$(delta_gets)
 bytes=$(delta_bytes)
-emit s3_cold_random_${random_frames}_gets_per_frame "$(ratio "$gets" "$random_frames")" requests/frame
-emit s3_cold_random_${random_frames}_bytes_per_frame "$(ratio "$bytes" "$random_frames")" bytes/frame
-emit s3_cold_random_${random_frames}_fetched_vs_payload "$(ratio "$bytes" "$payload")" x
+emit "s3_cold_random_${random_frames}_gets_per_frame" "$(ratio "$gets" "$random_frames")" requests/frame
+emit "s3_cold_random_${random_frames}_bytes_per_frame" "$(ratio "$bytes" "$random_frames")" bytes/frame
+emit "s3_cold_random_${random_frames}_fetched_vs_payload" "$(ratio "$bytes" "$payload")" x
 
 # (d) cold block cache, a few random frames of a long GOP-250 episode.
 mount_src s3://frames/wh --s3-cache-dir "$work/cache-sparse" --image-format bmp
@@ -201,13 +179,10 @@ emit s3_cold_sparse_random_8_gop250_bytes_per_frame "$(ratio "$bytes" 8)" bytes/
 
 # (e) ingest from S3: about 1 GB, 165 s of 1280x720 30 fps H.264 at
 # 50 Mbit/s with the moov at the end, as cameras and ffmpeg write it.
-fusermount3 -u "$mnt" 2>/dev/null || true
+unmount "$mnt"
 big="$cache/s3_ingest_720p_1GB.mp4"
-if [ ! -f "$big" ]; then
-	ffmpeg -v error -y -f lavfi -i testsrc2=size=1280x720:rate=30 -t 165 -vf noise=alls=12:allf=t \
-		-c:v libx264 -preset ultrafast -b:v 50M -maxrate 50M -bufsize 100M -g 60 -pix_fmt yuv420p "$big.tmp.mp4"
-	mv "$big.tmp.mp4" "$big"
-fi
+lavfi_video "$big" -i testsrc2=size=1280x720:rate=30 -t 165 -vf noise=alls=12:allf=t \
+	-c:v libx264 -preset ultrafast -b:v 50M -maxrate 50M -bufsize 100M -g 60 -pix_fmt yuv420p
 mkdir -p "$work/ingest-local"
 (cd "$root" && go build -o "$work/s3bench" ./internal/s3bench)
-"$work/s3bench" -bin "$bin" -video "$big" -bucket ingest -work "$work/ingest-local" -runs "${INGEST_RUNS:-3}" -server-pid "$pid"
+"$work/s3bench" -bin "$bin" -video "$big" -bucket ingest -work "$work/ingest-local" -runs "${INGEST_RUNS:-3}" -server-pid "$s3_pid"

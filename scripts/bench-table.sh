@@ -4,14 +4,10 @@
 #   ingest --no-sizes of a ~1 GB MP4 vs cp of the same file on the same disk
 #   framefs ls of a 10,000-episode table; peak memory as the table grows
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
-cache="$root/.cache/bench"
-mkdir -p "$cache"
-work=$(mktemp -d -p "$cache")
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_setup "$@"
 py=/usr/bin/python3
-. "$root/scripts/lib.sh"
 # peak_rss_mb CMD...: peak resident memory of the command, in MB.
 peak_rss_mb() {
 	"$py" -c 'import resource, subprocess, sys
@@ -20,11 +16,8 @@ print("%.1f" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024))'
 }
 
 big="$cache/big_1GB.mp4"
-if [ ! -f "$big" ]; then
-	ffmpeg -v error -y -f lavfi -i testsrc2=size=1280x720:rate=30 -t 24 -vf noise=alls=30:allf=t \
-		-c:v libx264 -preset ultrafast -qp 0 -pix_fmt yuv420p "$big.tmp.mp4"
-	mv "$big.tmp.mp4" "$big"
-fi
+lavfi_video "$big" -i testsrc2=size=1280x720:rate=30 -t 24 -vf noise=alls=30:allf=t \
+	-c:v libx264 -preset ultrafast -qp 0 -pix_fmt yuv420p
 bytes=$(stat -c %s "$big")
 cat "$big" >/dev/null # both sides start with the source in the page cache
 cp_times=() ingest_times=()

@@ -33,39 +33,21 @@
 # (default: all, e.g. PARTS="epochs random").
 set -euo pipefail
 export LC_ALL=C
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
-. "$root/scripts/lib.sh"
-cache="$root/.cache/bench"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_setup "$@"
 episodes=${EPISODES:-4}
 parts=${PARTS:-epochs views disk pyav random cores rss forget}
 py=/usr/bin/python3
 pyd="$root/scripts/py"
-mkdir -p "$cache"
-work=$(mktemp -d -p "$cache")
-mnt="$work/mnt"
 mkdir -p "$mnt"
 daemon_pid=""
-cleanup() {
-	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
 
 want() { [[ " $parts " == *" $1 "* ]]; }
 
 # mount_wh ARGS...: a fresh mount of the warehouse at $mnt; sets daemon_pid.
-mount_wh() {
-	fusermount3 -u "$mnt" 2>/dev/null || true
-	local out
-	out=$("$bin" mount "$work/wh" "$mnt" -o ro --daemon "$@")
-	daemon_pid=$(sed -n 's/.*(pid \([0-9]*\),.*/\1/p' <<<"$out")
-}
-unmount_wh() {
-	fusermount3 -u "$mnt" 2>/dev/null || true
-	while [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; do sleep 0.1; done
-	daemon_pid=""
-}
+mount_wh() { mount_daemon "$work/wh" "$mnt" -o ro "$@"; }
+unmount_wh() { stop_daemon "$mnt"; }
 rss_mb() { ratio "$(awk -v k="$2" '$1==k":" {print $2}' "/proc/$1/status")" 1024; }
 
 # The videos: EPISODES x 1,800 frames of 640x480 30 fps H.264 (B-frames),
@@ -76,11 +58,8 @@ for gop in 30 250; do
 	vids=()
 	for ep in $(seq 0 $((episodes - 1))); do
 		v="$cache/train_ep${ep}_gop${gop}.mp4"
-		if [ ! -f "$v" ]; then
-			ffmpeg -v error -y -f lavfi -i "testsrc2=size=640x480:rate=30" -ss $((ep * 60)) -frames:v 1800 \
-				-c:v libx264 -preset veryfast -bf 2 -g "$gop" -keyint_min "$gop" -sc_threshold 0 -pix_fmt yuv420p "$v.tmp.mp4"
-			mv "$v.tmp.mp4" "$v"
-		fi
+		lavfi_video "$v" -i "testsrc2=size=640x480:rate=30" -ss $((ep * 60)) -frames:v 1800 \
+			-c:v libx264 -preset veryfast -bf 2 -g "$gop" -keyint_min "$gop" -sc_threshold 0 -pix_fmt yuv420p
 		ln -sf "$v" "$work/ep$ep.mp4"
 		vids+=("$work/ep$ep.mp4")
 	done
@@ -135,7 +114,9 @@ anon_peak_stop() {
 epochs() {
 	local name=$1 gop=$2
 	shift 2
-	local peer_args=(${PEER_ARGS:-}) loader_args=(${MOUNT_LOADER_ARGS:-}) dir=${MOUNT_DIR:-latest} anons=()
+	local peer_args loader_args dir=${MOUNT_DIR:-latest} anons=()
+	read -ra peer_args <<<"${PEER_ARGS:-}"
+	read -ra loader_args <<<"${MOUNT_LOADER_ARGS:-}"
 	local tbl=${TABLE:-gop$gop} peer=${PEER_DIR:-$work/jpeg$gop}
 	local p1=() p2=() m1=() m2=() dps=() cpus=() dps2=() cpus2=()
 	for _ in $(seq "$RUNS"); do
@@ -166,7 +147,6 @@ epochs() {
 	emit "${name}_epoch2_decoded_per_served" "$(median "${dps2[@]}")" frames
 	emit "${name}_epoch2_daemon_cpu_per_served" "$(median "${cpus2[@]}")" ms
 	emit "${name}_daemon_peak_anon" "$(median "${anons[@]}")" MB
-	mount_epoch1=$mm1
 }
 
 # The image cache sized to the dataset's frames, as docs/CACHES.md says.
@@ -189,11 +169,8 @@ if want views; then
 	vids=()
 	for ep in $(seq 0 $((${VIEW_EPISODES:-4} - 1))); do
 		v="$cache/train450_ep${ep}_gop30.mp4"
-		if [ ! -f "$v" ]; then
-			ffmpeg -v error -y -f lavfi -i "testsrc2=size=640x480:rate=30" -ss $((ep * 60 + 30)) -frames:v 450 \
-				-c:v libx264 -preset veryfast -bf 2 -g 30 -keyint_min 30 -sc_threshold 0 -pix_fmt yuv420p "$v.tmp.mp4"
-			mv "$v.tmp.mp4" "$v"
-		fi
+		lavfi_video "$v" -i "testsrc2=size=640x480:rate=30" -ss $((ep * 60 + 30)) -frames:v 450 \
+			-c:v libx264 -preset veryfast -bf 2 -g 30 -keyint_min 30 -sc_threshold 0 -pix_fmt yuv420p
 		ln -sf "$v" "$work/v$ep.mp4"
 		vids+=("$work/v$ep.mp4")
 	done
@@ -269,10 +246,10 @@ if want random; then
 			ep="$mnt/one$gop/latest/one"
 			ls "$ep" >/dev/null
 			cpu0=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
-			dec0=$(awk '$1=="framefs_decoder_frames_decoded_total" {print $2}' "$mnt/.stats")
+			dec0=$(stats_value "$mnt" framefs_decoder_frames_decoded_total)
 			read -r _ _ fps _ < <("$py" "$pyd/random_reads.py" mount "$ep" "$work/frames.txt")
 			cpu1=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
-			dec1=$(awk '$1=="framefs_decoder_frames_decoded_total" {print $2}' "$mnt/.stats")
+			dec1=$(stats_value "$mnt" framefs_decoder_frames_decoded_total)
 			mfps+=("$fps")
 			mcpu+=("$(ratio "$((1000 * (cpu1 - cpu0)))" "$((300 * $(getconf CLK_TCK)))")") # ms per frame
 			mdec+=("$(ratio "$((dec1 - dec0))" 300)")
@@ -334,11 +311,8 @@ fi
 # daemon gives the memory of the nodes the kernel forgot back.
 if want forget; then
 	v="$cache/forget_54000f_320x240.mp4"
-	if [ ! -f "$v" ]; then
-		ffmpeg -v error -y -f lavfi -i testsrc2=size=320x240:rate=30 -frames:v 54000 -c:v libx264 -preset ultrafast \
-			-g 250 -pix_fmt yuv420p "$v.tmp.mp4"
-		mv "$v.tmp.mp4" "$v"
-	fi
+	lavfi_video "$v" -i testsrc2=size=320x240:rate=30 -frames:v 54000 -c:v libx264 -preset ultrafast \
+		-g 250 -pix_fmt yuv420p
 	"$bin" create "$work/wh/long" --column 'note:string?' >/dev/null
 	ln -sf "$v" "$work/long.mp4"
 	"$bin" ingest "$work/wh/long" "$work/long.mp4" --no-sizes >/dev/null
@@ -371,6 +345,6 @@ if want forget; then
 	# The anonymous part alone: the rest is code and libraries mapped from
 	# files, touched for the first time by the work above.
 	emit forget_rss_anon_growth_after_drop "$(round "$(awk -v a="$anon_after_drop" -v b="$anon_before" 'BEGIN {print a - b}')")" MB
-	emit forget_nodes_released "$(awk '$1=="framefs_nodes_forgotten_total" {print $2}' "$mnt/.stats")" nodes
+	emit forget_nodes_released "$(stats_value "$mnt" framefs_nodes_forgotten_total)" nodes
 	unmount_wh
 fi

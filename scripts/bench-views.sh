@@ -9,25 +9,12 @@
 #   ls -l of a view's episode folder vs the same snapshot folder
 #   opening the mount's views/ and its first view
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-. "$root/scripts/lib.sh"
-bin=$(realpath "${1:-$root/bin/framefs}")
-cache="$root/.cache/bench"
-mkdir -p "$cache"
-work=$(mktemp -d -p "$cache")
-mnt="$work/mnt"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_setup "$@"
 py=/usr/bin/python3
-cleanup() {
-	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
 
-duck="$root/.cache/duckdb"
-if [ ! -d "$duck/node_modules/@duckdb/node-api" ]; then
-	mkdir -p "$duck"
-	(cd "$duck" && npm install --no-audit --no-fund --silent @duckdb/node-api@1.5.6-r.1 >/dev/null)
-fi
+duck=$(duckdb_dir)
 # ms CMD...: CMD's wall time in milliseconds.
 ms() { round "$(LC_ALL=C awk -v s="$(seconds "$@")" 'BEGIN {print s * 1000}')"; }
 
@@ -136,8 +123,7 @@ done
 "$bin" view delete "$tbl" bench-pick >/dev/null 2>&1 || true
 "$bin" view create "$tbl" bench-fast --where "ego_speed_kmh >= 119.5" >/dev/null
 "$bin" view create "$tbl" bench-pick --where "task = 'pick' AND ego_speed_kmh >= 0" >/dev/null
-mkdir -p "$mnt"
-"$bin" mount "$tbl" "$mnt" -o ro --daemon >/dev/null
+mount_daemon "$tbl" "$mnt" -o ro
 open_start=$(date +%s%N)
 ls "$mnt/views" >/dev/null
 ls "$mnt/views/bench-fast/" >/dev/null
@@ -157,6 +143,6 @@ snap_ms=$(median "${snap_times[@]}")
 emit "views_ls_l_episode_300_frames_view" "$view_ms" ms
 emit "views_ls_l_episode_300_frames_snapshot" "$snap_ms" ms
 emit "ratio:views_ls_l_view_vs_snapshot" "$(ratio "$snap_ms" "$view_ms")" x
-fusermount3 -u "$mnt"
+unmount "$mnt"
 "$bin" view delete "$tbl" bench-fast >/dev/null
 "$bin" view delete "$tbl" bench-pick >/dev/null

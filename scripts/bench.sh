@@ -5,13 +5,12 @@
 # faster). Writes the same figures to bench-results.json. Every script
 # measures, rounds and takes medians with scripts/lib.sh.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-. "$root/scripts/lib.sh"
-bin=$(realpath "${1:-$root/bin/framefs}")
-cache="$root/.cache/bench"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bin=$(framefs_bin "${1:-}")
+cache=$(bench_cache)
 results=$(mktemp)
-trap 'rm -f "$results"' EXIT
-mkdir -p "$cache"
+on_exit rm -f "$results"
 
 # record NAME VALUE UNIT: emit a figure and keep it for bench-results.json.
 record() { emit "$@" | tee -a "$results"; }
@@ -37,11 +36,8 @@ record videoidx_decode_1h_30fps "$(ratio "$(field BenchmarkDecodeHour 3)" 100000
 # --- framefs probe vs ffprobe listing the same packets (pts + key flag),
 # on a 10-minute 30 fps H.264 file with B-frames.
 video="$cache/h264_10min.mp4"
-if [ ! -f "$video" ]; then
-	ffmpeg -v error -y -f lavfi -i testsrc2=size=320x240:rate=30 -t 600 \
-		-c:v libx264 -preset ultrafast -bf 2 -g 30 -pix_fmt yuv420p "$video.tmp.mp4"
-	mv "$video.tmp.mp4" "$video"
-fi
+lavfi_video "$video" -i testsrc2=size=320x240:rate=30 -t 600 \
+	-c:v libx264 -preset ultrafast -bf 2 -g 30 -pix_fmt yuv420p
 probe_ms=$(median_ms "$bin" probe --json --frames "$video")
 ffprobe_ms=$(median_ms ffprobe -v error -select_streams v:0 -show_entries packet=pts,flags -of csv "$video")
 record probe_10min_18000_frames "$probe_ms" ms

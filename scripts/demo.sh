@@ -3,8 +3,9 @@
 # at ./mnt and shows what to try. The table lives in ./demo/warehouse; run it
 # again to remount (an earlier demo mount is replaced).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bin=$(framefs_bin "${1:-}")
 demo="$root/demo"
 wh="$demo/warehouse"
 mnt="$root/mnt"
@@ -39,9 +40,7 @@ PY
 	"$bin" tag "$wh/robot" create demo-v1
 fi
 
-if grep -qs " $mnt fuse" /proc/mounts; then
-	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt"
-fi
+unmount "$mnt"
 mkdir -p "$mnt"
 "$bin" mount "$wh" "$mnt" --daemon --staging-dir "$demo/staging"
 

@@ -5,12 +5,13 @@
 # keyframe set; files that cannot be indexed must exit non-zero with a reason
 # on stderr.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bin=$(framefs_bin "${1:-}")
 real=$root/testdata/real
 py=/usr/bin/python3
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+on_exit rm -rf "$tmp"
 
 locate() {
 	if [ -f "$root/testdata/video/$1" ]; then echo "$root/testdata/video/$1"

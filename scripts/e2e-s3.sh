@@ -4,10 +4,13 @@
 # mounts and garbage-collects a table at s3://BUCKET/warehouse/robot.
 # Without versitygw it skips, unless FRAMEFS_REQUIRE_S3=1.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
-fail() { echo "FAIL: $*"; exit 1; }
-# out CMD...: CMD's stdout and stderr, whatever its exit status.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bin=$(framefs_bin "${1:-}")
+# out CMD...: CMD's stdout and stderr, whatever its exit status. Output
+# checked for a match is read whole first (out, or said=$(CMD)): grep -q
+# leaving a pipe at its first match would kill a writer with more to write
+# (SIGPIPE), which pipefail reports as a failure.
 out() { "$@" 2>&1 || true; }
 
 if [ ! -x "$root/.cache/bin/versitygw" ]; then
@@ -18,30 +21,24 @@ if [ ! -x "$root/.cache/bin/versitygw" ]; then
 	exit 0
 fi
 work=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
+on_exit rm -rf "$work"
 mkdir -p "$work/data/frames" "$work/mnt" # a directory of the posix backend is a bucket
-export FRAMEFS_S3_ACCESS=e2e-access FRAMEFS_S3_SECRET="e2e-secret-$RANDOM$RANDOM"
-pid=$("$root/scripts/versitygw.sh" start "$work/data" "$port")
-cleanup() {
-	fusermount3 -u "$work/mnt" 2>/dev/null || umount "$work/mnt" 2>/dev/null || true
-	kill "$pid" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ACCESS_KEY_ID=$FRAMEFS_S3_ACCESS AWS_SECRET_ACCESS_KEY=$FRAMEFS_S3_SECRET \
-	AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+s3_server "$work/data" e2e
+on_exit unmount "$work/mnt"
 f=(--s3-cache-dir "$work/cache")
 tbl=s3://frames/warehouse/robot
 
 "$bin" create "$tbl" --column 'note:string?' "${f[@]}" >/dev/null
 out "$bin" create "$tbl" "${f[@]}" | grep -q "a table exists there" || fail "create over a table"
-"$bin" ingest "$tbl" "$root/testdata/video/h264_faststart.mp4" "$root/testdata/video/hevc.mp4" "${f[@]}" | grep -q "added 2 episodes" || fail ingest
+said=$("$bin" ingest "$tbl" "$root/testdata/video/h264_faststart.mp4" "$root/testdata/video/hevc.mp4" "${f[@]}")
+grep -q "added 2 episodes" <<<"$said" || fail ingest
 "$bin" tag "$tbl" create v1 "${f[@]}" >/dev/null
 "$bin" delete "$tbl" --episode hevc "${f[@]}" >/dev/null
 [ "$("$bin" log "$tbl" --json "${f[@]}" | jq length)" = 2 ] || fail "log"
 [ "$("$bin" ls "$tbl" --tag v1 --json "${f[@]}" | jq '.episodes | length')" = 2 ] || fail "ls --tag v1"
 [ "$("$bin" ls "$tbl" --json "${f[@]}" | jq '.episodes | length')" = 1 ] || fail "ls head"
-"$bin" verify "$tbl" "${f[@]}" | grep -q '^ok$' || fail verify
+said=$("$bin" verify "$tbl" "${f[@]}")
+grep -q '^ok$' <<<"$said" || fail verify
 "$bin" frame "$tbl" --tag v1 --episode hevc --frame 5 "${f[@]}" >"$work/frame.jpg"
 "$bin" warm "$tbl" "${f[@]}" >/dev/null
 out "$bin" ls s3://frames/warehouse/missing "${f[@]}" | grep -q "no table" || fail "missing table"
@@ -50,16 +47,19 @@ AWS_SECRET_ACCESS_KEY=wrong out "$bin" ls "$tbl" "${f[@]}" | grep -q SignatureDo
 out "$bin" ls s3://nosuchbucket/t "${f[@]}" | grep -q 'bucket "nosuchbucket" does not exist' || fail "missing bucket"
 
 # Mount the warehouse; the tagged frame reads as `framefs frame` wrote it.
-"$bin" mount s3://frames/warehouse "$work/mnt" "${f[@]}" --daemon >/dev/null
+mount_daemon s3://frames/warehouse "$work/mnt" "${f[@]}"
 cmp "$work/mnt/robot/tags/v1/hevc/000005.jpg" "$work/frame.jpg" || fail "mounted frame differs"
-[ "$(ls "$work/mnt/robot/latest/" | tr '\n' ' ')" = "h264_faststart " ] || fail "latest"
+[ "$(cd "$work/mnt/robot/latest/" && echo *)" = "h264_faststart" ] || fail "latest"
 grep -q '^framefs_s3_get_requests_total [1-9]' "$work/mnt/.stats" || fail ".stats has no S3 counters"
-fusermount3 -u "$work/mnt" 2>/dev/null || umount "$work/mnt"
+stop_daemon "$work/mnt"
+is_mounted "$work/mnt" && fail "the mount is still there after the daemon exited"
 
 "$bin" expire "$tbl" --keep-last 1 "${f[@]}" >/dev/null
 "$bin" tag "$tbl" delete v1 "${f[@]}"
-"$bin" expire "$tbl" --keep-last 1 "${f[@]}" | grep -q "expired 1" || fail expire
+said=$("$bin" expire "$tbl" --keep-last 1 "${f[@]}")
+grep -q "expired 1" <<<"$said" || fail expire
 gcout=$("$bin" gc "$tbl" --grace 1ms "${f[@]}")
 grep -q "^removed [1-9]" <<<"$gcout" || fail "gc: $gcout"
-"$bin" verify "$tbl" "${f[@]}" | grep -q '^ok$' || fail "verify after gc"
+said=$("$bin" verify "$tbl" "${f[@]}")
+grep -q '^ok$' <<<"$said" || fail "verify after gc"
 echo "e2e-s3: ok"

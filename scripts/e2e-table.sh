@@ -5,17 +5,12 @@
 # `framefs ls --json` against the sidecars and DuckDB's reading of the data
 # files against `framefs ls`.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bin=$(framefs_bin "${1:-}")
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-duck="$root/.cache/duckdb"
-if [ ! -d "$duck/node_modules/@duckdb/node-api" ]; then
-	mkdir -p "$duck"
-	(cd "$duck" && npm install --no-audit --no-fund --silent @duckdb/node-api@1.5.6-r.1 >/dev/null)
-fi
+on_exit rm -rf "$work"
+duck=$(duckdb_dir)
 
 tbl="$work/wh/robot"
 "$bin" create "$tbl" --column 'timestamp:float64' --column 'state:list<float32>?' --column 'task:string' --partition task >/dev/null

@@ -3,37 +3,34 @@
 # live framefs mounts, one under a test run's temporary directory and one
 # outside it (a user's training mount), only the first is detached.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bin=$(framefs_bin "${1:-}")
 work=$(mktemp -d)
-cleanup() {
-	for m in "$work"/run/mnt "$work"/user/mnt; do
-		grep -qs " $m fuse" /proc/self/mounts && { fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m"; }
-	done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-mounted() { grep -qs " $1 fuse" /proc/self/mounts; }
+on_exit rm -rf "$work"
+on_exit unmount "$work/run/mnt"
+on_exit unmount "$work/user/mnt"
 
 mkdir -p "$work/wh" "$work/run/mnt" "$work/user/mnt"
 "$bin" create "$work/wh/t" >/dev/null
 for m in "$work/run/mnt" "$work/user/mnt"; do
 	"$bin" mount "$work/wh" "$m" -o ro --daemon >/dev/null
 done
-mounted "$work/run/mnt" && mounted "$work/user/mnt" || fail "the two mounts did not come up"
+is_mounted "$work/run/mnt" || fail "the mount under the run's directory did not come up"
+is_mounted "$work/user/mnt" || fail "the mount outside the run's directory did not come up"
 
 "$root/scripts/unmount-stale.sh" "$work/run" 2>/dev/null
-mounted "$work/run/mnt" && fail "the mount under the run's directory is still there"
-mounted "$work/user/mnt" || fail "unmount-stale.sh detached a mount outside the run's directory"
+is_mounted "$work/run/mnt" && fail "the mount under the run's directory is still there"
+is_mounted "$work/user/mnt" || fail "unmount-stale.sh detached a mount outside the run's directory"
 ls "$work/user/mnt/t" >/dev/null || fail "the user's mount no longer answers"
 
 "$root/scripts/unmount-stale.sh" 2>/dev/null && fail "unmount-stale.sh without a directory succeeded"
 
 # with-test-tmp.sh gives its command a fresh TMPDIR and clears it after.
+# shellcheck disable=SC2016 # $TMPDIR is expanded by the inner shell, as with-test-tmp.sh set it
 inner=$(TMPDIR=$work "$root/scripts/with-test-tmp.sh" bash -c 'echo "$TMPDIR"')
 case "$inner" in "$work"/framefs-test.*) ;; *) fail "with-test-tmp.sh ran its command with TMPDIR=$inner" ;; esac
 [ -e "$inner" ] && fail "with-test-tmp.sh left $inner behind"
 TMPDIR=$work "$root/scripts/with-test-tmp.sh" bash -c 'exit 3' && fail "with-test-tmp.sh hid the command's failure"
-mounted "$work/user/mnt" || fail "with-test-tmp.sh detached a mount outside its directory"
+is_mounted "$work/user/mnt" || fail "with-test-tmp.sh detached a mount outside its directory"
 echo "e2e-unmount-stale: ok"

@@ -5,16 +5,13 @@
 # view, a view made from a shell and deleted with rm -r; clip views and
 # ls --window, their frames equal to `framefs frame` and their lists.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$(realpath "${1:-$root/bin/framefs}")
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+bin=$(framefs_bin "${1:-}")
 work=$(mktemp -d)
+on_exit rm -rf "$work"
 mnt="$work/mnt"
-cleanup() {
-	fusermount3 -u "$mnt" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+on_exit unmount "$mnt"
 
 tbl="$work/robot"
 "$bin" create "$tbl" --column 'speed:float64?' --column task:string --column 'label:string?' --partition task >/dev/null
@@ -36,9 +33,16 @@ PY
 [ "$("$bin" ls "$tbl" --where "task = 'pick' AND label = 'cat'" --count)" = 30 ] || fail "count pick cats"
 got=$("$bin" ls "$tbl" --where "speed > 87 AND task = 'place'" --json | jq -c '[.frames[] | [.episode_id, .frame, .speed]]')
 [ "$got" = '[["ep_b",88,88],["ep_b",89,89]]' ] || fail "ls --where --json: $got"
-"$bin" ls "$tbl" --where "speed IS NULL" | grep -q "^ep_a  *0 " || fail "ls --where text lists episode and frame"
+# Outputs are read whole before grep looks at them: grep -q leaving a pipe
+# at its first match would kill a writer that has more to write (SIGPIPE),
+# which pipefail reports as a failure.
+listed=$("$bin" ls "$tbl" --where "speed IS NULL")
+grep -q "^ep_a  *0 " <<<"$listed" || fail "ls --where text lists episode and frame"
 
 # Bad input: refused, naming the problem; nothing created.
+# files DIR EXT: how many files of DIR have names ending in EXT.
+files() { find "$1" -mindepth 1 -maxdepth 1 -name "*$2" | wc -l; }
+
 bad() {
 	local want=$1
 	shift
@@ -77,20 +81,22 @@ clipflags=(--where "speed IS NOT NULL" --window 4 --frame-skip 1 --hop 5)
 got=$("$bin" ls "$tbl" "${clipflags[@]}" --json | jq -c '[.clips[0], .clips[15]]')
 [ "$got" = '[{"episode":"ep_a","start":5,"frame_indices":[5,7,9,11]},{"episode":"ep_b","start":75,"frame_indices":[75,77,79,81]}]' ] ||
 	fail "ls --window --json: $got"
-"$bin" view create "$tbl" clips "${clipflags[@]}" | grep -q "clip view, window=4,skip=1,hop=5: 16 clips of 4 frames in 2 episodes" ||
+created=$("$bin" view create "$tbl" clips "${clipflags[@]}")
+grep -q "clip view, window=4,skip=1,hop=5: 16 clips of 4 frames in 2 episodes" <<<"$created" ||
 	fail "view create does not report the clips"
-"$bin" view create "$tbl" noclips --window 200 | grep -q ": 0 clips" || fail "a view with no clips is not reported"
-"$bin" view list "$tbl" | grep -q "^clips .*window=4,skip=1,hop=5" || fail "view list does not show the window"
+created=$("$bin" view create "$tbl" noclips --window 200)
+grep -q ": 0 clips" <<<"$created" || fail "a view with no clips is not reported"
+listed=$("$bin" view list "$tbl")
+grep -q "^clips .*window=4,skip=1,hop=5" <<<"$listed" || fail "view list does not show the window"
 
-mkdir -p "$mnt"
-"$bin" mount "$tbl" "$mnt" --daemon --refresh 200ms --staging-dir "$work/staging" >/dev/null
-[ "$(ls "$mnt/views/fast/task=pick/ep_a" | grep -c jpg)" = 9 ] || fail "view fast lists $(ls "$mnt/views/fast/task=pick/ep_a")"
+mount_daemon "$tbl" "$mnt" --refresh 200ms --staging-dir "$work/staging"
+[ "$(files "$mnt/views/fast/task=pick/ep_a" .jpg)" = 9 ] || fail "view fast lists $(ls "$mnt/views/fast/task=pick/ep_a")"
 for n in 81 85 89; do
 	"$bin" frame "$tbl" --episode ep_a --frame $n | cmp -s - "$mnt/views/fast/task=pick/ep_a/0000$n.jpg" ||
 		fail "frame $n of the view differs from framefs frame"
 done
-[ "$(ls "$mnt/views/cats/label=cat/ep_b" | grep -c jpg)" = 30 ] || fail "group-by folder"
-[ "$(ls "$mnt/views/thumbs/task=place/ep_b" | grep -c png)" = 4 ] || fail "png thumbnails"
+[ "$(files "$mnt/views/cats/label=cat/ep_b" .jpg)" = 30 ] || fail "group-by folder"
+[ "$(files "$mnt/views/thumbs/task=place/ep_b" .png)" = 4 ] || fail "png thumbnails"
 size=$(stat -c %s "$mnt/views/thumbs/task=place/ep_b/000003.png")
 [ "$(wc -c <"$mnt/views/thumbs/task=place/ep_b/000003.png")" = "$size" ] || fail "thumbnail size at stat"
 /usr/bin/python3 -c "import sys,struct; d=open(sys.argv[1],'rb').read(); w,h=struct.unpack('>II',d[16:24]); assert max(w,h)==32,(w,h)" \
@@ -129,7 +135,8 @@ echo "speed BETWEEN 10 AND 12" >"$mnt/views/mid.where"
 echo "sped > 3" >"$mnt/views/oops.where"
 grep -q 'unknown column "sped"' "$mnt/views/oops.error" || fail "oops.error: $(cat "$mnt/views/oops.error")"
 rm -r "$mnt/views/mid"
-"$bin" view list "$tbl" | grep -q "^mid " && fail "rm -r did not delete view mid"
+listed=$("$bin" view list "$tbl")
+grep -q "^mid " <<<"$listed" && fail "rm -r did not delete view mid"
 
 # A view that follows the head moves with a commit.
 cp "$root/testdata/video/h264_vfr.mp4" "$work/ep_c.mp4"
@@ -140,6 +147,6 @@ with open('$work/ep_c.jsonl', 'w') as f:
 "$bin" ingest "$tbl" "$work/ep_c.mp4" >/dev/null
 for _ in $(seq 50); do [ -d "$mnt/views/fast/task=stack" ] && break; sleep 0.1; done
 [ -d "$mnt/views/fast/task=stack/ep_c" ] || fail "view fast did not follow the head"
-fusermount3 -u "$mnt"
+stop_daemon "$mnt"
 "$bin" verify "$tbl" >/dev/null || fail "verify"
 echo "e2e-views: 1 passed, 0 failed"

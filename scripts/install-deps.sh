@@ -13,6 +13,7 @@
 #                          benchmark peer
 #   attr, rsync            getfattr and rsync for the mount's client tests
 #   nodejs, npm            DuckDB (from npm) reads table files in end-to-end tests
+#   ShellCheck (shellcheck) `make lint` checks the scripts with it
 set -euo pipefail
 
 packages=(
@@ -21,6 +22,7 @@ packages=(
 	libswresample-dev libavfilter-dev libavdevice-dev libturbojpeg0-dev
 	ffmpeg fuse3 python3 jq attr rsync
 	python3-torchvision python3-pil python3-numpy python3-av
+	shellcheck
 )
 # Node.js may come from elsewhere (a newer one first on PATH); Debian's is
 # needed only when there is none.

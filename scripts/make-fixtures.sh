@@ -159,5 +159,6 @@ open(sys.argv[1], "wb").write(out[:4096])
 EOF
 mv -f "$TMP/random.mp4" "$OUT/random.mp4"
 
-total=$(du -cb "$OUT"/*.mp4 | tail -n1 | cut -f1)
-echo "make-fixtures: wrote $(ls "$OUT"/*.mp4 | wc -l) files, $total bytes, into $OUT"
+written=("$OUT"/*.mp4)
+total=$(du -cb "${written[@]}" | tail -n1 | cut -f1)
+echo "make-fixtures: wrote ${#written[@]} files, $total bytes, into $OUT"

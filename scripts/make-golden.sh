@@ -197,4 +197,5 @@ EOF
 mkdir -p "$OUT"
 rm -f "$OUT"/*.stream*.json "$OUT/best_stream.json"
 mv "$TMP"/golden/*.json "$OUT"/
-echo "make-golden: wrote $(ls "$OUT"/*.json | wc -l) files into $OUT"
+written=("$OUT"/*.json)
+echo "make-golden: wrote ${#written[@]} files into $OUT"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,8 +33,6 @@ type countingCodec struct {
 	opened, decoded, encoded, seeks atomic.Int64
 	packed, unpacked                atomic.Int64
 	live                            atomic.Int64 // pictures not yet released
-	mu                              sync.Mutex
-	decodedFrames                   map[int]int // per ordinal
 }
 
 func (c *countingCodec) OpenSession(ctx context.Context, v media.Video, threads int) (media.Session, error) {
@@ -48,13 +45,6 @@ func (c *countingCodec) OpenSession(ctx context.Context, v media.Video, threads 
 
 func (c *countingCodec) Identity(s media.ImageSetting) string {
 	return "counting;" + s.Normalize().Canonical()
-}
-
-// decodedOf returns how many times frame ordinal was decoded.
-func (c *countingCodec) decodedOf(ordinal int) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.decodedFrames[ordinal]
 }
 
 // countingSession is a session of a countingCodec. Frames are samples in
@@ -114,12 +104,6 @@ func (s *countingSession) Decode(ctx context.Context, ordinal int, passed media.
 		}
 		s.dec++
 		s.c.decoded.Add(1)
-		s.c.mu.Lock()
-		if s.c.decodedFrames == nil {
-			s.c.decodedFrames = map[int]int{}
-		}
-		s.c.decodedFrames[s.next]++
-		s.c.mu.Unlock()
 		if s.c.failFrames[s.next] {
 			s.broken = true
 			return nil, fmt.Errorf("%w: frame %d is damaged", media.ErrFrameDecode, s.next)
@@ -238,7 +222,7 @@ func countingImage(k media.VideoKey, ordinal int, s media.ImageSetting) []byte {
 // sample a frame in presentation order.
 func gopIndex(t testing.TB, frames, gop int) *videoidx.Index {
 	t.Helper()
-	ix := &videoidx.Index{Source: videoidx.SourceScan, Codec: "counting", Width: 640, Height: 480, Timescale: 30}
+	ix := &videoidx.Index{Origin: videoidx.OriginScan, Codec: "counting", Width: 640, Height: 480, Timescale: 30}
 	for i := range frames {
 		ix.Samples = append(ix.Samples, videoidx.Sample{Offset: int64(i) * 100, Size: 100, DTS: int64(i), PTS: int64(i), Key: i%gop == 0})
 	}

@@ -11,7 +11,7 @@ import (
 //
 //	magic      "FVIX"
 //	version    uv    format version, currently 1
-//	source     uv    1 = MP4 tables, 2 = FFmpeg scan
+//	origin     uv    1 = MP4 tables, 2 = FFmpeg scan
 //	stream     uv    FFmpeg stream index
 //	track_id   uv    MP4 track_ID (0 for scans)
 //	codec      uv length (at most 32) + bytes
@@ -55,7 +55,7 @@ func (ix *Index) Encode() []byte {
 	b := make([]byte, 0, 64+4*n)
 	b = append(b, encodingMagic...)
 	b = binary.AppendUvarint(b, encodingVersion)
-	b = binary.AppendUvarint(b, uint64(ix.Source))
+	b = binary.AppendUvarint(b, uint64(ix.Origin))
 	b = binary.AppendUvarint(b, uint64(ix.Stream))
 	b = binary.AppendUvarint(b, uint64(ix.TrackID))
 	codec := ix.Codec
@@ -200,7 +200,7 @@ func Decode(data []byte) (*Index, error) {
 		return nil, fmt.Errorf("%w: format version %d is not supported (this build reads version %d)", ErrBadEncoding, v, encodingVersion)
 	}
 	ix := &Index{}
-	ix.Source = Source(d.small(255))
+	ix.Origin = Origin(d.small(255))
 	ix.Stream = int(d.small(1 << 20))
 	ix.TrackID = uint32(d.small(1<<32 - 1))
 	codecLen := d.small(maxCodecName)

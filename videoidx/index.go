@@ -46,24 +46,24 @@ var (
 	ErrBadEncoding = errors.New("videoidx: invalid encoded index")
 )
 
-// Source says how an index was built.
-type Source uint8
+// Origin says how an index was built (not which video it indexes).
+type Origin uint8
 
 const (
-	// SourceMP4 means the index was read from MP4 sample tables.
-	SourceMP4 Source = 1
-	// SourceScan means the index was built by demuxing packets with FFmpeg.
-	SourceScan Source = 2
+	// OriginMP4 means the index was read from MP4 sample tables.
+	OriginMP4 Origin = 1
+	// OriginScan means the index was built by demuxing packets with FFmpeg.
+	OriginScan Origin = 2
 )
 
-func (s Source) String() string {
-	switch s {
-	case SourceMP4:
+func (o Origin) String() string {
+	switch o {
+	case OriginMP4:
 		return "mp4"
-	case SourceScan:
+	case OriginScan:
 		return "scan"
 	}
-	return fmt.Sprintf("source(%d)", uint8(s))
+	return fmt.Sprintf("origin(%d)", uint8(o))
 }
 
 // Sample is one coded frame (one packet) of the track, in decode order.
@@ -87,8 +87,10 @@ type Sample struct {
 
 // Index is the frame index of one video track.
 type Index struct {
-	// Source says whether the index came from MP4 tables or a demux scan.
-	Source Source
+	// Origin says whether the index came from MP4 tables or a demux scan.
+	// Its JSON name is Source, as the frozen v1 encodings (testdata/format)
+	// spell it.
+	Origin Origin `json:"Source"`
 	// Stream is the FFmpeg stream index of the track (its position among
 	// the file's tracks).
 	Stream int
@@ -153,8 +155,8 @@ func (ix *Index) finish() error {
 // package decoder) and returns the finished index. The samples must be in
 // decode order.
 func Build(ix *Index) (*Index, error) {
-	if ix.Source == 0 {
-		ix.Source = SourceScan
+	if ix.Origin == 0 {
+		ix.Origin = OriginScan
 	}
 	if err := ix.finish(); err != nil {
 		return nil, err

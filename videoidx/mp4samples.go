@@ -46,7 +46,7 @@ func (p *parser) buildIndex(t *track) (*Index, error) {
 		codec = t.fourcc
 	}
 	ix := &Index{
-		Source:     SourceMP4,
+		Origin:     OriginMP4,
 		Stream:     t.stream,
 		TrackID:    t.id,
 		Codec:      codec,

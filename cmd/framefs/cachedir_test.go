@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/internal/mounttest"
 	"github.com/framefs/framefs/internal/testenv"
 )
 
@@ -37,18 +38,7 @@ func startMount(t *testing.T, src string, args ...string) (mnt string, daemon *e
 			return
 		}
 		stopped = true
-		daemon.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- daemon.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			daemon.Process.Kill()
-			<-done
-		}
-		if isMounted(mnt) {
-			exec.Command("fusermount3", "-u", "-z", mnt).Run()
-		}
+		mounttest.StopDaemon(daemon, mnt, 20*time.Second)
 		if logs.Len() > 0 {
 			t.Logf("daemon log:\n%s", logs.Bytes())
 		}
@@ -142,9 +132,7 @@ func diskEntries(t *testing.T, dir, sha string) map[int]string {
 // memory does not grow by the sparse file's size, and the three entries
 // are written anew.
 func TestCacheDirHostileEntries(t *testing.T) {
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testenv.Missing(t, testenv.FUSE, fmt.Sprintf("no FUSE device: %v", err))
-	}
+	testenv.RequireFUSE(t)
 	wh, cacheDir := t.TempDir(), t.TempDir()
 	video := "../../testdata/video/h264_faststart.mp4"
 	mustRun(t, "create", filepath.Join(wh, "robot"))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"image"
 	_ "image/jpeg"
 	_ "image/png"
@@ -96,9 +95,7 @@ func mountCLI(t *testing.T, args ...string) string {
 // table's own setting, so its bytes equal the mounted file's, and a mount
 // given some image options keeps the table's setting for the others.
 func TestFrameMatchesMount(t *testing.T) {
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testenv.Missing(t, testenv.FUSE, fmt.Sprintf("no FUSE device: %v", err))
-	}
+	testenv.RequireFUSE(t)
 	wh := t.TempDir()
 	video := "../../testdata/video/h264_faststart.mp4"
 	const ep = "h264_faststart"

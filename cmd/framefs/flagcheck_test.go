@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -107,9 +106,7 @@ func TestTimestampToleranceZero(t *testing.T) {
 // TestMountCacheBytesZero: `mount --cache-bytes 0` keeps no image in
 // memory (it used to mean the 256 MiB default).
 func TestMountCacheBytesZero(t *testing.T) {
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testenv.Missing(t, testenv.FUSE, fmt.Sprintf("no FUSE device: %v", err))
-	}
+	testenv.RequireFUSE(t)
 	wh := t.TempDir()
 	mustRun(t, "create", filepath.Join(wh, "robot"))
 	mustRun(t, "ingest", filepath.Join(wh, "robot"), "../../testdata/video/h264_faststart.mp4")

@@ -19,11 +19,11 @@ import (
 	"github.com/framefs/framefs/fusefs"
 	"github.com/framefs/framefs/internal/lerobottest"
 	"github.com/framefs/framefs/internal/s3test"
+	"github.com/framefs/framefs/internal/tabletest"
 	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/lerobot"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/storage"
 )
 
 // The test binary doubles as the framefs command: with FRAMEFS_TEST_MAIN
@@ -69,9 +69,7 @@ func runFramefs(t *testing.T, args ...string) []byte {
 // the frame the ffmpeg command decodes from the source file at the
 // episode's position in it.
 func TestLeRobotFramesThroughMount(t *testing.T) {
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testenv.Missing(t, testenv.FUSE, fmt.Sprintf("no FUSE device: %v", err))
-	}
+	testenv.RequireFUSE(t)
 	ctx := context.Background()
 	for _, version := range []string{lerobot.V30, lerobot.V21} {
 		t.Run(version, func(t *testing.T) {
@@ -84,7 +82,7 @@ func TestLeRobotFramesThroughMount(t *testing.T) {
 			if res.Imported != 6 || res.Frames != 64 {
 				t.Fatalf("import result %+v", res)
 			}
-			tbl := openLocalTable(t, tblDir)
+			tbl := tabletest.Open(t, tblDir, tableOptions())
 			snap, _ := tbl.Head(ctx)
 			ep, err := tbl.Episode(ctx, snap, "episode_000003")
 			if err != nil {
@@ -159,19 +157,6 @@ func TestLeRobotFramesThroughMount(t *testing.T) {
 	}
 }
 
-func openLocalTable(t *testing.T, dir string) *table.Table {
-	t.Helper()
-	store, err := storage.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := table.Open(context.Background(), store, tableOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
-}
-
 // episodeState is what an imported episode must hold.
 type episodeState struct {
 	rows   int64
@@ -181,7 +166,7 @@ type episodeState struct {
 func tableState(t *testing.T, dir string) (map[string]episodeState, map[string]int) {
 	t.Helper()
 	ctx := context.Background()
-	tbl := openLocalTable(t, dir)
+	tbl := tabletest.Open(t, dir, tableOptions())
 	if probs, err := tbl.Verify(ctx); err != nil || len(probs) > 0 {
 		t.Fatalf("verify %s: %v %v", dir, probs, err)
 	}

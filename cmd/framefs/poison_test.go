@@ -21,9 +21,7 @@ import (
 // the same D. Every frame of victim is its own (what `framefs frame`
 // writes), and the mount logs the mismatch.
 func TestCacheDirNotPoisonedByATable(t *testing.T) {
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		testenv.Missing(t, testenv.FUSE, fmt.Sprintf("no FUSE device: %v", err))
-	}
+	testenv.RequireFUSE(t)
 	wh, cacheDir := t.TempDir(), t.TempDir()
 	videoA, videoB := "../../testdata/video/h264_bframes_gop30.mp4", "../../testdata/video/hevc.mp4"
 	shaOf := func(path string) string {

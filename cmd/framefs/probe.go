@@ -105,7 +105,7 @@ func newProbeReport(path string, ix *videoidx.Index, frames bool) probeReport {
 		BFrames:         ix.HasBFrames(),
 		EditList:        ix.EditList,
 		Fragmented:      ix.Fragmented,
-		IndexSource:     ix.Source.String(),
+		IndexSource:     ix.Origin.String(),
 		IndexBytes:      len(ix.Encode()),
 	}
 	if r.DurationSeconds > 0 {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/internal/s3test"
+	"github.com/framefs/framefs/internal/tabletest"
 )
 
 // TestIngestS3Sources drives `framefs ingest` and `replace` with S3
@@ -35,10 +36,8 @@ func TestIngestS3Sources(t *testing.T) {
 	video := filepath.Join(dir, "cam.mp4")
 	// 20 lossless 640x360 frames of noise: about 8 MB, more than the
 	// 5 MiB a server-side copy needs.
-	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-frames:v", "20",
-		"-vf", "noise=alls=40:allf=t", "-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-g", "8", "-pix_fmt", "yuv420p", video).CombinedOutput(); err != nil {
-		t.Fatalf("ffmpeg: %v\n%s", err, out)
-	}
+	tabletest.Lavfi(t, video, "testsrc2=size=640x360:rate=30", 20,
+		"-vf", "noise=alls=40:allf=t", "-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-g", "8", "-pix_fmt", "yuv420p")
 	data, err := os.ReadFile(video)
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/framefs/framefs/lerobot/v3schema"
 	"github.com/framefs/framefs/videoidx"
 )
 
@@ -473,29 +474,12 @@ func writeParquet(t T, path string, sc *arrow.Schema, records []arrow.RecordBatc
 }
 
 func (d *Dataset) writeEpisodesV3(t T, metas []*EpisodeMeta) {
-	fields := []arrow.Field{
-		{Name: "episode_index", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "tasks", Type: arrow.ListOf(arrow.BinaryTypes.String)},
-		{Name: "length", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "data/chunk_index", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "data/file_index", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "dataset_from_index", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "dataset_to_index", Type: arrow.PrimitiveTypes.Int64},
-	}
+	var cameras []string
 	for _, cam := range d.Spec.Cameras {
-		fields = append(fields,
-			arrow.Field{Name: "videos/" + cam.Key + "/chunk_index", Type: arrow.PrimitiveTypes.Int64},
-			arrow.Field{Name: "videos/" + cam.Key + "/file_index", Type: arrow.PrimitiveTypes.Int64},
-			arrow.Field{Name: "videos/" + cam.Key + "/from_timestamp", Type: arrow.PrimitiveTypes.Float64},
-			arrow.Field{Name: "videos/" + cam.Key + "/to_timestamp", Type: arrow.PrimitiveTypes.Float64})
+		cameras = append(cameras, cam.Key)
 	}
-	fields = append(fields,
-		arrow.Field{Name: "meta/episodes/chunk_index", Type: arrow.PrimitiveTypes.Int64},
-		arrow.Field{Name: "meta/episodes/file_index", Type: arrow.PrimitiveTypes.Int64},
-		arrow.Field{Name: "stats/action/mean", Type: arrow.ListOf(arrow.PrimitiveTypes.Float64)})
-	for i := range fields {
-		fields[i].Nullable = true
-	}
+	fields := append(v3schema.EpisodeColumns(cameras),
+		arrow.Field{Name: "stats/action/mean", Type: arrow.ListOf(arrow.PrimitiveTypes.Float64), Nullable: true})
 	sc := arrow.NewSchema(fields, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	defer b.Release()

@@ -285,7 +285,9 @@ func (b *bench) upload(ctx context.Context, file, key string) {
 		log.Fatal(err)
 	}
 	defer f.Close()
+	//lint:ignore SA1019 the source object is put in place as the benchmark's figures were first measured: in 64 MiB parts by the SDK's upload manager
 	up := manager.NewUploader(b.client, func(u *manager.Uploader) { u.PartSize = 64 << 20 })
+	//lint:ignore SA1019 see above
 	if _, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: &b.bucket, Key: &key, Body: f}); err != nil {
 		log.Fatalf("upload %s: %v", file, err)
 	}
@@ -328,6 +330,7 @@ func (b *bench) download(ctx context.Context, key, file string) {
 		log.Fatal(err)
 	}
 	defer f.Close()
+	//lint:ignore SA1019 the peer measured is the SDK's download manager that pipelines use today; its successor would be another peer
 	if _, err := manager.NewDownloader(b.client).Download(ctx, f, &s3.GetObjectInput{Bucket: &b.bucket, Key: &key}); err != nil {
 		log.Fatalf("download: %v", err)
 	}
@@ -368,16 +371,15 @@ func startCountingProxy(target string) *countingProxy {
 		log.Fatal(err)
 	}
 	p := &countingProxy{endpoint: "http://" + l.Addr().String()}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		host := r.Host // signed by the client: kept
-		director(r)
-		r.Host = host
-	}
-	rp.ModifyResponse = func(resp *http.Response) error {
-		resp.Body = &countingBody{ReadCloser: resp.Body, n: &p.body}
-		return nil
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			r.Out.Host = r.In.Host // signed by the client: kept
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Body = &countingBody{ReadCloser: resp.Body, n: &p.body}
+			return nil
+		},
 	}
 	go http.Serve(l, rp)
 	return p

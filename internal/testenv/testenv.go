@@ -8,6 +8,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"testing"
 )
@@ -41,4 +42,16 @@ func Missing(t testing.TB, n Need, reason string) {
 		t.Fatalf("%s (%s=1 requires it)", reason, n.Env())
 	}
 	t.Skipf("%s (%s=1 makes this a failure)", reason, n.Env())
+}
+
+// fuseDevice is the device a FUSE mount opens.
+const fuseDevice = "/dev/fuse"
+
+// RequireFUSE ends the calling test when there is no FUSE device to mount
+// with (see Missing).
+func RequireFUSE(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat(fuseDevice); err != nil {
+		Missing(t, FUSE, fmt.Sprintf("no FUSE device: %v", err))
+	}
 }

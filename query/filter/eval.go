@@ -734,7 +734,6 @@ const (
 )
 
 var cmpOps = map[string]cmpOp{"=": opEQ, "<>": opNE, "<": opLT, "<=": opLE, ">": opGT, ">=": opGE}
-var cmpNames = [...]string{opEQ: "=", opNE: "<>", opLT: "<", opLE: "<=", opGT: ">", opGE: ">="}
 
 // flip returns the operator with its operands swapped (a < b is b > a).
 func (op cmpOp) flip() cmpOp {

@@ -34,9 +34,6 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind %d", k)
 }
 
-// numeric reports whether values of the kind compare as numbers.
-func (k Kind) numeric() bool { return k == KindInt || k == KindFloat }
-
 // Value is one scalar value: a literal of a filter, or a bound of column
 // statistics.
 type Value struct {
