@@ -51,7 +51,7 @@ func TestFrameNameReserved(t *testing.T) {
 	// replaced by one made before the name was reserved.
 	local, _ = storage.NewLocal(t.TempDir())
 	legacy := Schema{Columns: []Column{{Name: "frame", Type: "int64"}}}.withDefaults()
-	if tbl, err = Create(ctx, local, Schema{Columns: []Column{{Name: "unused", Type: "int64"}}}, Options{}); err != nil {
+	if _, err = Create(ctx, local, Schema{Columns: []Column{{Name: "unused", Type: "int64"}}}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := local.Put(ctx, schemaKey(legacy.ID), bytes.NewReader(marshal(legacy))); err != nil {
