@@ -1,0 +1,708 @@
+package manifest
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/framefs/framefs/internal/parquetcheck"
+)
+
+// ErrCorrupt means a manifest or a manifest list does not read as one: a
+// damaged file, or one another program wrote wrongly.
+var ErrCorrupt = parquetcheck.ErrMalformed
+
+// limits bound what a manifest's or a list's footer may claim. Writers
+// cut manifests far smaller (see Encode's callers).
+var limits = parquetcheck.Limits{MaxRows: 1 << 22, MaxColumnChunk: 256 << 20}
+
+// Reader reads a manifest held in memory. It is not safe for concurrent
+// use.
+type Reader struct {
+	pf     *file.Reader
+	fr     *pqarrow.FileReader
+	paths  [][]string // the column path of each leaf
+	starts []int      // the first entry of each row group, and the count
+}
+
+// NewReader reads a manifest's footer.
+func NewReader(data []byte) (r *Reader, err error) {
+	defer parquetcheck.Recover(&err)
+	pf, err := parquetcheck.Open(bytes.NewReader(data), int64(len(data)), limits)
+	if err != nil {
+		return nil, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	r = &Reader{pf: pf, fr: fr}
+	md := pf.MetaData()
+	for i := 0; i < md.Schema.NumColumns(); i++ {
+		r.paths = append(r.paths, md.Schema.Column(i).ColumnPath())
+	}
+	n := 0
+	for rg := 0; rg < pf.NumRowGroups(); rg++ {
+		r.starts = append(r.starts, n)
+		n += int(md.RowGroup(rg).NumRows())
+	}
+	r.starts = append(r.starts, n)
+	return r, nil
+}
+
+// Len returns the number of entries.
+func (r *Reader) Len() int { return r.starts[len(r.starts)-1] }
+
+// leaves returns the leaf columns whose path starts with one of the
+// prefixes.
+func (r *Reader) leaves(prefixes ...[]string) []int {
+	var out []int
+	for i, p := range r.paths {
+		for _, pre := range prefixes {
+			if len(p) >= len(pre) && slices.Equal(p[:len(pre)], pre) {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// read reads the given leaves of the given row groups, one array per
+// top-level column.
+func (r *Reader) read(ctx context.Context, leaves, rowGroups []int) (cols map[string]arrow.Array, n int, err error) {
+	defer parquetcheck.Recover(&err)
+	cols = map[string]arrow.Array{}
+	for _, rg := range rowGroups {
+		n += r.starts[rg+1] - r.starts[rg]
+	}
+	if len(leaves) == 0 || n == 0 {
+		return cols, n, nil
+	}
+	tbl, err := r.fr.ReadRowGroups(ctx, leaves, rowGroups)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		return nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	defer tbl.Release()
+	if int(tbl.NumRows()) != n {
+		return nil, 0, fmt.Errorf("%w: read %d entries, the footer says %d", ErrCorrupt, tbl.NumRows(), n)
+	}
+	for i := 0; i < int(tbl.NumCols()); i++ {
+		col := tbl.Column(i)
+		a, err := array.Concatenate(col.Data().Chunks(), memory.DefaultAllocator)
+		if err != nil {
+			releaseAll(cols)
+			return nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		cols[col.Name()] = a
+	}
+	return cols, n, nil
+}
+
+func releaseAll(cols map[string]arrow.Array) {
+	for _, a := range cols {
+		a.Release()
+	}
+}
+
+func (r *Reader) allRowGroups() []int {
+	rgs := make([]int, len(r.starts)-1)
+	for i := range rgs {
+		rgs[i] = i
+	}
+	return rgs
+}
+
+// Projection names what Read reads of every entry besides its rows.
+type Projection struct {
+	// Episodes reads the episode ids.
+	Episodes bool
+	// Partitions reads the partition values.
+	Partitions bool
+	// Stats reads the statistics of these columns.
+	Stats []string
+}
+
+// Batch is some columns of a manifest's entries, element i of each
+// belonging to entry i (in manifest order).
+type Batch struct {
+	Len  int
+	Rows []int64
+	// Episodes, when read, are the episode ids.
+	Episodes []string
+	// Partitions, when read, are the values of each partition column.
+	Partitions map[string][]string
+	// Stats, when read, are the statistics of the columns asked for.
+	Stats map[string]EntryStats
+}
+
+// EntryStats are one column's statistics of each entry of a batch.
+type EntryStats struct {
+	// Known is false for an entry without statistics of the column
+	// (written before statistics existed, or before the column did).
+	Known []bool
+	Stats []Stats
+}
+
+// Read reads some columns of every entry.
+func (r *Reader) Read(ctx context.Context, proj Projection) (b *Batch, err error) {
+	prefixes := [][]string{{colRows}}
+	if proj.Episodes {
+		prefixes = append(prefixes, []string{colEpisode})
+	}
+	if proj.Partitions {
+		prefixes = append(prefixes, []string{colPartition})
+	}
+	for _, c := range proj.Stats {
+		prefixes = append(prefixes, []string{colStats, c})
+	}
+	cols, n, err := r.read(ctx, r.leaves(prefixes...), r.allRowGroups())
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(cols)
+	defer parquetcheck.Recover(&err)
+	b = &Batch{Len: n}
+	rows, err := int64Column(cols[colRows], colRows, n)
+	if err != nil {
+		return nil, err
+	}
+	b.Rows = slices.Clone(rows.Int64Values())
+	if proj.Episodes {
+		ids, err := stringColumn(cols[colEpisode], colEpisode, n)
+		if err != nil {
+			return nil, err
+		}
+		b.Episodes = make([]string, n)
+		for i := range b.Episodes {
+			b.Episodes[i] = ids.Value(i)
+		}
+	}
+	if proj.Partitions {
+		b.Partitions = map[string][]string{}
+		if p, ok := cols[colPartition].(*array.Struct); ok {
+			st := p.DataType().(*arrow.StructType)
+			for f := 0; f < st.NumFields(); f++ {
+				name := st.Field(f).Name
+				vals, err := stringColumn(p.Field(f), colPartition+"."+name, n)
+				if err != nil {
+					return nil, err
+				}
+				out := make([]string, n)
+				for i := range out {
+					out[i] = vals.Value(i)
+				}
+				b.Partitions[name] = out
+			}
+		}
+	}
+	if len(proj.Stats) > 0 {
+		b.Stats = map[string]EntryStats{}
+		stats, _ := cols[colStats].(*array.Struct)
+		for _, c := range proj.Stats {
+			es := EntryStats{Known: make([]bool, n), Stats: make([]Stats, n)}
+			col := structChild(stats, c)
+			for i := 0; i < n && stats != nil; i++ {
+				if stats.IsNull(i) {
+					continue
+				}
+				es.Stats[i], es.Known[i] = statsAt(col, i)
+			}
+			b.Stats[c] = es
+		}
+	}
+	return b, nil
+}
+
+// Entries reads whole entries: those at the given positions (ascending,
+// in manifest order), or every entry when positions is nil.
+func (r *Reader) Entries(ctx context.Context, positions []int) (out []Entry, err error) {
+	rowGroups := r.allRowGroups()
+	if positions != nil {
+		rowGroups = rowGroups[:0]
+		for _, p := range positions {
+			if p < 0 || p >= r.Len() {
+				return nil, fmt.Errorf("manifest has no entry %d (it has %d)", p, r.Len())
+			}
+			rg := r.rowGroupOf(p)
+			if len(rowGroups) == 0 || rowGroups[len(rowGroups)-1] < rg {
+				rowGroups = append(rowGroups, rg)
+			} else if rowGroups[len(rowGroups)-1] > rg {
+				return nil, fmt.Errorf("entry positions %v are not ascending", positions)
+			}
+		}
+	}
+	cols, n, err := r.read(ctx, r.leaves([]string{}), rowGroups)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(cols)
+	defer parquetcheck.Recover(&err)
+	if n == 0 {
+		return nil, nil
+	}
+	ec, err := entryColumnsOf(cols, n)
+	if err != nil {
+		return nil, err
+	}
+	if positions == nil {
+		out = make([]Entry, n)
+		for i := range out {
+			if out[i], err = ec.entry(i); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	// Positions in the file to positions in the row groups read.
+	local := map[int]int{}
+	k := 0
+	for _, rg := range rowGroups {
+		local[rg] = k
+		k += r.starts[rg+1] - r.starts[rg]
+	}
+	out = make([]Entry, len(positions))
+	for i, p := range positions {
+		rg := r.rowGroupOf(p)
+		if out[i], err = ec.entry(local[rg] + p - r.starts[rg]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (r *Reader) rowGroupOf(p int) int {
+	rg, found := slices.BinarySearch(r.starts, p)
+	if !found {
+		rg--
+	}
+	for r.starts[rg+1] == r.starts[rg] { // empty row groups
+		rg++
+	}
+	return rg
+}
+
+// Objects returns the objects the entries reference: data files, packs
+// and sizes objects, each once.
+func (r *Reader) Objects(ctx context.Context) (out []string, err error) {
+	var prefixes [][]string
+	for _, p := range r.paths {
+		if (len(p) == 1 && p[0] == colDataFile) || (len(p) == 3 && p[0] == colVideo && p[2] == colPack) ||
+			(len(p) > 3 && p[0] == colVideo && p[2] == colSizes && p[len(p)-1] == colObject) {
+			prefixes = append(prefixes, p)
+		}
+	}
+	cols, n, err := r.read(ctx, r.leaves(prefixes...), r.allRowGroups())
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(cols)
+	defer parquetcheck.Recover(&err)
+	seen := map[string]bool{}
+	add := func(a *array.String) {
+		for i := 0; i < a.Len(); i++ {
+			if a.IsValid(i) && !seen[a.Value(i)] {
+				seen[a.Value(i)] = true
+				out = append(out, a.Value(i))
+			}
+		}
+	}
+	files, err := stringColumn(cols[colDataFile], colDataFile, n)
+	if err != nil {
+		return nil, err
+	}
+	add(files)
+	if v, ok := cols[colVideo].(*array.Struct); ok {
+		for f := 0; f < v.NumField(); f++ {
+			ref, ok := v.Field(f).(*array.Struct)
+			if !ok {
+				return nil, fmt.Errorf("%w: video column %d is not a struct", ErrCorrupt, f)
+			}
+			if pack, ok := structChild(ref, colPack).(*array.String); ok {
+				add(pack)
+			}
+			if sizes, ok := structChild(ref, colSizes).(*array.List); ok {
+				if s, ok := sizes.ListValues().(*array.Struct); ok {
+					if obj, ok := structChild(s, colObject).(*array.String); ok {
+						add(obj)
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// structChild returns the child of a struct array by name, or nil.
+func structChild(a arrow.Array, name string) arrow.Array {
+	s, ok := a.(*array.Struct)
+	if !ok {
+		return nil
+	}
+	if i, ok := s.DataType().(*arrow.StructType).FieldIdx(name); ok {
+		return s.Field(i)
+	}
+	return nil
+}
+
+func columnError(name string, a arrow.Array, want string, n int) error {
+	if a == nil {
+		return fmt.Errorf("%w: no column %s", ErrCorrupt, name)
+	}
+	if a.Len() != n {
+		return fmt.Errorf("%w: column %s has %d values for %d entries", ErrCorrupt, name, a.Len(), n)
+	}
+	return fmt.Errorf("%w: column %s is %s, not %s", ErrCorrupt, name, a.DataType(), want)
+}
+
+func int64Column(a arrow.Array, name string, n int) (*array.Int64, error) {
+	x, ok := a.(*array.Int64)
+	if !ok || x.Len() != n || x.NullN() > 0 {
+		return nil, columnError(name, a, "int64 without nulls", n)
+	}
+	return x, nil
+}
+
+func int32Column(a arrow.Array, name string, n int) (*array.Int32, error) {
+	x, ok := a.(*array.Int32)
+	if !ok || x.Len() != n || x.NullN() > 0 {
+		return nil, columnError(name, a, "int32 without nulls", n)
+	}
+	return x, nil
+}
+
+func stringColumn(a arrow.Array, name string, n int) (*array.String, error) {
+	x, ok := a.(*array.String)
+	if !ok || x.Len() != n || x.NullN() > 0 {
+		return nil, columnError(name, a, "string without nulls", n)
+	}
+	return x, nil
+}
+
+// boundAt reads element k of a min or max column; ok is false for a null
+// or a column of a type bounds are not stored as.
+func boundAt(a arrow.Array, k int) (Bound, bool) {
+	if a == nil || k >= a.Len() || a.IsNull(k) {
+		return Bound{}, false
+	}
+	switch x := a.(type) {
+	case *array.Boolean:
+		return Bound{Kind: KindBool, Bool: x.Value(k)}, true
+	case *array.Int64:
+		return Bound{Kind: KindInt, Int: x.Value(k)}, true
+	case *array.Timestamp:
+		if x.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
+			return Bound{}, false
+		}
+		return Bound{Kind: KindInt, Int: int64(x.Value(k))}, true
+	case *array.Float64:
+		return Bound{Kind: KindFloat, Float: x.Value(k)}, true
+	case *array.String:
+		return Bound{Kind: KindString, Str: x.Value(k)}, true
+	}
+	return Bound{}, false
+}
+
+// statsAt reads element k of one column's statistics struct; ok is false
+// when it is null or lacks a null count.
+func statsAt(col arrow.Array, k int) (Stats, bool) {
+	if col == nil || k >= col.Len() || col.IsNull(k) {
+		return Stats{}, false
+	}
+	nulls, ok := structChild(col, colNulls).(*array.Int64)
+	if !ok || nulls.IsNull(k) || nulls.Value(k) < 0 {
+		return Stats{}, false
+	}
+	st := Stats{Nulls: nulls.Value(k)}
+	lo, ok1 := boundAt(structChild(col, colMin), k)
+	hi, ok2 := boundAt(structChild(col, colMax), k)
+	if ok1 && ok2 && lo.Kind == hi.Kind {
+		st.HasRange, st.Min, st.Max = true, lo, hi
+	}
+	return st, true
+}
+
+// entryColumns are a manifest's columns, checked once, from which entries
+// are made.
+type entryColumns struct {
+	n                 int
+	episode, dataFile *array.String
+	rows, firstRowID  *array.Int64
+	rowGroup, schema  *array.Int32
+	time              *array.Timestamp
+	partNames         []string
+	parts             []*array.String
+	videoNames        []string
+	videos            []*videoColumns
+	stats             *array.Struct
+	statNames         []string
+	statCols          []arrow.Array
+}
+
+type videoColumns struct {
+	pack, codec, source                           *array.String
+	offset, length, ixOffset, ixLength, ff, count *array.Int64
+	width, height                                 *array.Int32
+	sha                                           *array.FixedSizeBinary
+	sizes                                         *array.List
+	sizeIdentity, sizeObject                      *array.String
+	sizeOffset, sizeLength                        *array.Int64
+}
+
+func entryColumnsOf(cols map[string]arrow.Array, n int) (*entryColumns, error) {
+	ec := &entryColumns{n: n}
+	var err error
+	if ec.episode, err = stringColumn(cols[colEpisode], colEpisode, n); err != nil {
+		return nil, err
+	}
+	if ec.dataFile, err = stringColumn(cols[colDataFile], colDataFile, n); err != nil {
+		return nil, err
+	}
+	if ec.rows, err = int64Column(cols[colRows], colRows, n); err != nil {
+		return nil, err
+	}
+	if ec.firstRowID, err = int64Column(cols[colFirstRowID], colFirstRowID, n); err != nil {
+		return nil, err
+	}
+	if ec.rowGroup, err = int32Column(cols[colRowGroup], colRowGroup, n); err != nil {
+		return nil, err
+	}
+	if ec.schema, err = int32Column(cols[colSchemaID], colSchemaID, n); err != nil {
+		return nil, err
+	}
+	if t, ok := cols[colTime].(*array.Timestamp); ok && t.Len() == n && t.DataType().(*arrow.TimestampType).Unit == arrow.Nanosecond {
+		ec.time = t
+	} else if cols[colTime] != nil {
+		return nil, columnError(colTime, cols[colTime], "timestamp[ns]", n)
+	}
+	if p, ok := cols[colPartition].(*array.Struct); ok {
+		st := p.DataType().(*arrow.StructType)
+		for f := 0; f < st.NumFields(); f++ {
+			name := st.Field(f).Name
+			vals, err := stringColumn(p.Field(f), colPartition+"."+name, n)
+			if err != nil {
+				return nil, err
+			}
+			ec.partNames, ec.parts = append(ec.partNames, name), append(ec.parts, vals)
+		}
+	}
+	v, ok := cols[colVideo].(*array.Struct)
+	if !ok || v.Len() != n {
+		return nil, columnError(colVideo, cols[colVideo], "struct", n)
+	}
+	vt := v.DataType().(*arrow.StructType)
+	for f := 0; f < vt.NumFields(); f++ {
+		name := vt.Field(f).Name
+		vc, err := videoColumnsOf(v.Field(f), colVideo+"."+name, n)
+		if err != nil {
+			return nil, err
+		}
+		ec.videoNames, ec.videos = append(ec.videoNames, name), append(ec.videos, vc)
+	}
+	if s, ok := cols[colStats].(*array.Struct); ok && s.Len() == n {
+		ec.stats = s
+		st := s.DataType().(*arrow.StructType)
+		for f := 0; f < st.NumFields(); f++ {
+			ec.statNames, ec.statCols = append(ec.statNames, st.Field(f).Name), append(ec.statCols, s.Field(f))
+		}
+	}
+	return ec, nil
+}
+
+func videoColumnsOf(a arrow.Array, name string, n int) (*videoColumns, error) {
+	if _, ok := a.(*array.Struct); !ok || a.Len() != n {
+		return nil, columnError(name, a, "struct", n)
+	}
+	vc := &videoColumns{}
+	var err error
+	for _, c := range []struct {
+		field string
+		dst   **array.String
+	}{{colPack, &vc.pack}, {colCodec, &vc.codec}, {colSourceName, &vc.source}} {
+		if *c.dst, err = stringColumn(structChild(a, c.field), name+"."+c.field, n); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range []struct {
+		field string
+		dst   **array.Int64
+	}{{colOffset, &vc.offset}, {colLength, &vc.length}, {colIndexOffset, &vc.ixOffset}, {colIndexLength, &vc.ixLength},
+		{colFirstFrame, &vc.ff}, {colFrames, &vc.count}} {
+		if *c.dst, err = int64Column(structChild(a, c.field), name+"."+c.field, n); err != nil {
+			return nil, err
+		}
+	}
+	if vc.width, err = int32Column(structChild(a, colWidth), name+"."+colWidth, n); err != nil {
+		return nil, err
+	}
+	if vc.height, err = int32Column(structChild(a, colHeight), name+"."+colHeight, n); err != nil {
+		return nil, err
+	}
+	sha, ok := structChild(a, colSHA256).(*array.FixedSizeBinary)
+	if !ok || sha.Len() != n || sha.DataType().(*arrow.FixedSizeBinaryType).ByteWidth != 32 {
+		return nil, columnError(name+"."+colSHA256, structChild(a, colSHA256), "fixed_size_binary[32]", n)
+	}
+	vc.sha = sha
+	sizes, ok := structChild(a, colSizes).(*array.List)
+	if !ok || sizes.Len() != n {
+		return nil, columnError(name+"."+colSizes, structChild(a, colSizes), "list", n)
+	}
+	vc.sizes = sizes
+	m := sizes.ListValues().Len()
+	elems := sizes.ListValues()
+	if vc.sizeIdentity, err = stringColumn(structChild(elems, colIdentity), name+".sizes.identity", m); err != nil {
+		return nil, err
+	}
+	if vc.sizeObject, err = stringColumn(structChild(elems, colObject), name+".sizes.object", m); err != nil {
+		return nil, err
+	}
+	if vc.sizeOffset, err = int64Column(structChild(elems, colOffset), name+".sizes.offset", m); err != nil {
+		return nil, err
+	}
+	if vc.sizeLength, err = int64Column(structChild(elems, colLength), name+".sizes.length", m); err != nil {
+		return nil, err
+	}
+	return vc, nil
+}
+
+// entry makes entry k.
+func (ec *entryColumns) entry(k int) (Entry, error) {
+	e := Entry{
+		Episode:    ec.episode.Value(k),
+		Rows:       ec.rows.Value(k),
+		FirstRowID: ec.firstRowID.Value(k),
+		DataFile:   ec.dataFile.Value(k),
+		RowGroup:   int(ec.rowGroup.Value(k)),
+		SchemaID:   int(ec.schema.Value(k)),
+		Videos:     make(map[string]VideoRef, len(ec.videos)),
+	}
+	if ec.time != nil && ec.time.IsValid(k) {
+		e.Time = time.Unix(0, int64(ec.time.Value(k))).UTC()
+	}
+	if len(ec.parts) > 0 {
+		e.Partition = make(map[string]string, len(ec.parts))
+		for i, p := range ec.parts {
+			e.Partition[ec.partNames[i]] = p.Value(k)
+		}
+	}
+	for i, vc := range ec.videos {
+		ref, err := vc.ref(k)
+		if err != nil {
+			return Entry{}, fmt.Errorf("episode %q video %q: %w", e.Episode, ec.videoNames[i], err)
+		}
+		e.Videos[ec.videoNames[i]] = ref
+	}
+	if ec.stats != nil && ec.stats.IsValid(k) {
+		e.Stats = make(map[string]ColumnStats, len(ec.statCols))
+		for i, col := range ec.statCols {
+			if st, ok := statsAt(col, k); ok {
+				e.Stats[ec.statNames[i]] = st.JSON()
+			}
+		}
+	}
+	return e, nil
+}
+
+func (vc *videoColumns) ref(k int) (VideoRef, error) {
+	ref := VideoRef{
+		Pack: vc.pack.Value(k), Offset: vc.offset.Value(k), Length: vc.length.Value(k),
+		IndexOffset: vc.ixOffset.Value(k), IndexLength: vc.ixLength.Value(k),
+		FirstFrame: vc.ff.Value(k), Frames: vc.count.Value(k), Codec: vc.codec.Value(k),
+		Width: int(vc.width.Value(k)), Height: int(vc.height.Value(k)), SourceName: vc.source.Value(k),
+	}
+	if vc.sha.IsValid(k) {
+		ref.SHA256 = hex.EncodeToString(vc.sha.Value(k))
+	}
+	if vc.sizes.IsValid(k) {
+		start, end := vc.sizes.ValueOffsets(k)
+		if start < 0 || end < start || end > int64(vc.sizeObject.Len()) {
+			return VideoRef{}, fmt.Errorf("%w: sizes list %d..%d out of range", ErrCorrupt, start, end)
+		}
+		for j := start; j < end; j++ {
+			ref.Sizes = append(ref.Sizes, SizesRef{
+				Identity: vc.sizeIdentity.Value(int(j)), Object: vc.sizeObject.Value(int(j)),
+				Offset: vc.sizeOffset.Value(int(j)), Length: vc.sizeLength.Value(int(j)),
+			})
+		}
+	}
+	return ref, nil
+}
+
+// DecodeList reads a manifest list.
+func DecodeList(data []byte) (sums []Summary, err error) {
+	r, err := NewReader(data)
+	if err != nil {
+		return nil, err
+	}
+	cols, n, err := r.read(context.Background(), r.leaves([]string{}), r.allRowGroups())
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(cols)
+	defer parquetcheck.Recover(&err)
+	keys, err := stringColumn(cols[colManifest], colManifest, n)
+	if err != nil {
+		return nil, err
+	}
+	var ints [3]*array.Int64
+	for i, name := range []string{colBytes, colEpisodes, colRows} {
+		if ints[i], err = int64Column(cols[name], name, n); err != nil {
+			return nil, err
+		}
+	}
+	var ids [2]*array.String
+	for i, name := range []string{colEpisodeMin, colEpisodeMax} {
+		if ids[i], err = stringColumn(cols[name], name, n); err != nil {
+			return nil, err
+		}
+	}
+	parts, _ := cols[colPartition].(*array.Struct)
+	stats, _ := cols[colStats].(*array.Struct)
+	sums = make([]Summary, n)
+	for k := range sums {
+		s := Summary{
+			Manifest: keys.Value(k), Bytes: ints[0].Value(k), Episodes: ints[1].Value(k), Rows: ints[2].Value(k),
+			EpisodeMin: ids[0].Value(k), EpisodeMax: ids[1].Value(k),
+		}
+		if s.Bytes < 0 || s.Episodes < 0 || s.Rows < 0 {
+			return nil, fmt.Errorf("%w: manifest list row %d counts %d bytes, %d episodes, %d rows", ErrCorrupt, k, s.Bytes, s.Episodes, s.Rows)
+		}
+		if parts != nil {
+			s.Partitions = map[string]Range{}
+			pt := parts.DataType().(*arrow.StructType)
+			for f := 0; f < pt.NumFields(); f++ {
+				lo, ok1 := boundAt(structChild(parts.Field(f), colMin), k)
+				hi, ok2 := boundAt(structChild(parts.Field(f), colMax), k)
+				if !ok1 || !ok2 || lo.Kind != hi.Kind {
+					return nil, fmt.Errorf("%w: manifest list row %d: no range of partition column %q", ErrCorrupt, k, pt.Field(f).Name)
+				}
+				s.Partitions[pt.Field(f).Name] = Range{lo, hi}
+			}
+		}
+		if stats != nil {
+			st := stats.DataType().(*arrow.StructType)
+			for f := 0; f < st.NumFields(); f++ {
+				if v, ok := statsAt(stats.Field(f), k); ok {
+					if s.Stats == nil {
+						s.Stats = map[string]Stats{}
+					}
+					s.Stats[st.Field(f).Name] = v
+				}
+			}
+		}
+		sums[k] = s
+	}
+	return sums, nil
+}
