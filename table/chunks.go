@@ -252,23 +252,3 @@ func (t *Table) ParquetSchema(s *Schema) (*schema.Schema, error) {
 	t.mu.Unlock()
 	return ps, nil
 }
-
-// verifyChunkIndex checks the chunk index of an episode's data file, if
-// it has one: intact, and agreeing with the manifest on the row group.
-func (t *Table) verifyChunkIndex(ctx context.Context, e EpisodeEntry) error {
-	data, err := t.store.ReadAll(ctx, chunkIndexKey(e.DataFile))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	ix, err := decodeChunkIndex(data)
-	if err != nil {
-		return err
-	}
-	if e.RowGroup >= len(ix.groups) || ix.groups[e.RowGroup].rows != e.Rows {
-		return fmt.Errorf("%w: row group %d does not have the manifest's %d rows", errBadChunkIndex, e.RowGroup, e.Rows)
-	}
-	return nil
-}

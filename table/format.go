@@ -14,11 +14,16 @@ import (
 //
 //	1: tables, schemas, snapshots, tags, manifests, Parquet frame rows,
 //	   .video packs with per-payload frame indexes and frame sizes.
+//	2: manifests are Parquet files (package manifest), and a snapshot
+//	   names a manifest list with a summary of each, so that a filter,
+//	   a partition or an episode reads only the manifests it needs;
+//	   small manifests are merged by size tiers. Version-1 tables are
+//	   read as they are and upgraded by their next commit (or Upgrade).
 //
 // A reader refuses tables whose format version is above FormatVersion or
 // below MinFormatVersion, and any feature it does not know.
 const (
-	FormatVersion    = 1
+	FormatVersion    = 2
 	MinFormatVersion = 1
 )
 
@@ -27,18 +32,24 @@ var knownFeatures = map[string]bool{}
 
 // Object key layout inside a table.
 const (
-	keyTableMeta      = "table.json"
-	prefixSchema      = "schema/"
-	prefixSnapshot    = "snapshot/"
-	prefixTag         = "tag/"
-	prefixView        = "view/"
-	prefixManifest    = "manifest/"
-	prefixData        = "data/"
-	prefixVideo       = "video/"
-	snapshotKeyDigits = 10
+	keyTableMeta   = "table.json"
+	prefixSchema   = "schema/"
+	prefixSnapshot = "snapshot/"
+	prefixTag      = "tag/"
+	prefixView     = "view/"
+	prefixManifest = "manifest/"
+	// prefixManifestList names manifest lists, which live beside the
+	// manifests they list.
+	prefixManifestList = prefixManifest + "list-"
+	prefixData         = "data/"
+	prefixVideo        = "video/"
+	snapshotKeyDigits  = 10
 )
 
 func schemaKey(id int) string { return fmt.Sprintf("%sschema-%d.json", prefixSchema, id) }
+
+// SnapshotKey is the object key of snapshot id.
+func SnapshotKey(id int64) string { return snapshotKey(id) }
 
 // snapshotKey zero-pads the id so that key order is id order, which lets
 // object stores find the head with one sorted listing.
@@ -93,6 +104,9 @@ const (
 	KindReplace CommitKind = "replace"
 	KindDelete  CommitKind = "delete"
 	KindSizes   CommitKind = "sizes"
+	// KindUpgrade rewrites the metadata of the head in the current format
+	// version and changes no episode.
+	KindUpgrade CommitKind = "upgrade"
 )
 
 // Snapshot is one immutable version of a table.
@@ -105,8 +119,12 @@ type Snapshot struct {
 	Kind          CommitKind `json:"kind"`
 	Time          time.Time  `json:"time"`
 	Summary       Summary    `json:"summary"`
-	// Manifests are the manifest files whose episodes make up the snapshot.
-	Manifests []string `json:"manifests"`
+	// ManifestList is the manifest list whose manifests' episodes make up
+	// the snapshot (format version 2).
+	ManifestList string `json:"manifest_list,omitempty"`
+	// Manifests are the manifest files whose episodes make up a snapshot
+	// of format version 1.
+	Manifests []string `json:"manifests,omitempty"`
 	// Changed lists the episodes this commit added, changed or removed;
 	// concurrent writers use it to detect conflicts.
 	Changed []string `json:"changed_episodes"`
@@ -128,9 +146,10 @@ type Summary struct {
 	BytesRemoved    int64 `json:"bytes_removed"`
 }
 
-// Manifest lists episodes with where their rows and videos are. Manifests
-// are immutable; a commit that changes episodes writes new manifests for
-// them and drops the old ones from its snapshot.
+// Manifest is a manifest of format version 1 (JSON): episodes with where
+// their rows and videos are. Version 2 writes them as Parquet (package
+// manifest); both are immutable, and a commit that changes episodes
+// writes new manifests for them and drops the old ones from its snapshot.
 type Manifest struct {
 	FormatVersion int            `json:"format_version"`
 	Episodes      []EpisodeEntry `json:"episodes"`

@@ -180,3 +180,71 @@ func checkFrozenVideos(t *testing.T, tbl *table.Table, exp *frozentable.Expected
 		}
 	}
 }
+
+// TestFrozenTablesUpgrade: a table of an older format version is upgraded
+// by Upgrade, and by its next commit, to the current one: the head's
+// episodes are the same, older snapshots read as before, and table.json
+// declares the current version.
+func TestFrozenTablesUpgrade(t *testing.T) {
+	frozentable.Run(t, func(t *testing.T, v int, exp *frozentable.Expected) {
+		if v == table.FormatVersion {
+			t.Skip("the current format version has nothing to upgrade")
+		}
+		ctx := context.Background()
+		last := exp.Episodes[len(exp.Episodes)-1]
+		t.Run("Upgrade", func(t *testing.T) {
+			tbl := frozentable.Open(t, v)
+			rep, err := tbl.Upgrade(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap := rep.Snapshot
+			if rep.From != v || rep.To != table.FormatVersion || snap == nil || snap.Kind != table.KindUpgrade ||
+				snap.FormatVersion != table.FormatVersion || snap.ManifestList == "" || snap.Summary != (table.Summary{}) {
+				t.Fatalf("upgrade: %+v, snapshot %+v", rep, snap)
+			}
+			eps, err := tbl.Episodes(ctx, snap)
+			if err != nil || !reflect.DeepEqual(eps, last.Episodes) {
+				t.Errorf("the upgraded head holds\n%+v (%v)\nwant\n%+v", eps, err, last.Episodes)
+			}
+			for _, se := range exp.Episodes {
+				old, err := tbl.Snapshot(ctx, se.Snapshot)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if eps, err := tbl.Episodes(ctx, old); err != nil || !reflect.DeepEqual(eps, se.Episodes) {
+					t.Errorf("snapshot %d after the upgrade: %v", se.Snapshot, err)
+				}
+			}
+			reopened, err := table.Open(ctx, tbl.Store(), table.Options{})
+			if err != nil || reopened.FormatVersion() != table.FormatVersion {
+				t.Fatalf("reopened: version %d, %v", reopened.FormatVersion(), err)
+			}
+			if probs, err := reopened.Verify(ctx); err != nil || len(probs) > 0 {
+				t.Errorf("verify: %+v, %v", probs, err)
+			}
+			again, err := reopened.Upgrade(ctx)
+			if err != nil || again.Snapshot != nil || again.From != table.FormatVersion {
+				t.Errorf("upgrading again: %+v, %v", again, err)
+			}
+		})
+		t.Run("next commit", func(t *testing.T) {
+			tbl := frozentable.Open(t, v)
+			gone := last.Episodes[len(last.Episodes)-1].Episode
+			snap, err := tbl.DeleteEpisode(ctx, gone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.FormatVersion != table.FormatVersion || snap.ManifestList == "" || tbl.FormatVersion() != table.FormatVersion {
+				t.Fatalf("the commit after a version-%d head wrote %+v (table version %d)", v, snap, tbl.FormatVersion())
+			}
+			eps, err := tbl.Episodes(ctx, snap)
+			if err != nil || !reflect.DeepEqual(eps, last.Episodes[:len(last.Episodes)-1]) {
+				t.Errorf("after deleting %s: %+v, %v", gone, eps, err)
+			}
+			if probs, err := tbl.Verify(ctx); err != nil || len(probs) > 0 {
+				t.Errorf("verify: %+v, %v", probs, err)
+			}
+		})
+	})
+}

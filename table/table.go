@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/schema"
-	fastjson "github.com/goccy/go-json"
 	"github.com/google/uuid"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/framefs/framefs/cache"
 	"github.com/framefs/framefs/table/input"
 	"github.com/framefs/framefs/table/storage"
 	"github.com/framefs/framefs/videoidx"
@@ -79,7 +78,11 @@ type Table struct {
 	opts  Options
 	meta  tableMeta
 
-	manifests *manifestCache // bounded; has its own lock
+	// manifests holds manifests and manifest lists (manifests.go),
+	// bounded; it has its own lock.
+	manifests *cache.Sized[string, *loadedManifest]
+	// merges decides the manifests commits write (tests shrink it).
+	merges mergePolicy
 
 	mu        sync.Mutex // guards the caches below
 	schemas   map[int]*Schema
@@ -136,7 +139,8 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error
 		meta:      meta,
 		schemas:   map[int]*Schema{},
 		snapshots: map[int64]*Snapshot{},
-		manifests: newManifestCache(maxManifestBytes),
+		manifests: cache.NewSized[string, *loadedManifest](maxManifestBytes, 0, nil),
+		merges:    defaultMergePolicy,
 
 		chunkIndexes:   map[string]*ChunkIndex{},
 		parquetSchemas: map[int]*schema.Schema{},
@@ -254,110 +258,6 @@ func (t *Table) Snapshot(ctx context.Context, id int64) (*Snapshot, error) {
 	t.snapshots[id] = s
 	t.mu.Unlock()
 	return s, nil
-}
-
-// Manifest returns a manifest by key.
-func (t *Table) Manifest(ctx context.Context, key string) (*Manifest, error) {
-	if m := t.manifests.get(key); m != nil {
-		return m, nil
-	}
-	m := new(Manifest)
-	data, err := t.store.ReadAll(ctx, key)
-	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
-		}
-		return nil, err
-	}
-	// Manifests are the bulk of what listing a snapshot reads (about a
-	// kilobyte per episode): decoded with a faster decoder than
-	// encoding/json, which gives the same result for this input.
-	if err := fastjson.Unmarshal(data, m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
-	}
-	if err := checkFormat("manifest "+key, m.FormatVersion, nil); err != nil {
-		return nil, err
-	}
-	t.manifests.add(key, m, int64(len(data)))
-	return m, nil
-}
-
-// Episodes returns the episodes of a snapshot, sorted by partition values
-// and episode id. It reads the snapshot's manifests only, never rows.
-func (t *Table) Episodes(ctx context.Context, snap *Snapshot) ([]EpisodeEntry, error) {
-	// Manifests are read and decoded in parallel (decoding a large
-	// table's manifests is most of the time a listing takes), then
-	// gathered in order.
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for _, key := range snap.Manifests {
-		g.Go(func() error {
-			_, err := t.Manifest(gctx, key)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
-	}
-	var out []EpisodeEntry
-	for _, key := range snap.Manifests {
-		m, err := t.Manifest(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
-		}
-		out = append(out, m.Episodes...)
-	}
-	schema, err := t.Schema(ctx, snap.SchemaID)
-	if err != nil {
-		return nil, err
-	}
-	sortEpisodes(out, schema.PartitionColumns)
-	return out, nil
-}
-
-func sortEpisodes(eps []EpisodeEntry, partitions []string) {
-	if len(partitions) == 0 {
-		slices.SortFunc(eps, func(a, b EpisodeEntry) int { return strings.Compare(a.Episode, b.Episode) })
-		return
-	}
-	// Sort keys made once: map lookups in the comparison would cost more
-	// than the sort.
-	keys := make([]string, len(eps))
-	for i, e := range eps {
-		var b strings.Builder
-		for _, p := range partitions {
-			b.WriteString(e.Partition[p])
-			b.WriteByte(0)
-		}
-		b.WriteString(e.Episode)
-		keys[i] = b.String()
-	}
-	idx := make([]int, len(eps))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
-	sorted := make([]EpisodeEntry, len(eps))
-	for i, j := range idx {
-		sorted[i] = eps[j]
-	}
-	copy(eps, sorted)
-}
-
-// Episode returns one episode of a snapshot.
-func (t *Table) Episode(ctx context.Context, snap *Snapshot, id string) (EpisodeEntry, error) {
-	for _, key := range snap.Manifests {
-		m, err := t.Manifest(ctx, key)
-		if err != nil {
-			return EpisodeEntry{}, err
-		}
-		for _, e := range m.Episodes {
-			if e.Episode == id {
-				return e, nil
-			}
-		}
-	}
-	return EpisodeEntry{}, fmt.Errorf("%w: episode %q in snapshot %d", ErrNotFound, id, snap.ID)
 }
 
 // Resolve finds the snapshot for a time-travel request: a snapshot id, a

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -174,6 +175,9 @@ func (r *Reader) Read(ctx context.Context, proj Projection) (b *Batch, err error
 	}
 	defer releaseAll(cols)
 	defer parquetcheck.Recover(&err)
+	if n == 0 {
+		return BatchOf(Layout{}, nil, proj), nil
+	}
 	b = &Batch{Len: n}
 	rows, err := int64Column(cols[colRows], colRows, n)
 	if err != nil {
@@ -391,6 +395,10 @@ func stringColumn(a arrow.Array, name string, n int) (*array.String, error) {
 	return x, nil
 }
 
+// owned returns element k of a, copied: Arrow's strings point into the
+// column's buffer, which entries kept for long must not hold alive.
+func owned(a *array.String, k int) string { return strings.Clone(a.Value(k)) }
+
 // boundAt reads element k of a min or max column; ok is false for a null
 // or a column of a type bounds are not stored as.
 func boundAt(a arrow.Array, k int) (Bound, bool) {
@@ -410,7 +418,7 @@ func boundAt(a arrow.Array, k int) (Bound, bool) {
 	case *array.Float64:
 		return Bound{Kind: KindFloat, Float: x.Value(k)}, true
 	case *array.String:
-		return Bound{Kind: KindString, Str: x.Value(k)}, true
+		return Bound{Kind: KindString, Str: strings.Clone(x.Value(k))}, true
 	}
 	return Bound{}, false
 }
@@ -580,10 +588,10 @@ func videoColumnsOf(a arrow.Array, name string, n int) (*videoColumns, error) {
 // entry makes entry k.
 func (ec *entryColumns) entry(k int) (Entry, error) {
 	e := Entry{
-		Episode:    ec.episode.Value(k),
+		Episode:    owned(ec.episode, k),
 		Rows:       ec.rows.Value(k),
 		FirstRowID: ec.firstRowID.Value(k),
-		DataFile:   ec.dataFile.Value(k),
+		DataFile:   owned(ec.dataFile, k),
 		RowGroup:   int(ec.rowGroup.Value(k)),
 		SchemaID:   int(ec.schema.Value(k)),
 		Videos:     make(map[string]VideoRef, len(ec.videos)),
@@ -594,7 +602,7 @@ func (ec *entryColumns) entry(k int) (Entry, error) {
 	if len(ec.parts) > 0 {
 		e.Partition = make(map[string]string, len(ec.parts))
 		for i, p := range ec.parts {
-			e.Partition[ec.partNames[i]] = p.Value(k)
+			e.Partition[ec.partNames[i]] = owned(p, k)
 		}
 	}
 	for i, vc := range ec.videos {
@@ -617,10 +625,10 @@ func (ec *entryColumns) entry(k int) (Entry, error) {
 
 func (vc *videoColumns) ref(k int) (VideoRef, error) {
 	ref := VideoRef{
-		Pack: vc.pack.Value(k), Offset: vc.offset.Value(k), Length: vc.length.Value(k),
+		Pack: owned(vc.pack, k), Offset: vc.offset.Value(k), Length: vc.length.Value(k),
 		IndexOffset: vc.ixOffset.Value(k), IndexLength: vc.ixLength.Value(k),
-		FirstFrame: vc.ff.Value(k), Frames: vc.count.Value(k), Codec: vc.codec.Value(k),
-		Width: int(vc.width.Value(k)), Height: int(vc.height.Value(k)), SourceName: vc.source.Value(k),
+		FirstFrame: vc.ff.Value(k), Frames: vc.count.Value(k), Codec: owned(vc.codec, k),
+		Width: int(vc.width.Value(k)), Height: int(vc.height.Value(k)), SourceName: owned(vc.source, k),
 	}
 	if vc.sha.IsValid(k) {
 		ref.SHA256 = hex.EncodeToString(vc.sha.Value(k))
@@ -632,7 +640,7 @@ func (vc *videoColumns) ref(k int) (VideoRef, error) {
 		}
 		for j := start; j < end; j++ {
 			ref.Sizes = append(ref.Sizes, SizesRef{
-				Identity: vc.sizeIdentity.Value(int(j)), Object: vc.sizeObject.Value(int(j)),
+				Identity: owned(vc.sizeIdentity, int(j)), Object: owned(vc.sizeObject, int(j)),
 				Offset: vc.sizeOffset.Value(int(j)), Length: vc.sizeLength.Value(int(j)),
 			})
 		}
@@ -652,6 +660,9 @@ func DecodeList(data []byte) (sums []Summary, err error) {
 	}
 	defer releaseAll(cols)
 	defer parquetcheck.Recover(&err)
+	if n == 0 {
+		return nil, nil
+	}
 	keys, err := stringColumn(cols[colManifest], colManifest, n)
 	if err != nil {
 		return nil, err
@@ -673,8 +684,8 @@ func DecodeList(data []byte) (sums []Summary, err error) {
 	sums = make([]Summary, n)
 	for k := range sums {
 		s := Summary{
-			Manifest: keys.Value(k), Bytes: ints[0].Value(k), Episodes: ints[1].Value(k), Rows: ints[2].Value(k),
-			EpisodeMin: ids[0].Value(k), EpisodeMax: ids[1].Value(k),
+			Manifest: owned(keys, k), Bytes: ints[0].Value(k), Episodes: ints[1].Value(k), Rows: ints[2].Value(k),
+			EpisodeMin: owned(ids[0], k), EpisodeMax: owned(ids[1], k),
 		}
 		if s.Bytes < 0 || s.Episodes < 0 || s.Rows < 0 {
 			return nil, fmt.Errorf("%w: manifest list row %d counts %d bytes, %d episodes, %d rows", ErrCorrupt, k, s.Bytes, s.Episodes, s.Rows)

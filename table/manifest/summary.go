@@ -185,3 +185,57 @@ func EncodeList(l Layout, sums []Summary) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// Summarize computes the summary of entries (Manifest and Bytes left
+// empty), as Encode does.
+func Summarize(l Layout, entries []Entry) (Summary, error) {
+	z := newSummarizer(l)
+	for i := range entries {
+		if err := z.add(&entries[i]); err != nil {
+			return Summary{}, fmt.Errorf("entry of episode %q: %w", entries[i].Episode, err)
+		}
+	}
+	return z.result(), nil
+}
+
+// Check reports the first claim of s that does not hold of the summary
+// actual computed from the manifest's entries (Summarize): readers trust
+// a summary to skip or count a manifest without reading it, so its counts
+// must be exact and its ranges must bound what the entries hold.
+func (s *Summary) Check(actual Summary) error {
+	if s.Episodes != actual.Episodes || s.Rows != actual.Rows {
+		return fmt.Errorf("the summary counts %d episodes of %d rows, the manifest holds %d of %d", s.Episodes, s.Rows, actual.Episodes, actual.Rows)
+	}
+	if actual.Episodes > 0 && (s.EpisodeMin > actual.EpisodeMin || s.EpisodeMax < actual.EpisodeMax) {
+		return fmt.Errorf("the summary's episode ids %q..%q do not hold the manifest's %q..%q", s.EpisodeMin, s.EpisodeMax, actual.EpisodeMin, actual.EpisodeMax)
+	}
+	for name, r := range s.Partitions {
+		a, ok := actual.Partitions[name]
+		if !ok {
+			continue // a column the manifest's entries do not have
+		}
+		if !boundsHold(r, a) {
+			return fmt.Errorf("the summary's range of partition column %q does not hold the manifest's values", name)
+		}
+	}
+	for name, st := range s.Stats {
+		a, ok := actual.Stats[name]
+		switch {
+		case !ok:
+			return fmt.Errorf("the summary has statistics of column %q, which some entries have none of", name)
+		case a.Nulls != st.Nulls:
+			return fmt.Errorf("the summary counts %d nulls in column %q, the entries %d", st.Nulls, name, a.Nulls)
+		case !st.HasRange:
+		case a.HasRange && !boundsHold(Range{st.Min, st.Max}, Range{a.Min, a.Max}):
+			return fmt.Errorf("the summary's range of column %q does not hold the entries' values", name)
+		case !a.HasRange && a.Nulls < actual.Rows:
+			return fmt.Errorf("the summary bounds column %q, whose values some entries do not bound", name)
+		}
+	}
+	return nil
+}
+
+// boundsHold reports whether r holds every value of a.
+func boundsHold(r, a Range) bool {
+	return r.Min.Kind == a.Min.Kind && r.Max.Kind == a.Max.Kind && r.Min.Compare(a.Min) <= 0 && r.Max.Compare(a.Max) >= 0
+}
