@@ -35,9 +35,9 @@ ms() { round "$(LC_ALL=C awk -v s="$(seconds "$@")" 'BEGIN {print s * 1000}')"; 
 # Parquet files), partitioned by task; each episode drives at a speed of
 # its own. Videos are one 300-frame file, stored once per commit. Built
 # once and kept in the cache (its name carries a layout version).
-tbl="$cache/views_10k_v3/robot"
+tbl="$cache/views_10k_v4/robot"
 if [ ! -f "$tbl/.complete" ]; then
-	rm -rf "$cache/views_10k_v3"
+	rm -rf "$cache/views_10k_v4"
 	src="$cache/views_10k_src"
 	rm -rf "$src"
 	mkdir -p "$src"

@@ -54,7 +54,7 @@ func runLsWhere(ctx context.Context, out io.Writer, tbl *table.Table, snap *tabl
 	if o.count {
 		if o.asJSON {
 			return printJSON(out, map[string]any{"snapshot": snap.ID, "frames": sel.Frames,
-				"episodes": len(sel.Episodes), "stats": sel.Stats})
+				"episodes": sel.Matched, "stats": sel.Stats})
 		}
 		_, err := fmt.Fprintln(out, sel.Frames)
 		return err
