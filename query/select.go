@@ -268,9 +268,11 @@ func (p *pruning) manifests(ctx context.Context) error {
 	return g.Wait()
 }
 
-// projection is what the filter needs of each entry.
+// projection is what the filter needs of each entry: the columns it
+// names, and for a count where rows are (a count reads rows, never
+// videos, and returns no entry).
 func (p *pruning) projection() manifest.Projection {
-	var proj manifest.Projection
+	proj := manifest.Projection{Locations: p.opts.CountOnly, Episodes: p.opts.CountOnly}
 	for _, c := range p.f.Columns() {
 		switch {
 		case c == p.schema.EpisodeColumn:
@@ -318,8 +320,13 @@ func (p *pruning) manifest(ctx context.Context, key string, proj manifest.Projec
 	if len(positions) == 0 {
 		return nil
 	}
-	entries, err := p.t.ManifestEntries(ctx, p.snap, key, positions)
-	if err != nil {
+	var entries []table.EpisodeEntry
+	if b.Locations != nil {
+		entries = make([]table.EpisodeEntry, len(positions))
+		for k, i := range positions {
+			entries[k] = b.Light(i)
+		}
+	} else if entries, err = p.t.ManifestEntries(ctx, p.snap, key, positions); err != nil {
 		return err
 	}
 	for i := range entries {

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/framefs/framefs/internal/parquetcheck"
@@ -186,6 +186,10 @@ type verifier struct {
 	manifests map[string]manifestCount
 	rowGroups map[string][]rowGroupRef // by data file
 	seen      map[[16]byte]bool        // video checks queued
+
+	// pages lends the Parquet reader its page buffers: each column chunk
+	// of each row group has its own reader, and would allocate anew.
+	pages parquetcheck.Pool
 
 	mu       sync.Mutex // guards the fields below
 	problems []Problem
@@ -429,9 +433,6 @@ func checkSamplesInside(ix *videoidx.Index, length int64) error {
 	return nil
 }
 
-// rowGroupsPerRead bounds the row groups of a data file decoded at once.
-const rowGroupsPerRead = 64
-
 // checkDataFiles reads every referenced data file once: the row groups
 // entries reference exist with their rows and decode, and the chunk index
 // agrees.
@@ -442,7 +443,10 @@ func (v *verifier) checkDataFiles(ctx context.Context) {
 	v.mu.Unlock()
 	v.tick(true)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(2, v.opts.Parallel/2))
+	// One data file at a time: its footer, a few hundred bytes per row
+	// group, is most of what verify holds (the payloads were checked
+	// while the manifests were read).
+	g.SetLimit(1)
 	for _, key := range files {
 		refs := v.rowGroups[key]
 		delete(v.rowGroups, key)
@@ -501,49 +505,38 @@ func (v *verifier) dataFile(ctx context.Context, key string, refs []rowGroupRef)
 }
 
 // decodeRowGroups checks that the referenced row groups exist with their
-// rows and decodes them, a few at a time; it returns how many it decoded.
+// rows and decodes every column of them; it returns how many it decoded.
 // The footer's claims are checked before the reader allocates for them,
-// and a reader's panic on a damaged page is an error.
+// and a reader's panic on a damaged page is an error. Values are decoded
+// into buffers reused from row group to row group, and dropped: a data
+// file of many small row groups costs its footer and one page at a time.
 func (v *verifier) decodeRowGroups(ctx context.Context, r *io.SectionReader, size int64, refs []rowGroupRef) (decoded int64, err error) {
 	defer parquetcheck.Recover(&err)
-	pf, err := parquetcheck.Open(r, size, parquetcheck.Limits{})
+	pf, err := parquetcheck.Open(r, size, parquetcheck.Limits{Allocator: &v.pages})
 	if err != nil {
 		return 0, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	var groups []int
 	var bad []string
-	for _, ref := range refs {
+	var bufs levelBuffers
+	for i, ref := range refs {
+		if i%rowGroupsPerCheck == 0 && ctx.Err() != nil {
+			return decoded, ctx.Err()
+		}
 		rg := int(ref.rowGroup)
 		switch {
 		case rg >= pf.NumRowGroups():
 			bad = append(bad, fmt.Sprintf("has no row group %d (it has %d)", rg, pf.NumRowGroups()))
 		case pf.MetaData().RowGroup(rg).NumRows() != ref.rows:
 			bad = append(bad, fmt.Sprintf("row group %d has %d rows, the manifest says %d", rg, pf.MetaData().RowGroup(rg).NumRows(), ref.rows))
-		case len(groups) == 0 || groups[len(groups)-1] != rg:
-			groups = append(groups, rg)
-		}
-	}
-	leaves := make([]int, pf.MetaData().Schema.NumColumns())
-	for i := range leaves {
-		leaves[i] = i
-	}
-	for start := 0; start < len(groups); start += rowGroupsPerRead {
-		chunk := groups[start:min(start+rowGroupsPerRead, len(groups))]
-		tbl, err := fr.ReadRowGroups(ctx, leaves, chunk)
-		if err != nil {
-			if ctx.Err() != nil {
-				return decoded, ctx.Err()
+		case i > 0 && refs[i-1].rowGroup == ref.rowGroup:
+		default:
+			if err := decodeRowGroup(pf.RowGroup(rg), ref.rows, &bufs); err != nil {
+				bad = append(bad, fmt.Sprintf("row group %d: %v", rg, err))
+				continue
 			}
-			bad = append(bad, fmt.Sprintf("row groups %d..%d do not decode: %v", chunk[0], chunk[len(chunk)-1], err))
-			continue
+			decoded++
 		}
-		tbl.Release()
-		decoded += int64(len(chunk))
 	}
 	if len(bad) > 0 {
 		if len(bad) > 3 {
@@ -552,6 +545,103 @@ func (v *verifier) decodeRowGroups(ctx context.Context, r *io.SectionReader, siz
 		return decoded, fmt.Errorf("%w: %v", ErrCorrupt, bad)
 	}
 	return decoded, nil
+}
+
+// rowGroupsPerCheck is how many row groups are decoded between checks of
+// the context.
+const rowGroupsPerCheck = 256
+
+// levelBuffers are the buffers row groups are decoded into.
+type levelBuffers struct {
+	defs, reps []int16
+	bools      []bool
+	i32        []int32
+	i64        []int64
+	i96        []parquet.Int96
+	f32        []float32
+	f64        []float64
+	bytes      []parquet.ByteArray
+	fixed      []parquet.FixedLenByteArray
+}
+
+// levelBatch is how many levels are decoded at a time.
+const levelBatch = 1024
+
+// decodeRowGroup decodes every column of a row group and checks that each
+// holds rows rows.
+func decodeRowGroup(rg *file.RowGroupReader, rows int64, b *levelBuffers) error {
+	if b.defs == nil {
+		b.defs, b.reps = make([]int16, levelBatch), make([]int16, levelBatch)
+	}
+	for c := 0; c < rg.NumColumns(); c++ {
+		cr, err := rg.Column(c)
+		if err != nil {
+			return err
+		}
+		n, err := decodeColumn(cr, b)
+		if closer, ok := cr.(interface{ Close() error }); ok {
+			closer.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("column %s: %v", cr.Descriptor().Path(), err)
+		}
+		if n != rows {
+			return fmt.Errorf("column %s has %d rows, the row group %d", cr.Descriptor().Path(), n, rows)
+		}
+	}
+	return nil
+}
+
+// decodeColumn decodes a column chunk and returns its rows.
+func decodeColumn(cr file.ColumnChunkReader, b *levelBuffers) (int64, error) {
+	repeated := cr.Descriptor().MaxRepetitionLevel() > 0
+	switch r := cr.(type) {
+	case *file.BooleanColumnChunkReader:
+		return drainColumn(r.ReadBatch, &b.bools, b, repeated)
+	case *file.Int32ColumnChunkReader:
+		return drainColumn(r.ReadBatch, &b.i32, b, repeated)
+	case *file.Int64ColumnChunkReader:
+		return drainColumn(r.ReadBatch, &b.i64, b, repeated)
+	case *file.Int96ColumnChunkReader:
+		return drainColumn(r.ReadBatch, &b.i96, b, repeated)
+	case *file.Float32ColumnChunkReader:
+		return drainColumn(r.ReadBatch, &b.f32, b, repeated)
+	case *file.Float64ColumnChunkReader:
+		return drainColumn(r.ReadBatch, &b.f64, b, repeated)
+	case *file.ByteArrayColumnChunkReader:
+		return drainColumn(r.ReadBatch, &b.bytes, b, repeated)
+	case *file.FixedLenByteArrayColumnChunkReader:
+		return drainColumn(r.ReadBatch, &b.fixed, b, repeated)
+	}
+	return 0, fmt.Errorf("unsupported physical type %s", cr.Type())
+}
+
+// drainColumn reads a column chunk to its end and counts its rows: its
+// levels, or those that start a row (repetition level 0) of a repeated
+// column.
+func drainColumn[T any](read func(int64, []T, []int16, []int16) (int64, int, error), vals *[]T, b *levelBuffers, repeated bool) (int64, error) {
+	if *vals == nil {
+		*vals = make([]T, levelBatch)
+	}
+	var rows int64
+	for {
+		n, _, err := read(levelBatch, *vals, b.defs, b.reps)
+		if err != nil {
+			return rows, err
+		}
+		if n == 0 {
+			return rows, nil
+		}
+		if !repeated {
+			rows += n
+			continue
+		}
+		for _, r := range b.reps[:n] {
+			if r == 0 {
+				rows++
+			}
+		}
+	}
 }
 
 // views checks that every view resolves to a snapshot with a schema.

@@ -9,6 +9,8 @@ package parquetcheck
 import (
 	"errors"
 	"fmt"
+	"math/bits"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -31,6 +33,9 @@ type Limits struct {
 	MaxExpansion int64
 	// MaxPageSize bounds a page's uncompressed size.
 	MaxPageSize int64
+	// Allocator, when set, is where the reader takes its page buffers
+	// (default: Go's heap, through memory.DefaultAllocator).
+	Allocator memory.Allocator
 }
 
 // DefaultLimits fit files of up to 50 million rows with 1 MB pages (what
@@ -60,7 +65,11 @@ func (l Limits) withDefaults() Limits {
 // Recover.
 func Open(r parquet.ReaderAtSeeker, size int64, lim Limits) (*file.Reader, error) {
 	lim = lim.withDefaults()
-	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	mem := lim.Allocator
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	props := parquet.NewReaderProperties(mem)
 	props.MaxUncompressedPageSize = lim.MaxPageSize
 	pf, err := file.NewParquetReader(r, file.WithReadProps(props))
 	if err != nil {
@@ -119,5 +128,61 @@ func checkFooter(pf *file.Reader, size int64, lim Limits) error {
 func Recover(err *error) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("%w: the reader failed: %v", ErrMalformed, r)
+	}
+}
+
+// Pool is an allocator that keeps freed buffers for reuse, by power-of-two
+// size: for a reader that opens many column chunks one after the other,
+// each with page buffers of its own. Buffers must not be used after they
+// are freed (the Parquet reader frees its page buffers when a column
+// chunk's reader is closed). It is safe for concurrent use.
+type Pool struct {
+	classes [48]sync.Pool
+}
+
+var _ memory.Allocator = (*Pool)(nil)
+
+// class is the size class of n bytes: buffers of class k hold 1<<k bytes.
+func class(n int) int { return bits.Len(uint(max(n, 64) - 1)) }
+
+// Allocate returns a zeroed buffer of size bytes.
+func (p *Pool) Allocate(size int) []byte {
+	k := class(size)
+	if k >= len(p.classes) {
+		return make([]byte, size)
+	}
+	if b, ok := p.classes[k].Get().(*[]byte); ok {
+		buf := (*b)[:size]
+		clear(buf)
+		return buf
+	}
+	return make([]byte, size, 1<<k)
+}
+
+// Reallocate grows or shrinks b to size bytes, keeping its content.
+func (p *Pool) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		old := len(b)
+		b = b[:size]
+		if size > old {
+			clear(b[old:])
+		}
+		return b
+	}
+	nb := p.Allocate(size)
+	copy(nb, b)
+	p.Free(b)
+	return nb
+}
+
+// Free keeps b for reuse when it is of a size class.
+func (p *Pool) Free(b []byte) {
+	c := cap(b)
+	if c == 0 || c&(c-1) != 0 {
+		return
+	}
+	if k := class(c); k < len(p.classes) && 1<<k == c {
+		b = b[:0]
+		p.classes[k].Put(&b)
 	}
 }

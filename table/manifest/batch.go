@@ -25,6 +25,15 @@ func BatchOf(l Layout, entries []Entry, proj Projection) *Batch {
 			b.Partitions[p.Name] = vals
 		}
 	}
+	if proj.Locations {
+		l := &Locations{DataFiles: make([]string, n), RowGroups: make([]int, n), SchemaIDs: make([]int, n),
+			FirstRowIDs: make([]int64, n), HasStats: make([]bool, n)}
+		for i, e := range entries {
+			l.DataFiles[i], l.RowGroups[i], l.SchemaIDs[i], l.FirstRowIDs[i] = e.DataFile, e.RowGroup, e.SchemaID, e.FirstRowID
+			l.HasStats[i] = e.Stats != nil
+		}
+		b.Locations = l
+	}
 	if len(proj.Stats) > 0 {
 		types := map[string]string{}
 		for _, c := range l.Columns {

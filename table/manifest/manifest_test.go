@@ -134,7 +134,7 @@ func TestProjection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proj := Projection{Episodes: true, Partitions: true, Stats: []string{"speed", "label", "state", "nosuch"}}
+	proj := Projection{Episodes: true, Partitions: true, Stats: []string{"speed", "label", "state", "nosuch"}, Locations: true}
 	b, err := r.Read(context.Background(), proj)
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +160,12 @@ func TestProjection(t *testing.T) {
 		}
 		if b.Stats["nosuch"].Known[i] {
 			t.Fatalf("entry %d: statistics of a column the manifest has not", i)
+		}
+		light := b.Light(i)
+		if light.Episode != e.Episode || light.DataFile != e.DataFile || light.RowGroup != e.RowGroup || light.SchemaID != e.SchemaID ||
+			light.FirstRowID != e.FirstRowID || light.Rows != e.Rows || (light.Stats == nil) != (e.Stats == nil) ||
+			string(light.Stats["speed"].Max) != string(e.Stats["speed"].Max) || light.Partition["shift"] != e.Partition["shift"] {
+			t.Fatalf("entry %d: light entry %+v of %+v", i, light, e)
 		}
 	}
 }

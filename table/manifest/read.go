@@ -134,6 +134,10 @@ type Projection struct {
 	Partitions bool
 	// Stats reads the statistics of these columns.
 	Stats []string
+	// Locations reads where each entry's rows are (data file, row group,
+	// schema, first row id) and whether it has statistics: what a reader
+	// of the rows needs, without the videos.
+	Locations bool
 }
 
 // Batch is some columns of a manifest's entries, element i of each
@@ -147,6 +151,48 @@ type Batch struct {
 	Partitions map[string][]string
 	// Stats, when read, are the statistics of the columns asked for.
 	Stats map[string]EntryStats
+	// Locations, when read.
+	Locations *Locations
+}
+
+// Locations are where the rows of a batch's entries are.
+type Locations struct {
+	DataFiles   []string
+	RowGroups   []int
+	SchemaIDs   []int
+	FirstRowIDs []int64
+	// HasStats is false for an entry without statistics (written before
+	// they existed).
+	HasStats []bool
+}
+
+// Light returns entry i of the batch without its videos: its id and
+// partition values (when read), rows, location, and statistics (when
+// read; an empty map for an entry that has statistics of other columns
+// only). A reader of rows needs no more.
+func (b *Batch) Light(i int) Entry {
+	e := Entry{Rows: b.Rows[i]}
+	if b.Episodes != nil {
+		e.Episode = b.Episodes[i]
+	}
+	if len(b.Partitions) > 0 {
+		e.Partition = make(map[string]string, len(b.Partitions))
+		for name, vals := range b.Partitions {
+			e.Partition[name] = vals[i]
+		}
+	}
+	if l := b.Locations; l != nil {
+		e.DataFile, e.RowGroup, e.SchemaID, e.FirstRowID = l.DataFiles[i], l.RowGroups[i], l.SchemaIDs[i], l.FirstRowIDs[i]
+		if l.HasStats[i] {
+			e.Stats = map[string]ColumnStats{}
+			for name, es := range b.Stats {
+				if es.Known[i] {
+					e.Stats[name] = es.Stats[i].JSON()
+				}
+			}
+		}
+	}
+	return e
 }
 
 // EntryStats are one column's statistics of each entry of a batch.
@@ -168,6 +214,13 @@ func (r *Reader) Read(ctx context.Context, proj Projection) (b *Batch, err error
 	}
 	for _, c := range proj.Stats {
 		prefixes = append(prefixes, []string{colStats, c})
+	}
+	if proj.Locations {
+		prefixes = append(prefixes, []string{colDataFile}, []string{colRowGroup}, []string{colSchemaID}, []string{colFirstRowID})
+		// One leaf of the statistics tells whether an entry has any.
+		if leaves := r.leaves([]string{colStats}); len(leaves) > 0 {
+			prefixes = append(prefixes, r.paths[leaves[0]])
+		}
 	}
 	cols, n, err := r.read(ctx, r.leaves(prefixes...), r.allRowGroups())
 	if err != nil {
@@ -212,6 +265,11 @@ func (r *Reader) Read(ctx context.Context, proj Projection) (b *Batch, err error
 			}
 		}
 	}
+	if proj.Locations {
+		if b.Locations, err = locationsOf(cols, n); err != nil {
+			return nil, err
+		}
+	}
 	if len(proj.Stats) > 0 {
 		b.Stats = map[string]EntryStats{}
 		stats, _ := cols[colStats].(*array.Struct)
@@ -228,6 +286,35 @@ func (r *Reader) Read(ctx context.Context, proj Projection) (b *Batch, err error
 		}
 	}
 	return b, nil
+}
+
+// locationsOf reads the locations of n entries.
+func locationsOf(cols map[string]arrow.Array, n int) (*Locations, error) {
+	files, err := stringColumn(cols[colDataFile], colDataFile, n)
+	if err != nil {
+		return nil, err
+	}
+	firsts, err := int64Column(cols[colFirstRowID], colFirstRowID, n)
+	if err != nil {
+		return nil, err
+	}
+	rgs, err := int32Column(cols[colRowGroup], colRowGroup, n)
+	if err != nil {
+		return nil, err
+	}
+	schemas, err := int32Column(cols[colSchemaID], colSchemaID, n)
+	if err != nil {
+		return nil, err
+	}
+	l := &Locations{DataFiles: make([]string, n), RowGroups: make([]int, n), SchemaIDs: make([]int, n),
+		FirstRowIDs: slices.Clone(firsts.Int64Values()), HasStats: make([]bool, n)}
+	stats, _ := cols[colStats].(*array.Struct)
+	for i := range n {
+		l.DataFiles[i] = files.Value(i)
+		l.RowGroups[i], l.SchemaIDs[i] = int(rgs.Value(i)), int(schemas.Value(i))
+		l.HasStats[i] = stats != nil && stats.IsValid(i)
+	}
+	return l, nil
 }
 
 // Entries reads whole entries: those at the given positions (ascending,
