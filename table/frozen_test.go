@@ -12,6 +12,7 @@ import (
 
 	"github.com/framefs/framefs/internal/frozentable"
 	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/manifest"
 	"github.com/framefs/framefs/videoidx"
 )
 
@@ -119,6 +120,21 @@ func TestFrozenTables(t *testing.T) {
 				t.Errorf("snapshot %d episode %s: rows read as\n%s\nwant\n%s", snap.ID, er.Episode, got, want.Bytes())
 			}
 		}
+		for _, ml := range exp.ManifestLists {
+			infos, err := tbl.Manifests(ctx, snaps[ml.Snapshot])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []manifest.Summary
+			for _, info := range infos {
+				if info.Summary != nil {
+					got = append(got, *info.Summary)
+				}
+			}
+			if !reflect.DeepEqual(got, ml.Summaries) {
+				t.Errorf("snapshot %d: manifest list reads as\n%+v\nwant\n%+v", ml.Snapshot, got, ml.Summaries)
+			}
+		}
 		checkFrozenVideos(t, tbl, exp)
 
 		probs, err := tbl.Verify(ctx)
@@ -186,10 +202,20 @@ func checkFrozenVideos(t *testing.T, tbl *table.Table, exp *frozentable.Expected
 // episodes are the same, older snapshots read as before, and table.json
 // declares the current version.
 func TestFrozenTablesUpgrade(t *testing.T) {
-	frozentable.Run(t, func(t *testing.T, v int, exp *frozentable.Expected) {
-		if v == table.FormatVersion {
-			t.Skip("the current format version has nothing to upgrade")
+	older := 0
+	for _, v := range frozentable.Versions(t) {
+		if v < table.FormatVersion {
+			older++
+			t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { frozenUpgrade(t, v, frozentable.Load(t, v)) })
 		}
+	}
+	if older == 0 {
+		t.Fatal("no frozen table of an older format version")
+	}
+}
+
+func frozenUpgrade(t *testing.T, v int, exp *frozentable.Expected) {
+	{
 		ctx := context.Background()
 		last := exp.Episodes[len(exp.Episodes)-1]
 		t.Run("Upgrade", func(t *testing.T) {
@@ -246,5 +272,5 @@ func TestFrozenTablesUpgrade(t *testing.T) {
 				t.Errorf("verify: %+v, %v", probs, err)
 			}
 		})
-	})
+	}
 }
