@@ -16,7 +16,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
-	"runtime/pprof"
 	"time"
 
 	"github.com/framefs/framefs/table"
@@ -29,19 +28,13 @@ var tasks = []string{"pick", "place", "push", "stack"}
 func main() {
 	dir := flag.String("table", "", "directory of the new table (must not exist)")
 	episodes := flag.Int("episodes", 10000, "episodes")
-	perCommit := flag.Int("per-commit", 20000, "episodes per commit")
+	perCommit := flag.Int("per-commit", 10000, "episodes per commit")
 	rows := flag.Int("rows", 10, "rows per episode")
 	video := flag.String("video", "", "the video every episode is cut from (at least -rows + 3 frames)")
 	first := flag.Int("first", 0, "id of the first episode (to add episodes to a table built before)")
-	prof := flag.String("cpuprofile", "", "write a CPU profile")
 	flag.Parse()
 	// Building allocates much and keeps little: collect less often.
 	debug.SetGCPercent(400)
-	if *prof != "" {
-		f, _ := os.Create(*prof)
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
-	}
 	if *dir == "" || *video == "" {
 		fmt.Fprintln(os.Stderr, "benchtable: -table and -video are required")
 		os.Exit(2)
