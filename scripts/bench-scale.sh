@@ -37,26 +37,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-duck="$root/.cache/duckdb"
-if [ ! -d "$duck/node_modules/@duckdb/node-api" ]; then
-	mkdir -p "$duck"
-	(cd "$duck" && npm install --no-audit --no-fund --silent @duckdb/node-api@1.5.6-r.1 >/dev/null)
-fi
+duck=$(duckdb_module)
 (cd "$root" && go build -o "$work/benchtable" ./internal/cmd/benchtable)
 
-# ms CMD...: CMD's wall time in milliseconds.
-ms() { round "$(LC_ALL=C awk -v s="$(seconds "$@")" 'BEGIN {print s * 1000}')"; }
-# peak_rss_mb CMD...: the command's peak resident memory, in MB.
-peak_rss_mb() {
-	"$py" -c 'import resource, subprocess, sys
-subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-print("%.1f" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024))' "$@"
-}
 # rss_mb PID: a process's resident memory, in MB.
 rss_mb() { ratio "$(awk '$1=="VmRSS:" {print $2}' "/proc/$1/status")" 1024; }
 
 cat >"$work/duck.mjs" <<JS
-import { DuckDBInstance } from '$duck/node_modules/@duckdb/node-api/lib/index.js';
+import { DuckDBInstance } from '$duck';
 const [mode, arg, where, runs] = process.argv.slice(2);
 const db = await DuckDBInstance.create(':memory:');
 const con = await db.connect();
@@ -80,7 +68,7 @@ JS
 
 # What any framefs command costs before it reads a table.
 start_ms=()
-for _ in 1 2 3; do start_ms+=("$(ms "$bin" --help)"); done
+for _ in 1 2 3; do start_ms+=("$(milliseconds "$bin" --help)"); done
 emit scale_framefs_process_start "$(median "${start_ms[@]}")" ms
 emit scale_framefs_process_start_rss "$(peak_rss_mb "$bin" --help)" MB
 
@@ -102,7 +90,7 @@ for n in $sizes; do
 	# every metadata object (all snapshots, lists and manifests).
 	head=$(ls "$tbl/snapshot" | sort | tail -1)
 	list=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["manifest_list"])' "$tbl/snapshot/$head")
-	read -r mbytes meps mcount < <(node "$work/duck.mjs" list "$tbl/$list")
+	read -r mbytes _ mcount < <(node "$work/duck.mjs" list "$tbl/$list")
 	headbytes=$((mbytes + $(stat -c %s "$tbl/$list") + $(stat -c %s "$tbl/snapshot/$head")))
 	allbytes=$(du -sb --apparent-size "$tbl/snapshot" "$tbl/manifest" | awk '{n += $1} END {print n}')
 	fig[meta_$n]=$(ratio "$headbytes" "$n")
@@ -118,7 +106,7 @@ for n in $sizes; do
 	for i in $(seq "$RUNS"); do
 		"$py" -c 'import json, sys
 for r in range(10): print(json.dumps({"task": "pick", "speed": 1.5 + r, "gear": 0, "label": None}))' >"$work/one.jsonl"
-		commit_times+=("$(ms "$bin" ingest "$work/commit" "$video" --rows "$work/one.jsonl" --episode "bench-one-$i" --no-sizes)")
+		commit_times+=("$(milliseconds "$bin" ingest "$work/commit" "$video" --rows "$work/one.jsonl" --episode "bench-one-$i" --no-sizes)")
 	done
 	fig[commit_$n]=$(median "${commit_times[@]}")
 	emit "scale_${n}_one_episode_commit" "${fig[commit_$n]}" ms
@@ -131,8 +119,8 @@ for r in range(10): print(json.dumps({"task": "pick", "speed": 1.5 + r, "gear": 
 	duck_ms=$(node "$work/duck.mjs" count "$tbl/data/*.parquet" "$where" 3 | cut -d' ' -f2)
 	ls_times=() duck_proc=()
 	for _ in $(seq "$RUNS"); do
-		ls_times+=("$(ms "$bin" ls "$tbl" --where "$where" --count)")
-		duck_proc+=("$(ms node "$work/duck.mjs" count "$tbl/data/*.parquet" "$where" 1)")
+		ls_times+=("$(milliseconds "$bin" ls "$tbl" --where "$where" --count)")
+		duck_proc+=("$(milliseconds node "$work/duck.mjs" count "$tbl/data/*.parquet" "$where" 1)")
 	done
 	fig[count_$n]=$(median "${ls_times[@]}")
 	fig[duck_$n]=$duck_ms
@@ -162,7 +150,7 @@ for r in range(10): print(json.dumps({"task": "pick", "speed": 1.5 + r, "gear": 
 		# (awk reads all of ls's output: no SIGPIPE under pipefail)
 		ep=$(ls "$mnt/$snapdir/task=pick" | awk 'NR == 1')
 		frame=$(ls "$mnt/$snapdir/task=pick/$ep" | awk '!/^frames\./ && !found {print; found = 1}')
-		fig[frame_$n]=$(ms cat "$mnt/$snapdir/task=pick/$ep/$frame")
+		fig[frame_$n]=$(milliseconds cat "$mnt/$snapdir/task=pick/$ep/$frame")
 		emit "scale_${n}_mount_list_partition" "${fig[list_$n]}" ms
 		emit "scale_${n}_mount_partition_episodes" "$listed" episodes
 		emit "scale_${n}_mount_rss_after_listing" "${fig[mount_rss_$n]}" MB

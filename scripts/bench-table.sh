@@ -10,14 +10,7 @@ cache="$root/.cache/bench"
 mkdir -p "$cache"
 work=$(mktemp -d -p "$cache")
 trap 'rm -rf "$work"' EXIT
-py=/usr/bin/python3
 . "$root/scripts/lib.sh"
-# peak_rss_mb CMD...: peak resident memory of the command, in MB.
-peak_rss_mb() {
-	"$py" -c 'import resource, subprocess, sys
-subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
-print("%.1f" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024))' "$@"
-}
 
 big="$cache/big_1GB.mp4"
 if [ ! -f "$big" ]; then
