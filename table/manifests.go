@@ -259,6 +259,15 @@ func (m *manifestFile) objects(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// readManifest reads some columns of every entry of a manifest.
+func (t *Table) readManifest(ctx context.Context, key string, layout manifest.Layout, proj manifest.Projection) (*manifest.Batch, error) {
+	m, err := t.openManifest(ctx, key, layout)
+	if err != nil {
+		return nil, err
+	}
+	return m.read(ctx, proj)
+}
+
 // snapshotLayout returns the manifest layout of a snapshot's schema.
 func (t *Table) snapshotLayout(ctx context.Context, snap *Snapshot) (manifest.Layout, error) {
 	s, err := t.Schema(ctx, snap.SchemaID)
@@ -277,11 +286,7 @@ func (t *Table) ReadManifest(ctx context.Context, snap *Snapshot, key string, pr
 	if err != nil {
 		return nil, err
 	}
-	m, err := t.openManifest(ctx, key, layout)
-	if err != nil {
-		return nil, err
-	}
-	return m.read(ctx, proj)
+	return t.readManifest(ctx, key, layout, proj)
 }
 
 // ManifestEntries reads whole entries of one of snap's manifests: those
@@ -416,11 +421,7 @@ func (t *Table) PartitionValues(ctx context.Context, snap *Snapshot, prefix []st
 				continue
 			}
 		}
-		m, err := t.openManifest(ctx, info.Key, layout)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
-		}
-		b, err := m.read(ctx, manifest.Projection{Partitions: true})
+		b, err := t.readManifest(ctx, info.Key, layout, manifest.Projection{Partitions: true})
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
 		}
@@ -511,11 +512,7 @@ func (t *Table) locate(ctx context.Context, snap *Snapshot, layout manifest.Layo
 				continue
 			}
 		}
-		m, err := t.openManifest(ctx, info.Key, layout)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
-		}
-		b, err := m.read(ctx, manifest.Projection{Episodes: true})
+		b, err := t.readManifest(ctx, info.Key, layout, manifest.Projection{Episodes: true})
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,22 +81,29 @@ func sameEntries(t *testing.T, got, want []Entry) {
 	}
 }
 
-// TestRoundTrip: what Encode writes reads back exactly, in manifest
-// order, whole or entry by entry, across row groups.
-func TestRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	entries := testEntries(2*EntriesPerRowGroup + 300)
+// encoded encodes n test entries and returns a reader of the manifest,
+// its bytes and summary, and the entries in manifest order.
+func encoded(t *testing.T, n int) (*Reader, []byte, Summary, []Entry) {
+	t.Helper()
+	entries := testEntries(n)
 	data, sum, err := Encode(testLayout, entries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := slices.Clone(entries)
-	testLayout.Sort(want)
+	testLayout.Sort(entries)
 	r, err := NewReader(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Len() != len(entries) || r.pf.NumRowGroups() != 3 {
+	return r, data, sum, entries
+}
+
+// TestRoundTrip: what Encode writes reads back exactly, in manifest
+// order, whole or entry by entry, across row groups.
+func TestRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	r, data, sum, want := encoded(t, 2*EntriesPerRowGroup+300)
+	if r.Len() != len(want) || r.pf.NumRowGroups() != 3 {
 		t.Fatalf("%d entries in %d row groups", r.Len(), r.pf.NumRowGroups())
 	}
 	all, err := r.Entries(ctx, nil)
@@ -105,7 +111,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameEntries(t, all, want)
-	positions := []int{0, 5, EntriesPerRowGroup - 1, EntriesPerRowGroup, len(entries) - 1}
+	positions := []int{0, 5, EntriesPerRowGroup - 1, EntriesPerRowGroup, len(want) - 1}
 	some, err := r.Entries(ctx, positions)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +121,7 @@ func TestRoundTrip(t *testing.T) {
 		picked = append(picked, want[p])
 	}
 	sameEntries(t, some, picked)
-	if sum.Episodes != int64(len(entries)) || sum.Bytes != int64(len(data)) || sum.EpisodeMin != "ep00000" || sum.EpisodeMax != fmt.Sprintf("ep%05d", len(entries)-1) {
+	if sum.Episodes != int64(len(want)) || sum.Bytes != int64(len(data)) || sum.EpisodeMin != "ep00000" || sum.EpisodeMax != fmt.Sprintf("ep%05d", len(want)-1) {
 		t.Errorf("summary %+v", sum)
 	}
 }
@@ -123,17 +129,7 @@ func TestRoundTrip(t *testing.T) {
 // TestProjection: Read gives each entry's rows, ids, partition values and
 // typed statistics, unknown where the entry has none.
 func TestProjection(t *testing.T) {
-	entries := testEntries(300)
-	data, _, err := Encode(testLayout, entries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := slices.Clone(entries)
-	testLayout.Sort(want)
-	r, err := NewReader(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _, _, want := encoded(t, 300)
 	proj := Projection{Episodes: true, Partitions: true, Stats: []string{"speed", "label", "state", "nosuch"}, Locations: true}
 	b, err := r.Read(context.Background(), proj)
 	if err != nil {

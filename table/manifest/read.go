@@ -290,21 +290,13 @@ func (r *Reader) Read(ctx context.Context, proj Projection) (b *Batch, err error
 
 // locationsOf reads the locations of n entries.
 func locationsOf(cols map[string]arrow.Array, n int) (*Locations, error) {
-	files, err := stringColumn(cols[colDataFile], colDataFile, n)
-	if err != nil {
-		return nil, err
-	}
-	firsts, err := int64Column(cols[colFirstRowID], colFirstRowID, n)
-	if err != nil {
-		return nil, err
-	}
-	rgs, err := int32Column(cols[colRowGroup], colRowGroup, n)
-	if err != nil {
-		return nil, err
-	}
-	schemas, err := int32Column(cols[colSchemaID], colSchemaID, n)
-	if err != nil {
-		return nil, err
+	ck := &checker{n: n}
+	files := need[*array.String](ck, cols[colDataFile], colDataFile)
+	firsts := need[*array.Int64](ck, cols[colFirstRowID], colFirstRowID)
+	rgs := need[*array.Int32](ck, cols[colRowGroup], colRowGroup)
+	schemas := need[*array.Int32](ck, cols[colSchemaID], colSchemaID)
+	if ck.err != nil {
+		return nil, ck.err
 	}
 	l := &Locations{DataFiles: make([]string, n), RowGroups: make([]int, n), SchemaIDs: make([]int, n),
 		FirstRowIDs: slices.Clone(firsts.Int64Values()), HasStats: make([]bool, n)}
@@ -458,28 +450,47 @@ func columnError(name string, a arrow.Array, want string, n int) error {
 	return fmt.Errorf("%w: column %s is %s, not %s", ErrCorrupt, name, a.DataType(), want)
 }
 
-func int64Column(a arrow.Array, name string, n int) (*array.Int64, error) {
-	x, ok := a.(*array.Int64)
-	if !ok || x.Len() != n || x.NullN() > 0 {
-		return nil, columnError(name, a, "int64 without nulls", n)
-	}
-	return x, nil
+// checker checks the columns of n entries, keeping the first error: a
+// column must be of its Arrow type, of n values, without nulls.
+type checker struct {
+	n   int
+	err error
 }
 
-func int32Column(a arrow.Array, name string, n int) (*array.Int32, error) {
-	x, ok := a.(*array.Int32)
-	if !ok || x.Len() != n || x.NullN() > 0 {
-		return nil, columnError(name, a, "int32 without nulls", n)
+// need returns column a (named name, for messages) as a T, or records
+// why it cannot be one.
+func need[T interface {
+	arrow.Array
+	*array.Int64 | *array.Int32 | *array.String
+}](ck *checker, a arrow.Array, name string) T {
+	x, ok := a.(T)
+	if ck.err == nil && (!ok || x.Len() != ck.n || x.NullN() > 0) {
+		ck.err = columnError(name, a, arrowTypeName(x)+" without nulls", ck.n)
 	}
-	return x, nil
+	return x
+}
+
+// arrowTypeName names the Arrow type of a column of x's kind, as Arrow
+// prints it (x may be nil: only its type matters).
+func arrowTypeName(x arrow.Array) string {
+	switch x.(type) {
+	case *array.Int64:
+		return arrow.PrimitiveTypes.Int64.String()
+	case *array.Int32:
+		return arrow.PrimitiveTypes.Int32.String()
+	default:
+		return arrow.BinaryTypes.String.String()
+	}
+}
+
+func int64Column(a arrow.Array, name string, n int) (*array.Int64, error) {
+	ck := &checker{n: n}
+	return need[*array.Int64](ck, a, name), ck.err
 }
 
 func stringColumn(a arrow.Array, name string, n int) (*array.String, error) {
-	x, ok := a.(*array.String)
-	if !ok || x.Len() != n || x.NullN() > 0 {
-		return nil, columnError(name, a, "string without nulls", n)
-	}
-	return x, nil
+	ck := &checker{n: n}
+	return need[*array.String](ck, a, name), ck.err
 }
 
 // owned returns element k of a, copied: Arrow's strings point into the
@@ -558,24 +569,15 @@ type videoColumns struct {
 
 func entryColumnsOf(cols map[string]arrow.Array, n int) (*entryColumns, error) {
 	ec := &entryColumns{n: n}
-	var err error
-	if ec.episode, err = stringColumn(cols[colEpisode], colEpisode, n); err != nil {
-		return nil, err
-	}
-	if ec.dataFile, err = stringColumn(cols[colDataFile], colDataFile, n); err != nil {
-		return nil, err
-	}
-	if ec.rows, err = int64Column(cols[colRows], colRows, n); err != nil {
-		return nil, err
-	}
-	if ec.firstRowID, err = int64Column(cols[colFirstRowID], colFirstRowID, n); err != nil {
-		return nil, err
-	}
-	if ec.rowGroup, err = int32Column(cols[colRowGroup], colRowGroup, n); err != nil {
-		return nil, err
-	}
-	if ec.schema, err = int32Column(cols[colSchemaID], colSchemaID, n); err != nil {
-		return nil, err
+	ck := &checker{n: n}
+	ec.episode = need[*array.String](ck, cols[colEpisode], colEpisode)
+	ec.dataFile = need[*array.String](ck, cols[colDataFile], colDataFile)
+	ec.rows = need[*array.Int64](ck, cols[colRows], colRows)
+	ec.firstRowID = need[*array.Int64](ck, cols[colFirstRowID], colFirstRowID)
+	ec.rowGroup = need[*array.Int32](ck, cols[colRowGroup], colRowGroup)
+	ec.schema = need[*array.Int32](ck, cols[colSchemaID], colSchemaID)
+	if ck.err != nil {
+		return nil, ck.err
 	}
 	if t, ok := cols[colTime].(*array.Timestamp); ok && t.Len() == n && t.DataType().(*arrow.TimestampType).Unit == arrow.Nanosecond {
 		ec.time = t
@@ -621,29 +623,20 @@ func videoColumnsOf(a arrow.Array, name string, n int) (*videoColumns, error) {
 		return nil, columnError(name, a, "struct", n)
 	}
 	vc := &videoColumns{}
-	var err error
-	for _, c := range []struct {
-		field string
-		dst   **array.String
-	}{{colPack, &vc.pack}, {colCodec, &vc.codec}, {colSourceName, &vc.source}} {
-		if *c.dst, err = stringColumn(structChild(a, c.field), name+"."+c.field, n); err != nil {
-			return nil, err
-		}
-	}
-	for _, c := range []struct {
-		field string
-		dst   **array.Int64
-	}{{colOffset, &vc.offset}, {colLength, &vc.length}, {colIndexOffset, &vc.ixOffset}, {colIndexLength, &vc.ixLength},
-		{colFirstFrame, &vc.ff}, {colFrames, &vc.count}} {
-		if *c.dst, err = int64Column(structChild(a, c.field), name+"."+c.field, n); err != nil {
-			return nil, err
-		}
-	}
-	if vc.width, err = int32Column(structChild(a, colWidth), name+"."+colWidth, n); err != nil {
-		return nil, err
-	}
-	if vc.height, err = int32Column(structChild(a, colHeight), name+"."+colHeight, n); err != nil {
-		return nil, err
+	ck := &checker{n: n}
+	vc.pack = need[*array.String](ck, structChild(a, colPack), name+"."+colPack)
+	vc.codec = need[*array.String](ck, structChild(a, colCodec), name+"."+colCodec)
+	vc.source = need[*array.String](ck, structChild(a, colSourceName), name+"."+colSourceName)
+	vc.offset = need[*array.Int64](ck, structChild(a, colOffset), name+"."+colOffset)
+	vc.length = need[*array.Int64](ck, structChild(a, colLength), name+"."+colLength)
+	vc.ixOffset = need[*array.Int64](ck, structChild(a, colIndexOffset), name+"."+colIndexOffset)
+	vc.ixLength = need[*array.Int64](ck, structChild(a, colIndexLength), name+"."+colIndexLength)
+	vc.ff = need[*array.Int64](ck, structChild(a, colFirstFrame), name+"."+colFirstFrame)
+	vc.count = need[*array.Int64](ck, structChild(a, colFrames), name+"."+colFrames)
+	vc.width = need[*array.Int32](ck, structChild(a, colWidth), name+"."+colWidth)
+	vc.height = need[*array.Int32](ck, structChild(a, colHeight), name+"."+colHeight)
+	if ck.err != nil {
+		return nil, ck.err
 	}
 	sha, ok := structChild(a, colSHA256).(*array.FixedSizeBinary)
 	if !ok || sha.Len() != n || sha.DataType().(*arrow.FixedSizeBinaryType).ByteWidth != 32 {
@@ -655,19 +648,14 @@ func videoColumnsOf(a arrow.Array, name string, n int) (*videoColumns, error) {
 		return nil, columnError(name+"."+colSizes, structChild(a, colSizes), "list", n)
 	}
 	vc.sizes = sizes
-	m := sizes.ListValues().Len()
 	elems := sizes.ListValues()
-	if vc.sizeIdentity, err = stringColumn(structChild(elems, colIdentity), name+".sizes.identity", m); err != nil {
-		return nil, err
-	}
-	if vc.sizeObject, err = stringColumn(structChild(elems, colObject), name+".sizes.object", m); err != nil {
-		return nil, err
-	}
-	if vc.sizeOffset, err = int64Column(structChild(elems, colOffset), name+".sizes.offset", m); err != nil {
-		return nil, err
-	}
-	if vc.sizeLength, err = int64Column(structChild(elems, colLength), name+".sizes.length", m); err != nil {
-		return nil, err
+	ek := &checker{n: elems.Len()}
+	vc.sizeIdentity = need[*array.String](ek, structChild(elems, colIdentity), name+".sizes.identity")
+	vc.sizeObject = need[*array.String](ek, structChild(elems, colObject), name+".sizes.object")
+	vc.sizeOffset = need[*array.Int64](ek, structChild(elems, colOffset), name+".sizes.offset")
+	vc.sizeLength = need[*array.Int64](ek, structChild(elems, colLength), name+".sizes.length")
+	if ek.err != nil {
+		return nil, ek.err
 	}
 	return vc, nil
 }
