@@ -6,7 +6,7 @@ BIN      := bin/framefs
 FUZZTIME ?= 1m
 GOFILES   = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 
-.PHONY: all deps build run test vet fmt-check unit testreport e2e versitygw test-server bench fuzz soak soak-write fixtures golden frozen-table clean
+.PHONY: all deps build run test vet fmt-check unit nocgo testreport e2e versitygw test-server bench fuzz soak soak-write soak-follow soak-short fixtures golden frozen-table clean
 
 all: build
 
@@ -29,7 +29,7 @@ TESTREPORT := .cache/bin/testreport
 
 test: deps test-server vet fmt-check testreport
 	@rm -f "$$FRAMEFS_SKIP_LOG"; status=0; \
-	$(MAKE) --no-print-directory unit e2e || status=$$?; \
+	$(MAKE) --no-print-directory unit nocgo e2e soak-short || status=$$?; \
 	$(TESTREPORT) -summary "$$FRAMEFS_SKIP_LOG"; exit $$status
 
 vet:
@@ -47,6 +47,11 @@ fmt-check:
 unit: testreport
 	@scripts/with-test-tmp.sh bash -o pipefail -c \
 	'$(GO) test -race -count=1 -timeout 12m -json ./... | $(TESTREPORT) -skips "$$FRAMEFS_SKIP_LOG"'
+
+# The mount model and the in-process tests of the node tree build and pass
+# without cgo (so without FFmpeg), as internal/layering promises.
+nocgo:
+	CGO_ENABLED=0 $(GO) test -count=1 ./mounttree/... ./fusefs/inprocess/...
 
 testreport:
 	@mkdir -p .cache/bin && $(GO) build -o $(TESTREPORT) ./internal/cmd/testreport
@@ -86,9 +91,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./query/filter
 	$(GO) test -run '^$$' -fuzz '^FuzzManifest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table/manifest
 	$(GO) test -run '^$$' -fuzz '^FuzzManifestList$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table/manifest
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./internal/timestamp
 	$(GO) test -run '^$$' -fuzz '^FuzzChunkIndex$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table
 	$(GO) test -run '^$$' -fuzz '^FuzzInfo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
 	$(GO) test -run '^$$' -fuzz '^FuzzParquet$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONLines$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
 
 # 16 readers of random frames through a real mount for 60 s.
 soak:
@@ -101,6 +108,20 @@ SOAK_WRITE_TIME ?= 10m
 soak-write: build
 	@FRAMEFS_SOAK_WRITE=$(SOAK_WRITE_TIME) FRAMEFS_BIN=$(abspath $(BIN)) \
 	scripts/with-test-tmp.sh $(GO) test -count=1 -timeout 60m -run 'TestSoakWriteDirectories' -v ./fusefs
+
+# A read-only `framefs mount` following a table that takes a commit every
+# 2 seconds, read by a lister of every episode folder of latest, for
+# SOAK_FOLLOW_TIME (10 minutes); prints its memory against its targets.
+SOAK_FOLLOW_TIME ?= 10m
+soak-follow: build
+	@FRAMEFS_SOAK_FOLLOW=$(SOAK_FOLLOW_TIME) FRAMEFS_BIN=$(abspath $(BIN)) \
+	scripts/with-test-tmp.sh $(GO) test -count=1 -timeout 60m -run 'TestSoakFollower' -v ./fusefs
+
+# make test's short runs of both soaks, side by side: 2 minutes each,
+# checking the memory bound, the no-growth rule and the follower rule.
+soak-short: build
+	@FRAMEFS_SOAK_WRITE=2m FRAMEFS_SOAK_FOLLOW=2m FRAMEFS_BIN=$(abspath $(BIN)) \
+	scripts/with-test-tmp.sh $(GO) test -count=1 -timeout 15m -run 'TestSoakWriteDirectories|TestSoakFollower' -v ./fusefs
 
 # Regenerates the committed test videos and FFmpeg's golden reports on them.
 fixtures:

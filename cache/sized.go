@@ -87,6 +87,26 @@ func (c *Sized[K, V]) add(k K, v V, size int64, owned bool) bool {
 	return true
 }
 
+// Recharge sets the size of the value cached under k, if there is one,
+// and marks it recently used, evicting the least recently used others
+// beyond the bounds: for a value whose size is known only after it was
+// added (a value alone over the bound stays until another evicts it).
+func (c *Sized[K, V]) Recharge(k K, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.lru.Peek(k)
+	if !ok {
+		return
+	}
+	charge := max(size, 0) + EntryOverhead
+	c.bytes += charge - e.charge
+	e.charge = charge
+	c.lru.Add(k, e)
+	for c.bytes > c.maxBytes && c.lru.Len() > 1 {
+		c.lru.RemoveOldest()
+	}
+}
+
 // Remove drops k from the cache.
 func (c *Sized[K, V]) Remove(k K) {
 	c.mu.Lock()

@@ -64,3 +64,26 @@ func TestSizedEntryBound(t *testing.T) {
 		t.Errorf("count bound: 2 kept %v, %d values, %d bytes", ok, c.Len(), c.Bytes())
 	}
 }
+
+// TestSizedRecharge: a value's size set after it was added is charged,
+// evicting the least recently used others, without telling onRemove of
+// the value itself; a key not cached is left alone.
+func TestSizedRecharge(t *testing.T) {
+	var removed []int
+	c := NewSized[int, string](3*(100+EntryOverhead), 0, func(k int, _ string) { removed = append(removed, k) })
+	for i := range 3 {
+		c.Add(i, "v", 0)
+	}
+	c.Recharge(1, 100)
+	if c.Bytes() != 100+3*EntryOverhead || len(removed) != 0 {
+		t.Fatalf("after recharging 1: %d bytes, removed %v", c.Bytes(), removed)
+	}
+	c.Recharge(0, 2*100+EntryOverhead) // 0 is now the most recently used
+	if _, ok := c.Get(0); !ok || !slices.Equal(removed, []int{2}) || c.Bytes() != c.MaxBytes() {
+		t.Errorf("after recharging 0: removed %v, %d bytes of %d", removed, c.Bytes(), c.MaxBytes())
+	}
+	c.Recharge(9, 100)
+	if c.Len() != 2 {
+		t.Errorf("recharging a key not cached changed the cache: %d values", c.Len())
+	}
+}

@@ -12,6 +12,12 @@ import (
 // shows in Identity even when no library changed.
 const imageRevision = 2
 
+// scaledRevision changes whenever framefs changes how it scales (see
+// filterChain); it shows in the Identity of scaled settings only, so that
+// the stored sizes of native-size images stay valid. Revision 2 scales in
+// the decoded pixel format before converting to RGB.
+const scaledRevision = 2
+
 // Identity names everything that determines the bytes of an image made
 // with setting s: the normalized setting (ImageSetting.Canonical),
 // framefs's own image revision and the versions of the libraries involved.
@@ -20,6 +26,9 @@ const imageRevision = 2
 func Identity(s media.ImageSetting) string {
 	s = s.Normalize()
 	id := fmt.Sprintf("%s;framefs-image=%d;%s", s.Canonical(), imageRevision, LibraryVersions())
+	if s.Width != 0 || s.Height != 0 {
+		id = fmt.Sprintf("%s;framefs-image=%d,scaled=%d;%s", s.Canonical(), imageRevision, scaledRevision, LibraryVersions())
+	}
 	if s.Format == media.FormatJPEG {
 		id += "," + jpegIdentity()
 	}

@@ -144,3 +144,54 @@ func FuzzUnpack(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkPack and BenchmarkUnpack time packing a 640x480 picture and
+// unpacking it, against BenchmarkRenderJPEG, encoding it as a JPEG: what a
+// fill's sibling costs kept packed or as an image.
+func BenchmarkPack(b *testing.B)         { benchmarkPicture(b, "pack") }
+func BenchmarkUnpack(b *testing.B)       { benchmarkPicture(b, "unpack") }
+func BenchmarkRenderJPEG(b *testing.B)   { benchmarkPicture(b, "jpeg") }
+func BenchmarkRenderBMP224(b *testing.B) { benchmarkPicture(b, "bmp224") }
+
+func benchmarkPicture(b *testing.B, what string) {
+	path := ffmpegTo(b, filepath.Join(b.TempDir(), "640x480.mp4"), "-f", "lavfi", "-i", "testsrc2=size=640x480:rate=30",
+		"-frames:v", "30", "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p")
+	v := openVideo(b, path, 0)
+	var codec Codec
+	s, err := codec.OpenSession(context.Background(), v, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	s.Bind(context.Background(), v.R)
+	pic, err := s.Decode(context.Background(), 10, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pic.Release()
+	packed, err := codec.Pack(pic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := codec.NewRenderer()
+	defer r.Close()
+	b.ReportMetric(float64(len(packed)), "packed-bytes")
+	for b.Loop() {
+		switch what {
+		case "pack":
+			_, err = codec.Pack(pic)
+		case "unpack":
+			var p media.Picture
+			if p, err = codec.Unpack(packed); err == nil {
+				p.Release()
+			}
+		case "jpeg":
+			_, err = r.Encode(pic, media.ImageSetting{}.Normalize())
+		case "bmp224":
+			_, err = r.Encode(pic, media.ImageSetting{Format: media.FormatBMP, Width: 224, Height: 224})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

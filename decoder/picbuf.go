@@ -15,7 +15,10 @@ package decoder
 // // spread them over one arena per thread that copied a picture, each of
 // // which keeps what is freed in it, so the memory of a bounded cache grew
 // // by a third; mapped buffers go back to the kernel when they are dropped.
-// #define FRAMEFS_PIC_IDLE_MAX (32u << 20)
+// // 8 MiB of idle buffers (17 pictures at 640x480) spare a burst of
+// // evictions and additions the mapping and zeroing of fresh pages; they
+// // count beyond the picture cache's bound, so no more are kept.
+// #define FRAMEFS_PIC_IDLE_MAX (8u << 20)
 //
 // typedef struct framefs_idle_buf {
 // 	struct framefs_idle_buf *next;

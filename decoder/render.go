@@ -47,13 +47,14 @@ func (r *renderer) convert(f *astiav.Frame, st *stream, setting media.ImageSetti
 		sarNum: fi.sarNum, sarDen: fi.sarDen,
 		rotation: st.rot.filters,
 		outWidth: ow, outHeight: oh,
+		scaled: ow != st.info.Width || oh != st.info.Height,
 	}
 	// BMP stores BGR. swscale's unscaled 8-bit 4:2:0 converter writes
 	// bgr24 as exactly its rgb24 with the channels swapped, which saves
 	// BMP a pass over the pixels; its scaled and 10-bit paths do not (the
 	// tests compare BMP and PPM pixels on every fixture), so those stay
 	// rgb24 and get swapped in C.
-	ck.bgr = setting.Format == media.FormatBMP && st.rot.filters == "" && ow == fi.width && oh == fi.height &&
+	ck.bgr = setting.Format == media.FormatBMP && st.rot.filters == "" && (ck.scaled || ow == fi.width && oh == fi.height) &&
 		(fi.format == astiav.PixelFormatYuv420P || fi.format == astiav.PixelFormatYuvj420P)
 	conv := r.convs[ck]
 	if conv == nil {

@@ -231,7 +231,7 @@ func TestScanIndexMatchesFFprobe(t *testing.T) {
 
 // ffmpegTo runs ffmpeg with args and the output path out, failing the test
 // if ffmpeg is missing or fails.
-func ffmpegTo(t *testing.T, out string, args ...string) string {
+func ffmpegTo(t testing.TB, out string, args ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("ffmpeg")
 	if err != nil {

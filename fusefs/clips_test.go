@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
@@ -93,7 +94,7 @@ func TestClipViewLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "c4")
-	lines := readClipsJSONL(t, filepath.Join(root, clipsJSONL))
+	lines := readClipsJSONL(t, filepath.Join(root, mounttree.ClipsJSONL))
 	// The expected clips, window by window.
 	var want []clipLine
 	for _, ep := range []struct {
@@ -118,7 +119,7 @@ func TestClipViewLayout(t *testing.T) {
 	if got := clipFolders(t, root+"/"); !slices.Equal(got, paths) {
 		t.Errorf("clip folders %v, clips.jsonl %v", got, paths)
 	}
-	txt, err := os.ReadFile(filepath.Join(root, clipsTxt))
+	txt, err := os.ReadFile(filepath.Join(root, mounttree.ClipsTxt))
 	if err != nil || !strings.HasPrefix(string(txt), "task=pick/ep1/clip-000000 4 0\ntask=pick/ep1/clip-000003 4 0\n") ||
 		bytes.Count(txt, []byte("\n")) != len(lines) {
 		t.Errorf("clips.txt: %q %v", txt, err)
@@ -130,7 +131,7 @@ func TestClipViewLayout(t *testing.T) {
 		t.Errorf("episode folder of a clip view: %v, want %v", got, want)
 	}
 	// The episode folder's rows files hold the rows in at least one clip.
-	jsonl, err := os.ReadFile(filepath.Join(ep1, rowsJSONL))
+	jsonl, err := os.ReadFile(filepath.Join(ep1, mounttree.RowsJSONL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestClipViewLayout(t *testing.T) {
 			FrameIndices []int64          `json:"frame_indices"`
 			Rows         []map[string]any `json:"rows"`
 		}
-		data, err := os.ReadFile(filepath.Join(dir, clipJSON))
+		data, err := os.ReadFile(filepath.Join(dir, mounttree.ClipJSON))
 		if err != nil || json.Unmarshal(data, &doc) != nil {
 			t.Fatalf("%s/clip.json: %s %v", c.Path, data, err)
 		}
@@ -198,7 +199,7 @@ func TestClipViewLayout(t *testing.T) {
 		t.Errorf("a window holding a row that does not match: %v", err)
 	}
 	checkReadOnly(t, filepath.Join(ep1, "clip-000000"), "00.jpg", nil)
-	for _, p := range []string{filepath.Join(root, clipsJSONL), filepath.Join(ep1, "clip-000000", clipJSON)} {
+	for _, p := range []string{filepath.Join(root, mounttree.ClipsJSONL), filepath.Join(ep1, "clip-000000", mounttree.ClipJSON)} {
 		if _, err := os.OpenFile(p, os.O_WRONLY, 0); !errors.Is(err, syscall.EROFS) {
 			t.Errorf("open %s for writing: %v, want EROFS", p, err)
 		}
@@ -210,7 +211,7 @@ func TestClipViewLayout(t *testing.T) {
 	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "plain", Where: "t < 3"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(f.path("robot", "views", "plain", clipsJSONL)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(f.path("robot", "views", "plain", mounttree.ClipsJSONL)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("clips.jsonl in a plain view: %v", err)
 	}
 }
@@ -225,17 +226,17 @@ func TestClipViewEmptyAndGroupBy(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "long")
-	if got := names(t, root); !slices.Equal(got, []string{clipsJSONL, clipsTxt}) {
+	if got := names(t, root); !slices.Equal(got, []string{mounttree.ClipsJSONL, mounttree.ClipsTxt}) {
 		t.Errorf("a view with no clips: %v", got)
 	}
-	if data, err := os.ReadFile(filepath.Join(root, clipsJSONL)); err != nil || len(data) != 0 {
+	if data, err := os.ReadFile(filepath.Join(root, mounttree.ClipsJSONL)); err != nil || len(data) != 0 {
 		t.Errorf("clips.jsonl of no clips: %q %v", data, err)
 	}
 	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "bytask", Where: "TRUE", GroupBy: []string{"task"},
 		Window: &table.Window{Length: 10, Hop: 10}}); err != nil {
 		t.Fatal(err)
 	}
-	txt, err := os.ReadFile(f.path("robot", "views", "bytask", clipsTxt))
+	txt, err := os.ReadFile(f.path("robot", "views", "bytask", mounttree.ClipsTxt))
 	want := "task=pick/ep1/clip-000000 10 0\ntask=pick/ep1/clip-000010 10 0\ntask=pick/ep1/clip-000020 10 0\ntask=pick/ep1/clip-000030 10 0\n" +
 		"task=place/ep2/clip-000000 10 1\ntask=place/ep2/clip-000010 10 1\ntask=place/ep2/clip-000020 10 1\n"
 	if err != nil || string(txt) != want {
@@ -262,7 +263,7 @@ func TestClipFramesDecodedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := f.path("robot", "views", "c16")
-	lines := readClipsJSONL(t, filepath.Join(root, clipsJSONL))
+	lines := readClipsJSONL(t, filepath.Join(root, mounttree.ClipsJSONL))
 	if len(lines) != 4 {
 		t.Fatalf("%d clips, want 4 (starts 0, 8, 16, 24 of 40 frames)", len(lines))
 	}
@@ -373,5 +374,36 @@ print(i, "clips")
 	// ep2 (30 rows): starts 4..12.
 	if got := strings.TrimSpace(string(out)); got != "9 clips" {
 		t.Errorf("DataLoader: %s", got)
+	}
+
+	// Episodes of another frame size cannot be batched with these: the
+	// README makes its view with --scale, which serves every clip at one
+	// size.
+	small := filepath.Join(dir, "small.mp4")
+	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=96x64:rate=10", "-frames:v", "30",
+		"-pix_fmt", "yuv420p", "-c:v", "libx264", small).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v\n%s", err, out)
+	}
+	if _, err := f.tbl.AddEpisodes(ctx, []table.EpisodeInput{{Videos: map[string]table.VideoFile{"": {Path: small}},
+		Sidecar: sidecar(t, "ep3", "place", 30)}}, table.AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`--window 16 .*--scale 224x224`).Match(readme) {
+		t.Error("the README's clip view example does not scale its frames (--scale 224x224)")
+	}
+	if _, err := query.CreateView(ctx, f.tbl, table.View{Name: "c8s", Where: "t >= 2", Window: &table.Window{Length: 8, FrameSkip: 1, Hop: 4},
+		Image: &table.ViewImage{Width: 64, Height: 48}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		_, err := os.Stat(f.path("robot", "views", "c8s", "task=place", "ep3"))
+		return err == nil
+	}, "the scaled clip view with ep3")
+	out, err = exec.Command(py, script, f.path("robot", "views", "c8s")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), ", 8, 48, 64, 3)") || strings.Contains(string(out), "120, 160") {
+		t.Fatalf("README example over episodes of two sizes, scaled: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(py, script, f.path("robot", "views", "c8")).CombinedOutput(); err == nil {
+		t.Errorf("README example over episodes of two sizes, not scaled: no error\n%s", out)
 	}
 }

@@ -1,11 +1,19 @@
 // Package fusefs serves framefs tables as a FUSE filesystem. It is a thin
-// adapter: the table package says what exists (snapshots, tags, episodes,
-// rows), the decoder package makes frame images, and this package maps
-// them to directories, files, attributes and errno values. It is the only
-// package that imports go-fuse. It reaches the decoder only through the
-// FrameServer interface, in the values of package media, so it builds
-// without cgo and its tree can be tested in process (NewTableRoot;
+// adapter: the table package says what exists (snapshots, tags, views),
+// package mounttree what the folders of a snapshot or view hold (folders,
+// frames, rows files, stored videos, clips, with their sizes, inode
+// numbers and contents), and this package maps them to go-fuse nodes,
+// attributes, reads and errno values (errno.go). It is the only package
+// that imports go-fuse. It reaches the decoder only through the
+// mounttree.FrameServer interface, in the values of package media, so it
+// builds without cgo and its tree can be tested in process (NewTableRoot;
 // fusefs/inprocess).
+//
+// Files are named after the nodes they hold: rootnode.go, tablenode.go
+// (TABLE/, latest, snapshots/), tagsnode.go, viewsnode.go (views/ and its
+// files), snapshotdir.go (a snapshot's or view's folder, and every folder
+// in it), framenode.go, videofilenode.go, metadatafilenode.go (rows files
+// and clip files), statsnode.go, stagingnode.go (write directories).
 //
 // Layout of a mount of a warehouse (one table mounted alone puts the
 // table's entries at the root):
@@ -30,19 +38,19 @@
 //	                                  the view's root
 //
 // A view's folder is a snapshot folder whose tree holds only the matching
-// rows (views.go), or the matching windows of a clip view (clips.go): the
-// same node types and caches, so a frame under a view is the frame under
-// snapshots/.
+// rows, or the matching windows of a clip view: the same node types and
+// caches, so a frame under a view is the frame under snapshots/.
 //
 // Snapshot contents never change, so their files open with
 // FOPEN_KEEP_CACHE (and FOPEN_NOFLUSH) and their inode numbers are derived
-// from their paths (stable across lookups and remounts). Opening a frame
+// from their paths (folders) or from what makes their bytes (files), so
+// they are stable across lookups and remounts. Opening a frame
 // stores its whole image in the kernel's page cache, so reading it takes no
 // READ round trip. Their inodes are not persistent: a node the kernel
 // forgets (FORGET, when it evicts the inode, e.g. after drop_caches) is
 // released, so the daemon's memory does not grow with the frames visited;
 // a later lookup makes a new node from the snapshot's tree, which the
-// table node keeps for its most recently used snapshots.
+// catalog keeps for its most recently used snapshots.
 //
 // Locking: each node guards its own mutable fields with its own mutex (no
 // tree-wide lock); the catalog's caches have their own locks. No lock is

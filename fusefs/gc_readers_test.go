@@ -18,6 +18,7 @@ import (
 
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
@@ -151,7 +152,7 @@ func gcUnderReaders(t *testing.T, f *fixture, writer *table.Table, setting media
 				}
 				i := rng.IntN(300)
 				after := collected.Load() // the video was gone before this read
-				got, err := readFrameAt(dirs["doomed"], frameName(int64(i), 300, ext))
+				got, err := readFrameAt(dirs["doomed"], mounttree.FrameName(int64(i), 300, ext))
 				ok, clean := readOutcome(got, err, doomedRef[i])
 				switch {
 				case ok && after:
@@ -166,7 +167,7 @@ func gcUnderReaders(t *testing.T, f *fixture, writer *table.Table, setting media
 					return
 				}
 				j := rng.IntN(40)
-				got, err = readFrameAt(dirs["ep1"], frameName(int64(j), 40, ext))
+				got, err = readFrameAt(dirs["ep1"], mounttree.FrameName(int64(j), 40, ext))
 				if err != nil || !bytes.Equal(got, ep1Ref[j]) {
 					t.Errorf("ep1 frame %d, which stays live: %d bytes, %v", j, len(got), err)
 					return
@@ -194,7 +195,7 @@ func gcUnderReaders(t *testing.T, f *fixture, writer *table.Table, setting media
 	}
 	collected.Store(true)
 	for i := 0; i < 60; i++ {
-		got, err := readFrameAt(dirs["unread"], frameName(int64(i), 60, ext))
+		got, err := readFrameAt(dirs["unread"], mounttree.FrameName(int64(i), 60, ext))
 		switch ok, clean := readOutcome(got, err, unreadRef[i]); {
 		case ok:
 			counts.unreadOK.Add(1)
@@ -210,7 +211,7 @@ func gcUnderReaders(t *testing.T, f *fixture, writer *table.Table, setting media
 	wg.Wait()
 
 	// The daemon serves on.
-	got, err := os.ReadFile(f.path("robot", "latest", "task=pick", "ep1", frameName(7, 40, ext)))
+	got, err := os.ReadFile(f.path("robot", "latest", "task=pick", "ep1", mounttree.FrameName(7, 40, ext)))
 	if err != nil || !bytes.Equal(got, ep1Ref[7]) {
 		t.Fatalf("a live frame after the gc: %d bytes, %v", len(got), err)
 	}

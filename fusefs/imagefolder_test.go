@@ -11,6 +11,7 @@ import (
 
 	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/mounttree"
 )
 
 // imageFolderCheck loads a snapshot folder with torchvision's ImageFolder
@@ -77,7 +78,7 @@ func TestImageFolder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			os.WriteFile(filepath.Join(dir, frameName(i, e.Rows, "jpg")), img, 0o644)
+			os.WriteFile(filepath.Join(dir, mounttree.FrameName(i, e.Rows, "jpg")), img, 0o644)
 			total++
 		}
 		v.Close()

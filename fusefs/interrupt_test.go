@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/framefs/framefs/serving"
 )
 
 // TestSignalsDoNotInterruptReads opens and reads frames that must be
@@ -17,7 +19,9 @@ import (
 // EINTR, as none would on a local disk. The reads use raw system calls,
 // which do not retry EINTR as Go's os package does.
 func TestSignalsDoNotInterruptReads(t *testing.T) {
-	f := newFixture(t, Options{ReadOnly: true})
+	// No image cache: listing the folder works out the frames' sizes by
+	// decoding them, which would otherwise leave their images cached.
+	f := newFixtureServing(t, Options{ReadOnly: true}, robotTable, serving.Options{CacheBytes: -1})
 	dir := f.path("robot", "snapshots", "1", "task=pick", "ep1")
 	names := names(t, dir)
 	var tid atomic.Int32

@@ -55,7 +55,7 @@ func TestStoredSizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := f.srv.m.stats.sizeComputations.Load()
+	before := f.srv.m.stats.catalog.SizeComputations.Load()
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".jpg") {
 			continue
@@ -69,7 +69,7 @@ func TestStoredSizes(t *testing.T) {
 			t.Fatalf("%s: stat %d, read %d (%v)", e.Name(), info.Size(), len(data), err)
 		}
 	}
-	if got := f.srv.m.stats.sizeComputations.Load() - before; got != 0 {
+	if got := f.srv.m.stats.catalog.SizeComputations.Load() - before; got != 0 {
 		t.Errorf("%d size computations for an episode with stored sizes", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/internal/testenv"
+	"github.com/framefs/framefs/mounttree"
 )
 
 // statsValue reads one counter of the mount's .stats.
@@ -180,7 +181,7 @@ func TestTravelledSnapshotsForgotten(t *testing.T) {
 	// cache's drops may make the kernel forget here.
 	f := newFixture(t, Options{ReadOnly: true, formerHeadLinger: time.Hour})
 	ctx := context.Background()
-	const snapshots = maxTrees + 6
+	const snapshots = mounttree.MaxTrees + 6
 	for range snapshots - 1 {
 		if _, err := f.tbl.UpdateRows(ctx, "ep2", sidecar(t, "ep2", "place", 30)); err != nil {
 			t.Fatal(err)
@@ -202,7 +203,7 @@ func TestTravelledSnapshotsForgotten(t *testing.T) {
 	// Six trees were dropped, each with a snapshot folder, a partition
 	// folder and an episode folder the kernel held (the frame is one
 	// inode, shared by every snapshot).
-	dropped := snapshots - maxTrees
+	dropped := snapshots - mounttree.MaxTrees
 	waitFor(t, func() bool { return statsValue(t, f, "framefs_nodes_forgotten_total")-before >= int64(3*dropped) },
 		"the kernel to forget the folders of the snapshots whose trees were dropped")
 	if got, err := os.ReadFile(frame(1)); err != nil || !bytes.Equal(got, want) {

@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
 
@@ -39,7 +41,7 @@ func (s *Server) Wait() {
 func (s *Server) Unmount() error { return s.Server.Unmount() }
 
 // MountWarehouse mounts every table of a warehouse at dir.
-func MountWarehouse(dir, source string, wh Warehouse, frames FrameServer, opts Options) (*Server, error) {
+func MountWarehouse(dir, source string, wh Warehouse, frames mounttree.FrameServer, opts Options) (*Server, error) {
 	m := newMountFS(frames, opts)
 	root := &rootNode{m: m, wh: wh, tables: map[string]*tableNode{}}
 	srv, err := mount(dir, source, root, m)
@@ -51,7 +53,7 @@ func MountWarehouse(dir, source string, wh Warehouse, frames FrameServer, opts O
 
 // MountTable mounts one table at dir: its latest, snapshots and tags at
 // the root.
-func MountTable(dir, source string, tbl *table.Table, frames FrameServer, opts Options) (*Server, error) {
+func MountTable(dir, source string, tbl *table.Table, frames mounttree.FrameServer, opts Options) (*Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	root, err := NewTableRoot(ctx, tbl, frames, opts)
@@ -76,7 +78,7 @@ type TableRoot struct {
 // NewTableRoot builds the tree of a one-table mount of tbl, reading its
 // latest schema for the image setting; with opts.StagingDir set, its write
 // directories start staging. Close releases it.
-func NewTableRoot(ctx context.Context, tbl *table.Table, frames FrameServer, opts Options) (*TableRoot, error) {
+func NewTableRoot(ctx context.Context, tbl *table.Table, frames mounttree.FrameServer, opts Options) (*TableRoot, error) {
 	m := newMountFS(frames, opts)
 	tn, err := newTableNode(ctx, m, tbl, "")
 	if err != nil {
@@ -94,7 +96,7 @@ func (r *TableRoot) Node() fs.InodeEmbedder { return r.node }
 // released by Server.Wait.)
 func (r *TableRoot) Close() { r.m.release() }
 
-func newMountFS(frames FrameServer, opts Options) *mountFS {
+func newMountFS(frames mounttree.FrameServer, opts Options) *mountFS {
 	uid, gid := currentOwner()
 	bg, stop := context.WithCancel(context.Background())
 	return &mountFS{opts: opts.withDefaults(), frames: frames, stats: &stats{}, started: time.Now(), uid: uid, gid: gid,
@@ -226,4 +228,71 @@ func unescapeMountPath(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// Warehouse is what a mount of several tables needs from them.
+type Warehouse interface {
+	// Tables lists the table names.
+	Tables(ctx context.Context) ([]string, error)
+	// Open opens a table by name.
+	Open(ctx context.Context, name string) (*table.Table, error)
+	// Create makes a new, empty table (no columns but the episode id
+	// and the video; its first sidecars add the rest).
+	Create(ctx context.Context, name string) (*table.Table, error)
+	// Location names a table's storage as its Table.String() does,
+	// without opening it.
+	Location(name string) string
+}
+
+// mountFS holds what every node of one mount shares.
+type mountFS struct {
+	opts    Options
+	frames  mounttree.FrameServer
+	stats   *stats
+	started time.Time
+	uid     uint32
+	gid     uint32
+	// extraStats adds decoder and cache counters to .stats.
+	extraStats func(b *strings.Builder)
+
+	// live are the nodes of snapshot and view folders the kernel holds.
+	live liveNodes
+
+	mu       sync.Mutex // guards catalogs
+	catalogs []*mounttree.Catalog
+
+	// The stagers of write directories run until bg ends (at unmount).
+	bg      context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	stagers []stagerRef
+}
+
+// closeCatalogs releases what the tables' catalogs hold open.
+func (m *mountFS) closeCatalogs() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.catalogs {
+		c.Close()
+	}
+	m.catalogs = nil
+}
+
+// ino is the inode number of the node at path in the mount, derived from
+// the path as the trees' folders derive theirs (PathIno).
+func ino(path string) uint64 { return mounttree.PathIno(path) }
+
+func (m *mountFS) owner(a *fuse.Attr) {
+	a.Uid, a.Gid = m.uid, m.gid
+}
+
+func dirAttr(m *mountFS, out *fuse.Attr, mtime time.Time) {
+	out.Mode = fuse.S_IFDIR | 0o555
+	out.Nlink = 2
+	m.owner(out)
+	out.SetTimes(nil, &mtime, &mtime)
+}
+
+func currentOwner() (uint32, uint32) {
+	return uint32(os.Getuid()), uint32(os.Getgid())
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
@@ -115,11 +116,17 @@ func newFixture(t *testing.T, opts Options) *fixture {
 // newFixtureOf is newFixture with the table newTable creates in the
 // warehouse.
 func newFixtureOf(t *testing.T, opts Options, newTable func(t *testing.T, wh string) *table.Table) *fixture {
+	return newFixtureServing(t, opts, newTable, serving.Options{CacheBytes: 16 << 20})
+}
+
+// newFixtureServing is newFixtureOf with a frame server of the given
+// options.
+func newFixtureServing(t *testing.T, opts Options, newTable func(t *testing.T, wh string) *table.Table, frames serving.Options) *fixture {
 	requireFUSE(t)
 	f := &fixture{wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt")}
 	os.MkdirAll(f.mnt, 0o755)
 	f.tbl = newTable(t, f.wh)
-	f.frames = serving.New(decoder.Codec{}, serving.Options{CacheBytes: 16 << 20})
+	f.frames = serving.New(decoder.Codec{}, frames)
 	f.mount(t, dirWarehouse(t, f.wh), opts)
 	return f
 }
@@ -231,7 +238,7 @@ func TestFramesMatchDecoder(t *testing.T) {
 		dv := media.Video{Key: media.VideoKey{Object: "direct/" + ref.Pack, Offset: ref.Offset, Length: ref.Length}, R: v.Payload, Size: ref.Length, Index: v.Index}
 		dir := f.path("robot", "latest", "task="+e.Partition["task"], e.Episode)
 		for i := int64(0); i < e.Rows; i++ {
-			name := filepath.Join(dir, frameName(i, e.Rows, "jpg"))
+			name := filepath.Join(dir, mounttree.FrameName(i, e.Rows, "jpg"))
 			st, err := os.Stat(name)
 			if err != nil {
 				t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
 
@@ -43,6 +44,10 @@ type Options struct {
 	// ExtraStats adds lines (Prometheus text) to .stats: counters of the
 	// decoder and its caches.
 	ExtraStats func(b *strings.Builder)
+
+	// metadataBudgets bound each table's metadata caches (zero fields:
+	// the defaults); tests lower them.
+	metadataBudgets mounttree.Budgets
 
 	// formerHeadLinger is how long after latest moved on the kernel is
 	// asked to drop the former head's folder (see tableNode.forgetFolder);

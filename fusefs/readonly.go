@@ -7,6 +7,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/mounttree"
 )
 
 // readOnly answers every change to a node with EROFS. Snapshots, tags and
@@ -51,10 +53,6 @@ func (readOnly) Setxattr(ctx context.Context, attr string, data []byte, flags ui
 
 func (readOnly) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.EROFS }
 
-// userXattrPrefix is the only extended attribute namespace of the mount:
-// frames carry their row's columns as user.COLUMN.
-const userXattrPrefix = "user."
-
 // noXattrs answers attribute reads of nodes without attributes. Other
 // namespaces than user. (SELinux labels, ACLs) are unsupported rather than
 // empty: ls -l asks every file for security.selinux and
@@ -63,7 +61,7 @@ const userXattrPrefix = "user."
 type noXattrs struct{}
 
 func (noXattrs) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	if strings.HasPrefix(attr, userXattrPrefix) {
+	if strings.HasPrefix(attr, mounttree.UserXattrPrefix) {
 		return 0, syscall.ENODATA
 	}
 	return 0, syscall.ENOTSUP

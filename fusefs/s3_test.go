@@ -16,6 +16,7 @@ import (
 	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/s3test"
 	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
@@ -110,7 +111,7 @@ func referenceFrames(t *testing.T, frames *serving.Server, setting media.ImageSe
 			if err != nil {
 				t.Fatalf("%s frame %d: %v", ep.file, ep.first+i, err)
 			}
-			out[filepath.Join(ep.dir, frameName(i, ep.rows, ext))] = img
+			out[filepath.Join(ep.dir, mounttree.FrameName(i, ep.rows, ext))] = img
 		}
 		fh.Close()
 	}
@@ -334,9 +335,9 @@ func TestS3MountFaults(t *testing.T) {
 	f.proxy.SetFaults(s3test.Faults{Error: 0.25, DropBefore: 0.1, DropAfter: 0.1, Truncate: 0.25})
 	var order []string // ep1 and ep2 frames alternately
 	for i := 0; i < 40; i++ {
-		order = append(order, filepath.Join("task=pick", "ep1", frameName(int64(i), 40, "bmp")))
+		order = append(order, filepath.Join("task=pick", "ep1", mounttree.FrameName(int64(i), 40, "bmp")))
 		if i < 30 {
-			order = append(order, filepath.Join("task=place", "ep2", frameName(int64(i), 30, "bmp")))
+			order = append(order, filepath.Join("task=place", "ep2", mounttree.FrameName(int64(i), 30, "bmp")))
 		}
 	}
 	var ok, eio int

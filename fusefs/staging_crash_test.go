@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/table"
 )
 
@@ -98,21 +99,6 @@ func episodeNames(prefix string, n int) []string {
 	return out
 }
 
-// headEpisodes returns the table's head and its episodes.
-func headEpisodes(t *testing.T, tbl *table.Table) (*table.Snapshot, []table.EpisodeEntry) {
-	t.Helper()
-	ctx := context.Background()
-	head, err := tbl.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eps, err := tbl.Episodes(ctx, head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return head, eps
-}
-
 // checkTable verifies the table and that every episode is there once.
 func checkTable(t *testing.T, tbl *table.Table, want []string) {
 	t.Helper()
@@ -121,7 +107,7 @@ func checkTable(t *testing.T, tbl *table.Table, want []string) {
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("verify: %v %v", problems, err)
 	}
-	_, eps := headEpisodes(t, tbl)
+	_, eps := treetest.HeadEpisodes(t, tbl)
 	count := map[string]int{}
 	for _, e := range eps {
 		count[e.Episode]++

@@ -232,6 +232,10 @@ func TestIngestBatchWithBadPair(t *testing.T) {
 	if err != nil || !strings.Contains(string(msg), "broken.mp4") {
 		t.Fatalf("broken.error: %q, %v", msg, err)
 	}
+	// ls -a and os.listdir show it too.
+	if shown := names(t, in); strings.Join(shown, " ") != ".status broken.error broken.jsonl broken.mp4" {
+		t.Fatalf("ingest/ lists %v, want broken.error among them", shown)
+	}
 	if _, err := os.Stat(filepath.Join(f.mnt, "robot", "latest", "task=place", "batch2", "000002.jpg")); err != nil {
 		t.Fatalf("right after touch .commit: %v", err)
 	}

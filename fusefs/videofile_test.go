@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/table"
 )
 
@@ -74,18 +75,9 @@ func TestStoredVideoFiles(t *testing.T) {
 	}
 	a, b := f.path("robot", "snapshots", "2", "task=place", "ep2", "video.mp4"), f.path("robot", "snapshots", "2", "task=place", "ep3", "video.mp4")
 	same := ino(a) == ino(b)
-	ep2, _ := f.tbl.Episode(ctx, mustSnapshot(t, f.tbl, 2), "ep2")
-	ep3, _ := f.tbl.Episode(ctx, mustSnapshot(t, f.tbl, 2), "ep3")
+	ep2, _ := f.tbl.Episode(ctx, treetest.Snapshot(t, f.tbl, 2), "ep2")
+	ep3, _ := f.tbl.Episode(ctx, treetest.Snapshot(t, f.tbl, 2), "ep3")
 	if shared := ep2.Videos["video"].Pack == ep3.Videos["video"].Pack && ep2.Videos["video"].Offset == ep3.Videos["video"].Offset; shared != same {
 		t.Errorf("episodes sharing a payload: %v; sharing a file: %v", shared, same)
 	}
-}
-
-func mustSnapshot(t *testing.T, tbl *table.Table, id int64) *table.Snapshot {
-	t.Helper()
-	s, err := tbl.Snapshot(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }

@@ -72,7 +72,7 @@ func TestViewLayout(t *testing.T) {
 	}
 	// The rows files hold the view's rows, with their ordinals.
 	jsonl, err := os.ReadFile(filepath.Join(ep1, "frames.jsonl"))
-	if err != nil || bytes.Count(jsonl, []byte("\n")) != 15 || !bytes.Contains(jsonl, []byte(`"ordinal":25`)) || bytes.Contains(jsonl, []byte(`"ordinal":24`)) {
+	if err != nil || bytes.Count(jsonl, []byte("\n")) != 15 || !bytes.Contains(jsonl, []byte(`"frame":25`)) || bytes.Contains(jsonl, []byte(`"frame":24`)) {
 		t.Errorf("frames.jsonl: %s %v", jsonl, err)
 	}
 	if pq, err := os.ReadFile(filepath.Join(ep1, "frames.parquet")); err != nil || !bytes.HasPrefix(pq, []byte("PAR1")) {
@@ -179,6 +179,18 @@ func TestViewFromShell(t *testing.T) {
 	if got := frameNames(t, filepath.Join(views, "mid", "task=place", "ep2")); strings.Join(got, " ") != "000010.jpg 000011.jpg 000012.jpg" {
 		t.Errorf("mid/task=place/ep2: %v", got)
 	}
+	// Every third frame, by the frames' positions (ep2's video starts at
+	// its frame 5; positions count the episode's rows).
+	if out, err := sh(fmt.Sprintf(`echo "frame %% 3 = 0 AND t >= 20" > %s/every3.where`, views)); err != nil {
+		t.Fatalf("echo > every3.where: %v %s", err, out)
+	}
+	every3 := filepath.Join(views, "every3", "task=place", "ep2")
+	if got := frameNames(t, every3); strings.Join(got, " ") != "000021.jpg 000024.jpg 000027.jpg" {
+		t.Errorf("every3/task=place/ep2: %v", got)
+	}
+	if rows, err := os.ReadFile(filepath.Join(every3, "frames.jsonl")); err != nil || !bytes.Contains(rows, []byte(`"frame":24,`)) {
+		t.Errorf("every3 frames.jsonl: %s %v", rows, err)
+	}
 	// Bad filters leave NAME.error, and no view.
 	for name, filter := range map[string]string{
 		"typo":   "tt > 3",
@@ -229,6 +241,48 @@ func TestViewFromShell(t *testing.T) {
 	got := strings.Join(names(t, views), " ")
 	if !strings.Contains(got, "type type.where") || strings.Contains(got, "mid") {
 		t.Errorf("views/ after rm -r: %s", got)
+	}
+}
+
+// TestViewWhereTooLarge: a NAME.where written past the filter limit
+// fails with EFBIG, makes no view, and NAME.error says so (it said the
+// filter was empty).
+func TestViewWhereTooLarge(t *testing.T) {
+	f := newFixture(t, Options{})
+	where := filepath.Join(f.path("robot", "views"), "big.where")
+	huge := strings.Repeat("t > 1 OR ", 100<<10/9) + "t > 2"
+	if err := os.WriteFile(where, []byte(huge), 0o644); !errors.Is(err, syscall.EFBIG) {
+		t.Fatalf("writing %d bytes to big.where: %v, want EFBIG", len(huge), err)
+	}
+	msg, err := os.ReadFile(filepath.Join(f.path("robot", "views"), "big.error"))
+	if err != nil || !strings.Contains(string(msg), "is longer than the 65536 bytes a filter may have") {
+		t.Errorf("big.error: %q %v", msg, err)
+	}
+	if _, err := f.tbl.View(context.Background(), "big"); !errors.Is(err, table.ErrNotFound) {
+		t.Errorf("view big exists: %v", err)
+	}
+}
+
+// TestViewNamesShown: a view name with a bidi override is refused and
+// not listed (not even as NAME.error), and NAME.error shows the control
+// characters of a bad filter escaped.
+func TestViewNamesShown(t *testing.T) {
+	f := newFixture(t, Options{})
+	views := f.path("robot", "views")
+	if err := os.WriteFile(filepath.Join(views, "abc\u202egpj.where"), []byte("TRUE"), 0o644); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("a view name with U+202E: %v, want EINVAL", err)
+	}
+	if err := os.WriteFile(filepath.Join(views, "bell.where"), []byte("task = '\x1b]0;owned\x07"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := os.ReadFile(filepath.Join(views, "bell.error"))
+	if err != nil || strings.ContainsAny(string(msg), "\x1b\x07") || !strings.Contains(string(msg), `\x1b]0;owned\x07`) {
+		t.Errorf("bell.error: %q %v, want the filter's ESC and BEL escaped", msg, err)
+	}
+	for _, name := range names(t, views) {
+		if strings.ContainsRune(name, '\u202e') || len(name) > 255 {
+			t.Errorf("views/ lists %q", name)
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/framefs/framefs/internal/safetext"
 )
 
 // A group that cannot commit has a problem, shown to the user as the file
@@ -129,7 +131,9 @@ func (s *Stager) ErrorText(name string) (string, bool) {
 	default:
 		hint = "Fix the files and they are tried again."
 	}
-	return fmt.Sprintf("%s\n\n%s Remove %s to dismiss this message.\n", p.text, hint, name), true
+	// The text echoes file names and rows: their control characters are
+	// shown, not sent to the terminal of whoever reads the file.
+	return safetext.Escape(fmt.Sprintf("%s\n\n%s Remove %s to dismiss this message.\n", p.text, hint, name)), true
 }
 
 // Dismiss hides the error file name (rm NAME.error). The group's files

@@ -386,3 +386,21 @@ func TestLimit(t *testing.T) {
 		t.Fatalf("Grow past the limit: %v", err)
 	}
 }
+
+// TestErrorTextEscaped: a dropped file whose name holds ESC and BEL is
+// named in NAME.error and .status with those characters escaped, so that
+// reading either does not send them to a terminal.
+func TestErrorTextEscaped(t *testing.T) {
+	e := newEnv(t, Add, stdColumns)
+	group := "evil\x1b]0;owned\x07"
+	e.copy(fixture("h264_faststart.mp4"), group+".mp4")
+	e.write(group+".jsonl", "{not json\n")
+	e.settleAndStep()
+	text := e.errorText(group)
+	status := e.st.Status()
+	for what, s := range map[string]string{"error text": text, ".status": status} {
+		if strings.ContainsAny(s, "\x1b\x07") || !strings.Contains(s, `evil\x1b]0;owned\x07`) {
+			t.Errorf("%s: %q, want the name with ESC and BEL escaped", what, s)
+		}
+	}
+}

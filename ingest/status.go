@@ -3,6 +3,8 @@ package ingest
 import (
 	"fmt"
 	"strings"
+
+	"github.com/framefs/framefs/internal/safetext"
 )
 
 // setStatus records the state of every staged group for Status.
@@ -71,5 +73,6 @@ func (s *Stager) Status() string {
 	for i := len(s.history) - 1; i >= 0; i-- {
 		b.WriteString("  " + s.history[i] + "\n")
 	}
-	return b.String()
+	// File names dropped by users are shown, control characters escaped.
+	return safetext.Escape(b.String())
 }

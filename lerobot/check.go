@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/framefs/framefs/internal/regfile"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/videoidx"
 )
@@ -21,12 +21,17 @@ import (
 // be from frame_index / fps.
 const DefaultTimestampTolerance = 1e-4
 
+// ExactTimestamps is a TimestampTolerance that accepts no difference at
+// all (0 would mean the default).
+const ExactTimestamps = -1.0
+
 // CheckOptions tune Check.
 type CheckOptions struct {
 	// Episodes selects the episodes to check (nil: all).
 	Episodes []int64
 	// TimestampTolerance is the largest |timestamp - frame_index / fps|
-	// accepted, in seconds (0: DefaultTimestampTolerance).
+	// accepted, in seconds (0: DefaultTimestampTolerance; ExactTimestamps,
+	// or any negative value: none).
 	TimestampTolerance float64
 	// Indexer counts a video's frames (nil: MP4 sample tables, as
 	// videoidx.ReadMP4 reads them).
@@ -39,8 +44,11 @@ type CheckOptions struct {
 }
 
 func (o CheckOptions) withDefaults() CheckOptions {
-	if o.TimestampTolerance == 0 {
+	switch {
+	case o.TimestampTolerance == 0:
 		o.TimestampTolerance = DefaultTimestampTolerance
+	case o.TimestampTolerance < 0:
+		o.TimestampTolerance = 0
 	}
 	if o.Indexer == nil {
 		o.Indexer = func(ctx context.Context, r io.ReaderAt, size int64) (*videoidx.Index, error) {
@@ -253,7 +261,12 @@ func (ds *Dataset) checkDataFile(ctx context.Context, df dataFileEpisodes, cols 
 	if p := opts.partitionColumn(); p != "" && !slices.Contains(names, p) {
 		names = append(names, p)
 	}
-	t, err := readParquet(ctx, path, names)
+	for _, c := range fileCols {
+		if c.length > 0 && !slices.Contains(names, c.Name) {
+			names = append(names, c.Name) // rows are checked against the shape
+		}
+	}
+	t, err := readParquet(ctx, path, names, 0)
 	if err != nil {
 		readFileProblem(ps, df.file, first, err, "the frame rows")
 		return
@@ -268,11 +281,22 @@ func (ds *Dataset) checkDataFile(ctx context.Context, df dataFileEpisodes, cols 
 		}
 	}
 	for _, c := range cols {
-		if a := t.cols[c.Name]; a != nil {
-			if row := firstNull(a); row >= 0 {
-				ep, _ := intAt(t.cols["episode_index"], row)
-				ps.add(RuleFeature, df.file, ep, int64(row), "column %q has a null value; LeRobot rows have every value", c.Name)
+		a := t.cols[c.Name]
+		if a == nil {
+			continue
+		}
+		if row := firstNull(a); row >= 0 {
+			ep, _ := intAt(t.cols["episode_index"], row)
+			ps.add(RuleFeature, df.file, ep, int64(row), "column %q has a null value; LeRobot rows have every value", c.Name)
+		}
+		if row, count := firstMisshapen(a, c); row >= 0 {
+			ep, _ := intAt(t.cols["episode_index"], row)
+			_, start, end, _ := listAt(a, row)
+			msg := fmt.Sprintf("column %q %v", c.Name, shapeError(end-start, c.length))
+			if count > 1 {
+				msg += fmt.Sprintf(" (and %d more rows of this file)", count-1)
 			}
+			ps.add(RuleFeature, df.file, ep, int64(row), "%s", msg)
 		}
 	}
 	runs, badRow := scanRuns(t)
@@ -406,7 +430,7 @@ func (ds *Dataset) checkRows(t *parquetTable, e *Episode, start int64, file stri
 func (ds *Dataset) checkVideo(ctx context.Context, vf videoFile, indexer table.Indexer, ps *problems, rep *CheckReport) error {
 	first := vf.FileEpisodes[0]
 	what := fmt.Sprintf("the %s video of episode(s) %s", vf.camera, episodeList(vf.FileEpisodes))
-	f, err := os.Open(filepath.Join(ds.Dir, filepath.FromSlash(vf.File)))
+	f, err := regfile.Open(filepath.Join(ds.Dir, filepath.FromSlash(vf.File)))
 	if err != nil {
 		readFileProblem(ps, vf.File, first, err, what)
 		return nil

@@ -27,6 +27,9 @@ type Column struct {
 	// float16 as float32).
 	Widened bool
 	list    bool
+	// length is the number of values every row of a list column holds:
+	// its feature's one-dimensional shape (0 when no shape is declared).
+	length int64
 }
 
 // elemType maps a dtype to the table scalar type holding it, and whether
@@ -118,7 +121,7 @@ func (ds *Dataset) columnsFrom(fields []arrow.Field, file string, ps *problems) 
 	}
 	var cols []Column
 	listed := map[string]bool{}
-	add := func(name, dtype string, dt arrow.DataType) {
+	add := func(name, dtype string, shape []int64, dt arrow.DataType) {
 		listed[name] = true
 		elem, isList := listElem(dt)
 		if !isList {
@@ -142,7 +145,11 @@ func (ds *Dataset) columnsFrom(fields []arrow.Field, file string, ps *problems) 
 		if isList {
 			typ = "list<" + typ + ">"
 		}
-		cols = append(cols, Column{Name: name, Type: typ, DType: dtype, Widened: widened, list: isList})
+		col := Column{Name: name, Type: typ, DType: dtype, Widened: widened, list: isList}
+		if isList && len(shape) == 1 && shape[0] > 0 {
+			col.length = shape[0]
+		}
+		cols = append(cols, col)
 		if name == "task_index" {
 			cols = append(cols, Column{Name: TaskColumn, Type: "string", DType: "string"})
 		}
@@ -156,12 +163,17 @@ func (ds *Dataset) columnsFrom(fields []arrow.Field, file string, ps *problems) 
 			ps.add(RuleFeature, file, -1, -1, "column %q (a feature in info.json) is missing", f.Key)
 			continue
 		}
-		add(f.Key, f.DType, af.Type)
+		add(f.Key, f.DType, f.Shape, af.Type)
 	}
 	for _, f := range fields {
-		if !listed[f.Name] {
-			add(f.Name, "", f.Type)
+		if listed[f.Name] {
+			continue
 		}
+		if err := table.CheckColumnName("column", f.Name); err != nil {
+			ps.add(RuleFeature, file, -1, -1, "%v: the file's columns become table columns", err)
+			continue
+		}
+		add(f.Name, "", nil, f.Type)
 	}
 	if _, clash := ds.Info.Feature(TaskColumn); clash || byName[TaskColumn].Name != "" {
 		ps.add(RuleFeature, file, -1, -1, "the dataset has a column %q; framefs adds the task text under that name", TaskColumn)
@@ -196,6 +208,9 @@ func newValueReader(a arrow.Array, c Column) valueReader {
 			if !ok {
 				return nil, fmt.Errorf("null")
 			}
+			if c.length > 0 && int64(end-start) != c.length {
+				return nil, shapeError(end-start, c.length)
+			}
 			out := make([]any, end-start)
 			for j := start; j < end; j++ {
 				v, err := scalarValue(vals, j, c.DType)
@@ -208,6 +223,29 @@ func newValueReader(a arrow.Array, c Column) valueReader {
 		}
 	}
 	return func(i int) (any, error) { return scalarValue(a, i, c.DType) }
+}
+
+// shapeError says that a row's array does not have its feature's shape.
+func shapeError(n int, length int64) error {
+	return fmt.Errorf("holds %d values, but its feature's shape in info.json is [%d]", n, length)
+}
+
+// firstMisshapen returns the first row of a list column of c whose array
+// does not hold c.length values, and how many rows are so, or -1.
+func firstMisshapen(a arrow.Array, c Column) (row, count int) {
+	row = -1
+	if c.length <= 0 {
+		return row, 0
+	}
+	for i := 0; i < a.Len(); i++ {
+		if _, start, end, ok := listAt(a, i); ok && int64(end-start) != c.length {
+			if row < 0 {
+				row = i
+			}
+			count++
+		}
+	}
+	return row, count
 }
 
 func scalarValue(a arrow.Array, i int, dtype string) (any, error) {

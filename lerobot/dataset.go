@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/framefs/framefs/internal/regfile"
+	"github.com/framefs/framefs/table"
 )
 
 // Dataset is a LeRobot dataset whose metadata has been read and checked.
@@ -72,7 +75,7 @@ func Open(ctx context.Context, dir string) (*Dataset, error) {
 		return nil, fmt.Errorf("LeRobot dataset %s: not a folder", dir)
 	}
 	ps := newProblems(dir)
-	data, err := os.ReadFile(filepath.Join(dir, InfoPath))
+	data, err := regfile.ReadFile(filepath.Join(dir, InfoPath), MaxInfoBytes)
 	if err != nil {
 		readFileProblem(ps, InfoPath, -1, err, "the dataset description")
 		return nil, ps.err()
@@ -139,6 +142,10 @@ func checkFeatures(info *Info, ps *problems) {
 		}
 	}
 	for _, f := range info.Features {
+		if err := table.CheckColumnName("feature", f.Key); err != nil {
+			ps.add(RuleFeature, InfoPath, -1, -1, "%v: features become table columns; rename it", err)
+			continue
+		}
 		switch {
 		case f.IsVideo():
 		case f.DType == "image":

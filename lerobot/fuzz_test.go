@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/framefs/framefs/table"
 )
 
 // FuzzInfo feeds arbitrary bytes to the info.json parser and the path
@@ -24,13 +28,24 @@ func FuzzInfo(f *testing.F) {
 	f.Add([]byte(`{"codebase_version": "v2.1", "fps": 10.5, "total_episodes": 1, "total_frames": 5, "chunks_size": 2,
 		"data_path": "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet", "video_path": null,
 		"features": {"action": {"dtype": "int16", "shape": [2], "names": null}}}`))
+	f.Add([]byte(`{"codebase_version": "v2.1", "fps": 30, "total_episodes": 1, "total_frames": 5, "chunks_size": 2, "robot_type": "so\xff",
+		"data_path": "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet", "video_path": null,
+		"features": {"_hidden": {"dtype": "int16", "shape": [2]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ps := newProblems("fuzz")
 		info := parseInfo(data, ps)
 		if info == nil || ps.any() {
 			return
 		}
+		if !utf8.Valid(info.RobotType) {
+			t.Fatalf("robot_type %q is not UTF-8 and was accepted", info.RobotType)
+		}
 		checkFeatures(info, ps)
+		for _, feat := range info.Features {
+			if err := table.CheckColumnName("feature", feat.Key); err != nil && !ps.any() {
+				t.Fatalf("feature %q cannot be a column, but no problem was found: %v", feat.Key, err)
+			}
+		}
 		for _, fields := range [][]string{v2DataFields, v2VideoFields, v3DataFields, v3VideoFields} {
 			for _, raw := range []string{info.DataPath, info.VideoPath} {
 				tmpl, err := parseTemplate(raw, fields...)
@@ -83,7 +98,7 @@ func FuzzParquet(f *testing.F) {
 		if _, _, err := parquetFooter(path); err != nil {
 			return
 		}
-		tbl, err := readParquet(context.Background(), path, nil)
+		tbl, err := readParquet(context.Background(), path, nil, 0)
 		if err != nil {
 			return
 		}
@@ -91,8 +106,11 @@ func FuzzParquet(f *testing.F) {
 		ps := newProblems("fuzz")
 		episodesFromTable(tbl, "f.parquet", []string{"cam"}, ps)
 		taskTextColumn(tbl)
-		for _, a := range tbl.cols {
+		for name, a := range tbl.cols {
 			firstNull(a)
+			if row, count := firstMisshapen(a, Column{Name: name, list: true, length: 2}); (row >= 0) != (count > 0) {
+				t.Fatalf("column %s: first misshapen row %d of %d", name, row, count)
+			}
 			for i := 0; i < a.Len(); i++ {
 				stringsAt(a, i)
 				intAt(a, i)
@@ -100,5 +118,40 @@ func FuzzParquet(f *testing.F) {
 			}
 		}
 		scanRuns(tbl)
+	})
+}
+
+// FuzzJSONLines feeds arbitrary bytes to the readers of v2.x's
+// meta/episodes.jsonl and meta/tasks.jsonl: bad lines give problems on
+// their line, never a panic, and what the readers return comes from
+// lines that hold every required field.
+func FuzzJSONLines(f *testing.F) {
+	f.Add([]byte(`{"episode_index": 0, "tasks": ["pick"], "length": 12}` + "\n" + `{"task_index": 0, "task": "pick"}` + "\n"))
+	f.Add([]byte(`{"episode_index": 1, "length": 3}` + "\n\n  \n" + `{"task_index": 1, "task": "place", "extra": [1, 2]}`))
+	f.Add([]byte("{\"episode_index\": null}\n{\"task_index\": 2, \"task\": \"\xff\"}\n[]\n"))
+	f.Add([]byte(strings.Repeat("{", 100) + "\n"))
+	dir := f.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "meta"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, rel := range []string{legacyEpisodes, legacyTasks} {
+			if err := os.WriteFile(filepath.Join(dir, rel), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lines := int64(bytes.Count(data, []byte("\n")) + 1)
+		ps := newProblems("fuzz")
+		for _, m := range readLegacyEpisodes(dir, ps) {
+			if m.row < 0 || m.row >= lines || m.file != legacyEpisodes {
+				t.Fatalf("episode from line %d of %s; the file has %d lines", m.row, m.file, lines)
+			}
+		}
+		readLegacyTasks(dir, ps)
+		for _, p := range ps.list {
+			if p.File != legacyEpisodes && p.File != legacyTasks || p.Row >= lines {
+				t.Fatalf("problem at %s line %d; the file has %d lines", p.File, p.Row, lines)
+			}
+		}
 	})
 }

@@ -35,7 +35,8 @@ const (
 type ImportOptions struct {
 	// Episodes selects the episodes to import (nil: all).
 	Episodes []int64
-	// TimestampTolerance is passed to Check (0: the default).
+	// TimestampTolerance is passed to Check (0: the default;
+	// ExactTimestamps: none).
 	TimestampTolerance float64
 	// Partition names a column to partition a new table by (e.g. "task").
 	Partition string
@@ -125,6 +126,14 @@ func (ds *Dataset) TableSchema(cols []Column, partition string) (table.Schema, e
 			return table.Schema{}, fmt.Errorf("--partition %q: not a column of the dataset (%s)", partition, describeColumns(cols))
 		}
 		s.PartitionColumns = []string{partition}
+	}
+	// Column names were checked where they come from; what is left to
+	// refuse comes from info.json (its features and robot type are kept
+	// in the schema's properties).
+	if err := s.Check(); err != nil {
+		ps := newProblems(ds.Dir)
+		ps.add(RuleInfo, InfoPath, -1, -1, "the table schema made from it is refused: %v", err)
+		return table.Schema{}, ps.err()
 	}
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // Codebase versions this package reads.
@@ -26,6 +27,20 @@ const (
 	tasksParquet      = "meta/tasks.parquet"
 	defaultV3DataPath = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 	defaultV3Video    = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+)
+
+// Size limits of the metadata files an import reads, far above what real
+// datasets hold: info.json is a few kilobytes, and a line of
+// episodes.jsonl or a row of meta/episodes/ a few hundred bytes to a few
+// kilobytes (with statistics), so a gigabyte holds hundreds of thousands
+// of episodes. A larger file, or a link to a device such as /dev/zero,
+// is refused (rule unreadable) before it is read.
+const (
+	// MaxInfoBytes bounds meta/info.json.
+	MaxInfoBytes = 16 << 20
+	// MaxMetadataBytes bounds each of meta/episodes.jsonl,
+	// meta/tasks.jsonl, meta/episodes/*/*.parquet and meta/tasks.parquet.
+	MaxMetadataBytes = 1 << 30
 )
 
 // Columns every LeRobot frame row has, with their dtypes.
@@ -98,6 +113,10 @@ func parseInfo(data []byte, ps *problems) *Info {
 		return nil
 	}
 	in := &Info{TotalTasks: raw.TotalTasks, RobotType: raw.RobotType}
+	if !utf8.Valid(raw.RobotType) {
+		ps.add(RuleInfo, InfoPath, -1, -1, "robot_type is not valid UTF-8")
+		return nil
+	}
 	if raw.CodebaseVersion == nil {
 		ps.add(RuleVersion, InfoPath, -1, -1, "codebase_version is missing (framefs reads v2.0, v2.1 and v3.0)")
 		return nil

@@ -7,13 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/framefs/framefs/internal/regfile"
 )
 
 // episodeMeta is one episode's metadata row (episodes.jsonl in v2.x, a
@@ -37,15 +39,32 @@ type videoMeta struct {
 	fromTS, toTS float64
 }
 
+// maxJSONLine bounds a line of a JSON Lines file.
+const maxJSONLine = 64 << 20
+
 // readJSONLines calls fn for every non-blank line of a JSON Lines file
-// with its 0-based line number.
+// (a regular file of at most MaxMetadataBytes) with its 0-based line
+// number.
 func readJSONLines(path string, fn func(line int64, obj []byte) error) error {
-	data, err := os.ReadFile(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return err
 	}
-	s := bufio.NewScanner(bytes.NewReader(data))
-	s.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() > MaxMetadataBytes {
+		return &regfile.TooLargeError{Path: path, Size: st.Size(), Limit: MaxMetadataBytes}
+	}
+	return scanJSONLines(io.LimitReader(f, MaxMetadataBytes), fn)
+}
+
+// scanJSONLines calls fn for every non-blank line read from r.
+func scanJSONLines(r io.Reader, fn func(line int64, obj []byte) error) error {
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 0, 64<<10), maxJSONLine)
 	for line := int64(0); s.Scan(); line++ {
 		text := bytes.TrimSpace(s.Bytes())
 		if len(text) == 0 {
@@ -55,17 +74,27 @@ func readJSONLines(path string, fn func(line int64, obj []byte) error) error {
 			return err
 		}
 	}
+	if errors.Is(s.Err(), bufio.ErrTooLong) {
+		return fmt.Errorf("a line is longer than %d bytes", maxJSONLine)
+	}
 	return s.Err()
 }
 
 // readFileProblem records a file that cannot be read as missing or
 // unreadable.
 func readFileProblem(ps *problems, rel string, episode int64, err error, what string) {
-	if errors.Is(err, fs.ErrNotExist) {
+	var notRegular *regfile.NotRegularError
+	var tooLarge *regfile.TooLargeError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		ps.add(RuleMissingFile, rel, episode, -1, "%s is missing", what)
-		return
+	case errors.As(err, &notRegular):
+		ps.add(RuleUnreadable, rel, episode, -1, "%s is a %s, not a regular file (links to regular files are followed)", what, notRegular.Kind)
+	case errors.As(err, &tooLarge):
+		ps.add(RuleUnreadable, rel, episode, -1, "%s holds %d bytes, more than the %d framefs reads for it", what, tooLarge.Size, tooLarge.Limit)
+	default:
+		ps.add(RuleUnreadable, rel, episode, -1, "cannot read %s: %v", what, err)
 	}
-	ps.add(RuleUnreadable, rel, episode, -1, "cannot read %s: %v", what, err)
 }
 
 // readLegacyEpisodes reads meta/episodes.jsonl (v2.x).
@@ -137,7 +166,7 @@ func readEpisodesV3(ctx context.Context, dir string, cameras []string, ps *probl
 	for _, path := range files {
 		rel, _ := filepath.Rel(dir, path)
 		rel = filepath.ToSlash(rel)
-		t, err := readParquet(ctx, path, names)
+		t, err := readParquet(ctx, path, names, MaxMetadataBytes)
 		if err != nil {
 			readFileProblem(ps, rel, -1, err, "episode metadata")
 			continue
@@ -213,7 +242,7 @@ func episodesFromTable(t *parquetTable, rel string, cameras []string, ps *proble
 // (usually "task", else "__index_level_0__"), next to task_index.
 func readTasksV3(ctx context.Context, dir string, ps *problems) map[int64]string {
 	out := map[int64]string{}
-	t, err := readParquet(ctx, filepath.Join(dir, tasksParquet), nil)
+	t, err := readParquet(ctx, filepath.Join(dir, tasksParquet), nil, MaxMetadataBytes)
 	if err != nil {
 		readFileProblem(ps, tasksParquet, -1, err, "the task table")
 		return out

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/framefs/framefs/internal/parquetcheck"
+	"github.com/framefs/framefs/internal/regfile"
 )
 
 // parquetTable is (part of) a Parquet file read into memory: one Arrow
@@ -48,10 +49,10 @@ func (t *parquetTable) field(name string) (arrow.Field, bool) {
 var ErrMalformedParquet = parquetcheck.ErrMalformed
 
 // openParquet opens a Parquet file after checking its footer's claims
-// (parquetcheck.Open, with its default limits: dataset files are bounded
-// by LeRobot's file size limits, 100 MB by default).
-func openParquet(path string) (*os.File, *file.Reader, error) {
-	f, err := os.Open(path)
+// (parquetcheck.Open, with its default limits). The file must be a
+// regular file (links followed) of at most maxBytes bytes (0: any size).
+func openParquet(path string, maxBytes int64) (*os.File, *file.Reader, error) {
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -59,6 +60,10 @@ func openParquet(path string) (*os.File, *file.Reader, error) {
 	if err != nil {
 		f.Close()
 		return nil, nil, err
+	}
+	if maxBytes > 0 && st.Size() > maxBytes {
+		f.Close()
+		return nil, nil, &regfile.TooLargeError{Path: path, Size: st.Size(), Limit: maxBytes}
 	}
 	pf, err := parquetcheck.Open(f, st.Size(), parquetcheck.Limits{})
 	if err != nil {
@@ -69,10 +74,11 @@ func openParquet(path string) (*os.File, *file.Reader, error) {
 }
 
 // readParquet reads the named top-level columns of a Parquet file (all of
-// them when names is nil; names the file lacks are left out).
-func readParquet(ctx context.Context, path string, names []string) (out *parquetTable, err error) {
+// them when names is nil; names the file lacks are left out) of at most
+// maxBytes bytes (0: any size).
+func readParquet(ctx context.Context, path string, names []string, maxBytes int64) (out *parquetTable, err error) {
 	defer parquetcheck.Recover(&err)
-	f, pf, err := openParquet(path)
+	f, pf, err := openParquet(path, maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +161,7 @@ func appendLeaves(out []int, sf *pqarrow.SchemaField) []int {
 // where a row group has no usable statistics).
 func parquetFooter(path string) (fields []arrow.Field, nulls map[string]int64, err error) {
 	defer parquetcheck.Recover(&err)
-	f, pf, err := openParquet(path)
+	f, pf, err := openParquet(path, 0)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,7 +22,7 @@ func (ds *Dataset) readEpisodes(ctx context.Context, eps []int64, cols []Column,
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		t, err := readParquet(ctx, filepath.Join(ds.Dir, filepath.FromSlash(df.file)), names)
+		t, err := readParquet(ctx, filepath.Join(ds.Dir, filepath.FromSlash(df.file)), names, 0)
 		if err != nil {
 			return fmt.Errorf("%s: %w", df.file, err)
 		}

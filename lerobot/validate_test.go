@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -216,6 +217,52 @@ var ruleCases = []ruleCase{
 			addFeature(t, d, `"observation.velocity": {"dtype": "float32", "shape": [6], "names": null}`)
 		},
 		file: "data/chunk-000/episode_000000.parquet", episode: -1, row: -1, message: `column "observation.velocity" (a feature in info.json) is missing`},
+	{name: "overlong feature name", version: V30, rule: RuleFeature,
+		after: func(t *testing.T, d *lerobottest.Dataset) {
+			addFeature(t, d, `"`+strings.Repeat("x", 300)+`": {"dtype": "float32", "shape": [1]}`)
+		},
+		file: InfoPath, episode: -1, row: -1, message: "is longer than 200 bytes"},
+	{name: "reserved feature name", version: V21, rule: RuleFeature,
+		after: func(t *testing.T, d *lerobottest.Dataset) {
+			addFeature(t, d, `"_hidden": {"dtype": "float32", "shape": [1]}`)
+		},
+		file: InfoPath, episode: -1, row: -1, message: `"_hidden": names starting with '_' are reserved`},
+	{name: "robot_type not UTF-8", version: V21, rule: RuleInfo,
+		after: func(t *testing.T, d *lerobottest.Dataset) {
+			editInfo(t, d, `"robot_type": "so100"`, "\"robot_type\": \"so\xff100\"")
+		},
+		file: InfoPath, episode: -1, row: -1, message: "robot_type is not valid UTF-8"},
+	{name: "features too large for a table", version: V30, rule: RuleInfo,
+		after: func(t *testing.T, d *lerobottest.Dataset) {
+			editInfo(t, d, `"dtype": "int16",`, `"dtype": "int16", "comment": "`+strings.Repeat("c", 1<<20)+`",`)
+		},
+		file: InfoPath, episode: -1, row: -1, message: "the table schema made from it is refused"},
+	{name: "array longer than its shape", version: V21, rule: RuleFeature,
+		after: func(t *testing.T, d *lerobottest.Dataset) {
+			editInfo(t, d, `("observation.effort": \{\s*"dtype": "int16",\s*"names": null,\s*"shape": \[\s*)2`, "${1}1")
+		},
+		file: "data/chunk-000/episode_000000.parquet", episode: 0, row: 0,
+		message: `column "observation.effort" holds 2 values, but its feature's shape in info.json is [1] (and 11 more rows of this file)`},
+}
+
+// editInfo replaces the first match of the regular expression old with
+// new (which may refer to its groups) in a built dataset's info.json.
+func editInfo(t *testing.T, d *lerobottest.Dataset, old, new string) {
+	t.Helper()
+	p := filepath.Join(d.Dir, InfoPath)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(old)
+	loc := re.FindSubmatchIndex(data)
+	if loc == nil {
+		t.Fatalf("%q is not in info.json", old)
+	}
+	s := string(data[:loc[0]]) + string(re.Expand(nil, []byte(new), data, loc)) + string(data[loc[1]:])
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // addFeature adds a feature to a built dataset's info.json.

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/framefs/framefs/internal/safetext"
+	"github.com/framefs/framefs/table"
 )
 
 // NullGroup is the folder value of a NULL in a group-by column.
@@ -15,35 +18,39 @@ const NullGroup = "__null__"
 
 // GroupFolder names the folders of one combination of group-by values:
 // "COL=VALUE" per column, joined by "/". Values that cannot be file names
-// as they are ('/', '%', control characters, a leading '.', surrounding
-// spaces) are percent-escaped; a NULL is __null__.
+// as they are ('/', '%', control characters, invisible format characters,
+// a leading '.', surrounding spaces) are percent-escaped; a NULL is
+// __null__. Each folder name fits in table.MaxFileName bytes.
 func GroupFolder(columns []string, values []any) string {
 	parts := make([]string, len(columns))
 	for i, c := range columns {
-		parts[i] = c + "=" + groupValue(values[i])
+		value := groupValue(values[i])
+		if budget := table.MaxFileName - len(c) - 1; len(value) > budget {
+			value = shorten(value, groupValueText(values[i]), budget)
+		}
+		parts[i] = c + "=" + value
 	}
 	return strings.Join(parts, "/")
 }
 
-func groupValue(v any) string {
-	var s string
+func groupValue(v any) string { return escapeFolder(groupValueText(v)) }
+
+func groupValueText(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return NullGroup
 	case string:
-		s = x
+		return x
 	case bool:
-		s = strconv.FormatBool(x)
+		return strconv.FormatBool(x)
 	case int64:
-		s = strconv.FormatInt(x, 10)
+		return strconv.FormatInt(x, 10)
 	case float64:
-		s = strconv.FormatFloat(x, 'g', -1, 64)
+		return strconv.FormatFloat(x, 'g', -1, 64)
 	case time.Time:
-		s = x.UTC().Format(time.RFC3339Nano)
-	default:
-		s = fmt.Sprint(x)
+		return x.UTC().Format(time.RFC3339Nano)
 	}
-	return escapeFolder(s)
+	return fmt.Sprint(v)
 }
 
 // maxGroupValueBytes keeps COL=VALUE folder names within file name limits.
@@ -53,7 +60,7 @@ func escapeFolder(s string) string {
 	var b strings.Builder
 	for i, r := range s {
 		switch {
-		case r == '/' || r == '\\' || r == '%' || r < 0x20 || r == 0x7f || r == utf8.RuneError,
+		case r == '/' || r == '\\' || r == '%' || safetext.Hidden(r) || r == utf8.RuneError,
 			i == 0 && (r == '.' || r == ' '),
 			r == ' ' && i == len(s)-1:
 			for _, c := range []byte(string(r)) {
@@ -65,13 +72,18 @@ func escapeFolder(s string) string {
 	}
 	out := b.String()
 	if len(out) > maxGroupValueBytes {
-		// Cut long values, keeping them distinct by a hash of the whole.
-		sum := sha256.Sum256([]byte(s))
-		cut := maxGroupValueBytes - 17
-		for cut > 0 && !utf8.RuneStart(out[cut]) {
-			cut--
-		}
-		out = out[:cut] + "~" + hex.EncodeToString(sum[:8])
+		out = shorten(out, s, maxGroupValueBytes)
 	}
 	return out
+}
+
+// shorten cuts the escaped value out to n bytes, keeping values distinct
+// by a hash of the whole value s.
+func shorten(out, s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	cut := max(n-17, 0)
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return out[:cut] + "~" + hex.EncodeToString(sum[:8])
 }

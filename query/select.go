@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -25,10 +26,13 @@ import (
 )
 
 // FilterSchema returns the columns a filter on snapshot rows may name: the
-// episode column and the user columns (partition columns included), as
-// Arrow fields.
+// episode column, the user columns (partition columns included) and the
+// frame's position in its episode (table.FrameColumn), as Arrow fields.
 func FilterSchema(s *table.Schema) (*arrow.Schema, error) {
 	fields := []arrow.Field{{Name: s.EpisodeColumn, Type: arrow.BinaryTypes.String}}
+	if s.HasFrameColumn() {
+		fields = append(fields, arrow.Field{Name: table.FrameColumn, Type: arrow.PrimitiveTypes.Int64})
+	}
 	for _, c := range s.Columns {
 		dt, err := c.Type.Arrow()
 		if err != nil {
@@ -279,6 +283,8 @@ func (p *pruning) projection() manifest.Projection {
 			proj.Episodes = true
 		case p.schema.IsPartition(c):
 			proj.Partitions = true
+		case c == table.FrameColumn && p.schema.HasFrameColumn():
+			// Not stored: an entry's row count bounds it.
 		default:
 			proj.Stats = append(proj.Stats, c)
 		}
@@ -346,7 +352,7 @@ func Count(ctx context.Context, t *table.Table, snap *table.Snapshot, f *filter.
 }
 
 func checkGroupColumn(s *table.Schema, name string) error {
-	if name == s.EpisodeColumn {
+	if name == s.EpisodeColumn || name == table.FrameColumn && s.HasFrameColumn() {
 		return nil
 	}
 	c, ok := s.Column(name)
@@ -560,6 +566,9 @@ func rowGroupStats(s *table.Schema, e *table.EpisodeEntry, md *metadata.FileMeta
 		if v, ok := consts[name]; ok {
 			return filter.Exactly(v, e.Rows), true
 		}
+		if st, ok := frameStats(s, name, e.Rows, e.Rows); ok {
+			return st, true
+		}
 		c, ok := s.Column(name)
 		idx := leaves[name]
 		if !ok || len(idx) != 1 {
@@ -621,15 +630,18 @@ func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *table.Schema,
 	}
 	if len(cols) == 0 {
 		// None of the filter's columns is in this (older) file: they read
-		// as NULL in every row.
+		// as NULL in every row (but the frame column).
 		for i, it := range items {
-			match, err := f.Eval(int(it.entry.Rows), func(string) arrow.Array { return nil })
+			n := int(it.entry.Rows)
+			columns := withFrame(s, func(string) arrow.Array { return nil }, ordinalsFrom(0, n))
+			match, err := f.Eval(n, columns)
 			if err != nil {
-				return nil, err
+				return nil, episodeError(key, err, it.entry, nil)
 			}
+			groups := varyingGroups(s, opts, columns)
 			for k, m := range match {
 				if m || it.decided == filter.All {
-					selected[i].addMatch(s, it.entry, opts, nil, k, int64(k))
+					selected[i].addMatch(s, it.entry, opts, groups, k, int64(k))
 				}
 			}
 			selected[i].normalize()
@@ -653,34 +665,45 @@ func evalRowGroups(ctx context.Context, fr *pqarrow.FileReader, s *table.Schema,
 	defer reader.Release()
 	item, offset := 0, int64(0)
 	var match []bool
+	var rowItems []int
+	var ordinals []int64
 	for reader.Next() {
 		rec := reader.RecordBatch()
 		n := int(rec.NumRows())
-		columns := func(name string) arrow.Array {
-			idx := rec.Schema().FieldIndices(name)
-			if len(idx) != 1 {
-				return nil
-			}
-			return rec.Column(idx[0])
-		}
-		if cap(match) < n {
-			match = make([]bool, n)
-		}
-		match = match[:n]
-		if _, err := f.EvalInto(n, columns, match); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		groups := varyingGroups(s, opts, columns)
+		// The episode (item) and position (ordinal) of each row.
+		rowItems, ordinals = rowItems[:0], ordinals[:0]
 		for i := 0; i < n; i++ {
 			for offset == items[item].entry.Rows {
 				item++
 				offset = 0
 			}
-			it := items[item]
-			if match[i] || it.decided == filter.All {
-				selected[item].addMatch(s, it.entry, opts, groups, i, offset)
-			}
+			rowItems, ordinals = append(rowItems, item), append(ordinals, offset)
 			offset++
+		}
+		columns := withFrame(s, func(name string) arrow.Array {
+			idx := rec.Schema().FieldIndices(name)
+			if len(idx) != 1 {
+				return nil
+			}
+			return rec.Column(idx[0])
+		}, ordinals)
+		if cap(match) < n {
+			match = make([]bool, n)
+		}
+		match = match[:n]
+		if _, err := f.EvalInto(n, columns, match); err != nil {
+			var ee *filter.EvalError
+			if errors.As(err, &ee) && ee.Row < n {
+				return nil, episodeError(key, err, items[rowItems[ee.Row]].entry, &ordinals[ee.Row])
+			}
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		groups := varyingGroups(s, opts, columns)
+		for i := 0; i < n; i++ {
+			it := items[rowItems[i]]
+			if match[i] || it.decided == filter.All {
+				selected[rowItems[i]].addMatch(s, it.entry, opts, groups, i, ordinals[i])
+			}
 		}
 	}
 	if err := reader.Err(); err != nil {
@@ -706,7 +729,54 @@ func neededColumns(s *table.Schema, f *filter.Filter, opts SelectOptions) map[st
 			}
 		}
 	}
+	if s.HasFrameColumn() {
+		delete(need, table.FrameColumn) // not stored: withFrame supplies it
+	}
 	return need
+}
+
+// withFrame adds the frame column to the columns of a batch whose rows are
+// at the given positions of their episodes.
+func withFrame(s *table.Schema, columns func(string) arrow.Array, ordinals []int64) func(string) arrow.Array {
+	if !s.HasFrameColumn() {
+		return columns
+	}
+	var frames arrow.Array
+	return func(name string) arrow.Array {
+		if name != table.FrameColumn {
+			return columns(name)
+		}
+		if frames == nil {
+			b := array.NewInt64Builder(memory.DefaultAllocator)
+			b.AppendValues(ordinals, nil)
+			frames = b.NewArray()
+			b.Release()
+		}
+		return frames
+	}
+}
+
+// ordinalsFrom returns start, start+1, ... (n values).
+func ordinalsFrom(start int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = start + int64(i)
+	}
+	return out
+}
+
+// episodeError names the episode and frame a filter failed on (ordinal
+// nil: the frame is the row of the error within the episode).
+func episodeError(key string, err error, e *table.EpisodeEntry, ordinal *int64) error {
+	var ee *filter.EvalError
+	if !errors.As(err, &ee) {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	frame := int64(ee.Row)
+	if ordinal != nil {
+		frame = *ordinal
+	}
+	return fmt.Errorf("%w: episode %q, frame %d: %w", table.ErrInvalidInput, e.Episode, frame, err)
 }
 
 // groupArrays are the group-by columns of a batch, when some vary within
@@ -852,10 +922,13 @@ func scanIndexed(ctx context.Context, t *table.Table, obj storage.Object, ix *ta
 			}
 			arrays[c.name] = arr
 		}
-		columns := func(name string) arrow.Array { return arrays[name] }
+		columns := withFrame(s, func(name string) arrow.Array { return arrays[name] }, ordinalsFrom(0, int(e.Rows)))
 		match, err := f.Eval(int(e.Rows), columns)
 		if err != nil {
-			return nil, true, fmt.Errorf("%s: %w", key, err)
+			for _, a := range arrays {
+				a.Release()
+			}
+			return nil, true, episodeError(key, err, e, nil)
 		}
 		sel := &SelectedEpisode{Entry: *e}
 		groups := varyingGroups(s, opts, columns)

@@ -23,6 +23,15 @@ func episodeConstants(s *table.Schema, e *table.EpisodeEntry) map[string]filter.
 	return out
 }
 
+// frameStats are the statistics of the frame column over episodes of at
+// most maxRows rows, rows in all: 0 to maxRows-1, never NULL.
+func frameStats(s *table.Schema, name string, maxRows, rows int64) (filter.ColumnStats, bool) {
+	if name != table.FrameColumn || !s.HasFrameColumn() {
+		return filter.ColumnStats{}, false
+	}
+	return filter.ColumnStats{HasRange: maxRows > 0, Min: filter.Int(0), Max: filter.Int(maxRows - 1), Nulls: 0, Rows: rows}, true
+}
+
 // manifestStats returns the statistics a manifest entry gives: its
 // constants, and its column statistics when withColumns is set.
 func manifestStats(s *table.Schema, e *table.EpisodeEntry, withColumns bool) filter.StatsFunc {
@@ -30,6 +39,9 @@ func manifestStats(s *table.Schema, e *table.EpisodeEntry, withColumns bool) fil
 	return func(name string) (filter.ColumnStats, bool) {
 		if v, ok := consts[name]; ok {
 			return filter.Exactly(v, e.Rows), true
+		}
+		if st, ok := frameStats(s, name, e.Rows, e.Rows); ok {
+			return st, true
 		}
 		if !withColumns {
 			return filter.ColumnStats{}, false
@@ -63,6 +75,9 @@ func batchStats(s *table.Schema, b *manifest.Batch, i int) filter.StatsFunc {
 			v, ok := partitionValue(c.Type, b.Partitions[name][i])
 			return filter.Exactly(v, rows), ok
 		}
+		if st, ok := frameStats(s, name, rows, rows); ok {
+			return st, true
+		}
 		es, ok := b.Stats[name]
 		c, isColumn := s.Column(name)
 		if !ok || !isColumn || !es.Known[i] || es.Stats[i].Nulls > rows {
@@ -81,6 +96,10 @@ func summaryStats(s *table.Schema, sum *manifest.Summary) filter.StatsFunc {
 				return filter.ColumnStats{}, false
 			}
 			return filter.ColumnStats{HasRange: true, Min: filter.String(sum.EpisodeMin), Max: filter.String(sum.EpisodeMax), Rows: sum.Rows}, true
+		}
+		// No episode of the manifest has more rows than all of them.
+		if st, ok := frameStats(s, name, sum.Rows, sum.Rows); ok {
+			return st, true
 		}
 		c, ok := s.Column(name)
 		if !ok {

@@ -186,6 +186,33 @@ func TestGroupFolderEscapes(t *testing.T) {
 	}
 }
 
+// TestGroupFoldersFitNameMax: every group-by folder fits the 255 bytes of
+// a file name, for the longest column name a table takes and long values,
+// which are cut yet stay distinct, and never shows an invisible format
+// character.
+func TestGroupFoldersFitNameMax(t *testing.T) {
+	col := strings.Repeat("c", 200)
+	if table.CheckName("column", col) != nil || table.CheckName("column", col+"c") == nil {
+		t.Fatalf("the longest column name is no longer %d bytes", len(col))
+	}
+	seen := map[string]bool{}
+	for _, v := range []any{strings.Repeat("v", 300), strings.Repeat("v", 299), strings.Repeat("é", 150), strings.Repeat("\u202e", 100), "short"} {
+		folder := GroupFolder([]string{col, "task"}, []any{v, v})
+		for _, part := range strings.Split(folder, "/") {
+			if len(part) > table.MaxFileName {
+				t.Errorf("group folder of %d bytes: %.60q...", len(part), part)
+			}
+			if strings.ContainsRune(part, '\u202e') {
+				t.Errorf("group folder holds U+202E: %q", part)
+			}
+		}
+		if seen[folder] {
+			t.Errorf("two values share folder %q", folder)
+		}
+		seen[folder] = true
+	}
+}
+
 func TestViews(t *testing.T) {
 	ctx := context.Background()
 	local, err := storage.NewLocal(t.TempDir())
@@ -218,7 +245,7 @@ func TestViews(t *testing.T) {
 		want string
 	}{
 		{table.View{Name: "a", Where: "spd > 1"}, `unknown column "spd"`},
-		{table.View{Name: "a", Where: "speed = 'fast'"}, "cannot compare column speed (a float)"},
+		{table.View{Name: "a", Where: "speed = 'fast'"}, "cannot compare speed (DOUBLE) with 'fast'"},
 		{table.View{Name: "a", Where: "label = 'abc"}, "unterminated string"},
 		{table.View{Name: "a", Where: ""}, "empty"},
 		{table.View{Name: "a", Where: strings.Repeat("speed > 1 AND ", 8000) + "TRUE"}, "bytes long"},

@@ -11,15 +11,19 @@
 #            the daemon's CPU per served frame from .stats and /proc
 #   disk     the same with memory caches 4x smaller than the dataset's
 #            images and --cache-dir on local disk
-#   views    the training path, default caches: views at the model's input
-#            size (224x224) as bmp, npy and jpg vs the JPEG folder with
-#            Resize((224,224)) in the loader, with batch_size None and 32;
-#            a full-size bmp view vs the JPEG folder; frames decoded per
-#            served, daemon CPU per served and the daemon's peak anonymous
-#            memory beside each
+#   views    the training path, default caches, VIEW_EPISODES (4) episodes
+#            of 450 frames: views at the model's input size (224x224) as
+#            bmp, npy and jpg vs the JPEG folder with Resize((224,224)) in
+#            the loader, with batch_size None and 32; a full-size bmp view
+#            and latest/ vs the JPEG folder; frames decoded per served,
+#            daemon CPU per served and the daemon's peak anonymous memory
+#            beside each
 #   pyav     the mount's first epoch vs a PyAV Dataset seeking per item
 #   random   300 random frames, one reader: mount (PIL decode of each file)
 #            vs PyAV exact seek, wall time and CPU per frame
+#   cores    the daemon's CPU use (cores busy) over a shuffled epoch read by
+#            2 loader workers and by 8: fills of different GOPs run on
+#            every core
 #   rss      peak daemon RSS under 16 random readers vs the configured caches
 #   forget   daemon RSS after stat of every frame of a 54,000-frame episode
 #            and after drop_caches
@@ -34,7 +38,7 @@ bin=$(realpath "${1:-$root/bin/framefs}")
 . "$root/scripts/lib.sh"
 cache="$root/.cache/bench"
 episodes=${EPISODES:-4}
-parts=${PARTS:-epochs views disk pyav random rss forget}
+parts=${PARTS:-epochs views disk pyav random cores rss forget}
 py=/usr/bin/python3
 pyd="$root/scripts/py"
 mkdir -p "$cache"
@@ -124,20 +128,22 @@ anon_peak_stop() {
 
 # epochs NAME GOP MOUNT_ARGS...: RUNS alternated runs of the peer and the
 # mount, two epochs each; emits the medians. PEER_ARGS (shuffled_epochs.py
-# options of the JPEG folder's loader), MOUNT_LOADER_ARGS (of the mount's)
-# and MOUNT_DIR (under the mount's table, default latest) change what is
+# options of the JPEG folder's loader), MOUNT_LOADER_ARGS (of the mount's),
+# TABLE (default gopGOP), MOUNT_DIR (under the mount's table, default
+# latest) and PEER_DIR (default the JPEG folder of gopGOP) change what is
 # compared.
 epochs() {
 	local name=$1 gop=$2
 	shift 2
 	local peer_args=(${PEER_ARGS:-}) loader_args=(${MOUNT_LOADER_ARGS:-}) dir=${MOUNT_DIR:-latest} anons=()
+	local tbl=${TABLE:-gop$gop} peer=${PEER_DIR:-$work/jpeg$gop}
 	local p1=() p2=() m1=() m2=() dps=() cpus=() dps2=() cpus2=()
 	for _ in $(seq "$RUNS"); do
-		read -r e1 e2 < <("$py" "$pyd/shuffled_epochs.py" "$work/jpeg$gop" --evict "${peer_args[@]}" | awk '{print $5}' | paste -sd' ')
+		read -r e1 e2 < <("$py" "$pyd/shuffled_epochs.py" "$peer" --evict "${peer_args[@]}" | awk '{print $5}' | paste -sd' ')
 		p1+=("$e1") p2+=("$e2")
 		mount_wh "$@"
 		anon_peak_start "$daemon_pid"
-		out=$("$py" "$pyd/shuffled_epochs.py" "$mnt/gop$gop/$dir" "${loader_args[@]}" --daemon-pid "$daemon_pid" --stats "$mnt/.stats")
+		out=$("$py" "$pyd/shuffled_epochs.py" "$mnt/$tbl/$dir" "${loader_args[@]}" --daemon-pid "$daemon_pid" --stats "$mnt/.stats")
 		anons+=("$(anon_peak_stop)")
 		m1+=("$(epoch_field 1 5)") m2+=("$(epoch_field 2 5)")
 		dps+=("$(ratio "$(epoch_field 1 7)" "$(epoch_field 1 8)")")
@@ -174,19 +180,42 @@ fi
 
 # The documented training path: views at the model's input size, read by
 # a loader without a resize, against the JPEG folder resized in the
-# loader; and a full-size bmp view against the JPEG folder. Default
-# caches (256 MiB of images, 256 MiB of pictures).
+# loader; and a full-size bmp view against the JPEG folder. Default caches
+# (256 MiB of images, 256 MiB of pictures), on VIEW_EPISODES (4) episodes
+# of 450 frames: their full-size BMPs are 6.5 times the image cache, and
+# their packed pictures fit it (docs/CACHES.md says how to size it).
 if want views; then
+	"$bin" create "$work/wh/views" --column 'note:string?' >/dev/null
+	vids=()
+	for ep in $(seq 0 $((${VIEW_EPISODES:-4} - 1))); do
+		v="$cache/train450_ep${ep}_gop30.mp4"
+		if [ ! -f "$v" ]; then
+			ffmpeg -v error -y -f lavfi -i "testsrc2=size=640x480:rate=30" -ss $((ep * 60 + 30)) -frames:v 450 \
+				-c:v libx264 -preset veryfast -bf 2 -g 30 -keyint_min 30 -sc_threshold 0 -pix_fmt yuv420p "$v.tmp.mp4"
+			mv "$v.tmp.mp4" "$v"
+		fi
+		ln -sf "$v" "$work/v$ep.mp4"
+		vids+=("$work/v$ep.mp4")
+	done
+	"$bin" ingest "$work/wh/views" "${vids[@]}" >/dev/null
 	for view in "bmp224 bmp 224x224" "npy224 npy 224x224" "jpg224 jpg 224x224" "bmpfull bmp"; do
 		read -r name format scale <<<"$view"
-		"$bin" view create "$work/wh/gop30" "$name" --where "note IS NULL" --image-format "$format" ${scale:+--scale "$scale"} >/dev/null
+		"$bin" view create "$work/wh/views" "$name" --where "note IS NULL" --image-format "$format" ${scale:+--scale "$scale"} >/dev/null
 	done
+	mount_wh
+	cp -r "$mnt/views/latest/." "$work/jpegviews"
+	find "$work/jpegviews" -name 'frames.*' -delete
+	unmount_wh
+	emit views_dataset_frames "$(find "$work/jpegviews" -name '*.jpg' | wc -l)" frames
 	emit views_default_caches "$(((256 << 20) * 2 / 1000000))" MB
+	export TABLE=views PEER_DIR="$work/jpegviews"
 	MOUNT_DIR=views/bmp224 PEER_ARGS="--resize 224" epochs view_bmp224 30
 	MOUNT_DIR=views/bmp224 PEER_ARGS="--resize 224 --batch-size 32" MOUNT_LOADER_ARGS="--batch-size 32" epochs view_bmp224_batch32 30
 	MOUNT_DIR=views/npy224 PEER_ARGS="--resize 224 --batch-size 32" MOUNT_LOADER_ARGS="--npy --batch-size 32" epochs view_npy224_batch32 30
 	MOUNT_DIR=views/jpg224 PEER_ARGS="--resize 224" epochs view_jpg224 30
 	MOUNT_DIR=views/bmpfull epochs view_bmp_full 30
+	MOUNT_DIR=latest epochs view_latest_jpg 30
+	unset TABLE PEER_DIR
 fi
 
 # A dataset 4x larger than the memory caches, with the disk tier: fresh
@@ -259,6 +288,24 @@ if want random; then
 		emit "ratio:random300_daemon_cpu_vs_pyav_cpu_gop$gop" "$(ratio "$mc" "$pc")" x
 		emit "random300_decoded_per_served_gop$gop" "$(median "${mdec[@]}")" frames
 	done
+fi
+
+# The daemon's CPU use over one shuffled epoch with 2 and with 8 loader
+# workers: CPU seconds per wall second, i.e. cores kept busy.
+if want cores; then
+	for workers in 2 8; do
+		busy=() rates=()
+		for _ in $(seq "$RUNS"); do
+			mount_wh --cache-bytes "$fit"
+			out=$("$py" "$pyd/shuffled_epochs.py" "$mnt/gop30/latest" --epochs 1 --workers "$workers" --daemon-pid "$daemon_pid" --stats "$mnt/.stats")
+			rates+=("$(epoch_field 1 5)")
+			busy+=("$(ratio "$(epoch_field 1 6)" "$(epoch_field 1 4)")")
+			unmount_wh
+		done
+		emit "cores_${workers}_workers_epoch1" "$(median "${rates[@]}")" images/s
+		emit "cores_${workers}_workers_daemon_cores_busy" "$(median "${busy[@]}")" cores
+	done
+	emit cores_available "$(nproc)" cores
 fi
 
 # Peak RSS of the daemon under 16 readers of random frames (60 s).

@@ -46,7 +46,7 @@ want='[1,[["ep_a",90,"pick"],["ep_c",250,"pick"],["ep_b",60,"place"]]]'
 [ "$got" = "$want" ] || fail "framefs ls: $got, want $want"
 
 "$bin" ls --json "$tbl" ep_a >"$work/ls_ep_a.json"
-jq -e '.rows | length == 90 and .[7].ordinal == 7 and .[7].state == [7, 7.5] and .[7].task == "pick" and .[7].video.frame == 7' \
+jq -e '.rows | length == 90 and .[7].frame == 7 and .[7].state == [7, 7.5] and .[7].task == "pick" and .[7].video.frame == 7' \
 	"$work/ls_ep_a.json" >/dev/null || fail "framefs ls ep_a rows"
 
 # DuckDB reads the same rows from the Parquet files.

@@ -34,7 +34,7 @@ PY
 # ls --where and --count.
 [ "$("$bin" ls "$tbl" --where "speed >= 80" --count)" = 18 ] || fail "count speed >= 80"
 [ "$("$bin" ls "$tbl" --where "task = 'pick' AND label = 'cat'" --count)" = 30 ] || fail "count pick cats"
-got=$("$bin" ls "$tbl" --where "speed > 87 AND task = 'place'" --json | jq -c '[.frames[] | [.episode, .frame, .speed]]')
+got=$("$bin" ls "$tbl" --where "speed > 87 AND task = 'place'" --json | jq -c '[.frames[] | [.episode_id, .frame, .speed]]')
 [ "$got" = '[["ep_b",88,88],["ep_b",89,89]]' ] || fail "ls --where --json: $got"
 "$bin" ls "$tbl" --where "speed IS NULL" | grep -q "^ep_a  *0 " || fail "ls --where text lists episode and frame"
 
@@ -46,7 +46,7 @@ bad() {
 	grep -q -- "$want" "$work/err" || fail "$*: error $(cat "$work/err"), want $want"
 }
 bad 'unknown column "spd"' ls "$tbl" --where "spd > 1" --count
-bad 'cannot compare column speed (a float) with "fast"' view create "$tbl" v1 --where "speed = 'fast'"
+bad "cannot compare speed (DOUBLE) with 'fast'" view create "$tbl" v1 --where "speed = 'fast'"
 bad 'unterminated string' view create "$tbl" v2 --where "task = 'pick"
 bad 'give the view' view create "$tbl" v3 --where ""
 bad 'bytes long' view create "$tbl" v4 --where "$(head -c 102400 /dev/zero | tr '\0' ' ')speed > 1"

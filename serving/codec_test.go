@@ -220,12 +220,14 @@ func (r countingRenderer) Encode(p media.Picture, s media.ImageSetting) ([]byte,
 func (countingRenderer) Close() {}
 
 // countingImage is the image a countingCodec makes of frame ordinal of
-// video k with setting s: 40 KB for JPEG and PNG, about what a 640x480
-// JPEG takes, and a 640x480 picture's size for BMP and PPM.
+// video k with setting s: for JPEG and PNG an eighth of the RGB picture,
+// about what a JPEG takes (38 KB at 640x480), and for the raw formats
+// their size.
 func countingImage(k media.VideoKey, ordinal int, s media.ImageSetting) []byte {
 	s = s.Normalize()
 	text := fmt.Sprintf("%s#%d@%s;", k, ordinal, s.Canonical())
-	size := 40 << 10
+	w, h := s.OutputSize(640, 480)
+	size := w * h * 3 / 8
 	if n, ok := media.PredictSize(s, 640, 480); ok {
 		size = int(n)
 	}

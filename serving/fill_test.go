@@ -84,7 +84,8 @@ func TestFillsStopWhenWasted(t *testing.T) {
 func TestDemoteServed(t *testing.T) {
 	c := &countingCodec{}
 	v := countingVideo(t, "v", 100, 10)
-	jpeg := media.ImageSetting{}
+	// Small images, which fills keep as they are.
+	jpeg := media.ImageSetting{Width: 160}
 	imageBytes := int64(10 * (len(countingImage(v.Key, 0, jpeg)) + cache.EntryOverhead))
 	// Room for four and a half GOPs of images (fills may take a quarter,
 	// so one GOP at a time).
@@ -165,19 +166,19 @@ func TestPackedFillsServeRawFormats(t *testing.T) {
 	if d := c.decoded.Load(); d != 600 {
 		t.Errorf("%d pictures decoded for 600 frames served (fills %+v), want each decoded once", d, fs)
 	}
-	if fs.FramesPacked == 0 || fs.Unpacked < fs.FramesPacked-int64(len(videos)*10) || c.packed.Load() != fs.FramesPacked {
+	if fs.FramesPacked == 0 || fs.Unpacked < fs.FramesPacked-int64(len(videos)*10) || c.packed.Load() != fs.FramesPacked+fs.Fills {
 		t.Errorf("fills %+v, %d packed by the codec: want the siblings packed and rendered from their packed pictures", fs, c.packed.Load())
 	}
 	if peak > cacheBytes {
 		t.Errorf("the cache held %d bytes, limit %d", peak, cacheBytes)
 	}
-	// JPEG images of the same frames are smaller than packed pictures.
+	// Scaled-down JPEG images are much smaller than packed pictures.
 	before := c.packed.Load()
 	srv2 := New(c, Options{CacheBytes: cacheBytes, PictureCacheBytes: -1, Readahead: -1})
 	defer srv2.Close()
-	shuffledRead(t, srv2, countingVideo(t, "c", 300, 30), media.ImageSetting{}, 5, -1)
+	shuffledRead(t, srv2, countingVideo(t, "c", 300, 30), media.ImageSetting{Width: 160}, 5, -1)
 	if fs := srv2.FillStats(); fs.FramesPacked != 0 || c.packed.Load() != before || fs.FramesFilled == 0 {
-		t.Errorf("JPEG fills %+v: want the siblings kept as images", fs)
+		t.Errorf("fills of small JPEG images %+v: want the siblings kept as images", fs)
 	}
 }
 
@@ -201,5 +202,66 @@ func TestFrameSizesKeepImages(t *testing.T) {
 		if fs := srv.FillStats(); fs.FramesSized != 300 {
 			t.Errorf("%+v: FrameSizes kept %d frames, want 300", setting, fs.FramesSized)
 		}
+	}
+}
+
+// TestFrameSizeThenRead: a loader that stats each file before reading it,
+// in a shuffled order, through a view whose image sizes are not stored
+// (PNG, or JPEG at another size): each frame's size is worked out when it
+// is first asked for, its GOP filled, and each frame decoded once in all.
+// A stat of every frame in order decodes each once too.
+func TestFrameSizeThenRead(t *testing.T) {
+	png := media.ImageSetting{Format: media.FormatPNG}
+	c := &countingCodec{}
+	srv := New(c, Options{CacheBytes: 64 << 20, PictureCacheBytes: -1, DemoteServed: true})
+	v := countingVideo(t, "v", 600, 30)
+	for _, i := range rand.New(rand.NewPCG(4, 4)).Perm(600) {
+		n, err := srv.FrameSize(context.Background(), v, i, png)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := srv.Frame(context.Background(), v, i, png)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(b)) != n || !bytes.Equal(b, countingImage(v.Key, i, png)) {
+			t.Fatalf("frame %d: size %d, then %d bytes read; want its own image's", i, n, len(b))
+		}
+	}
+	srv.Close()
+	if d := c.decoded.Load(); d != 600 {
+		t.Errorf("%d pictures decoded for 600 stats and reads in a shuffled order, want 600 (fills %+v)", d, srv.FillStats())
+	}
+
+	c = &countingCodec{}
+	srv = New(c, Options{CacheBytes: 64 << 20, PictureCacheBytes: -1})
+	defer srv.Close()
+	for i := range 600 {
+		if _, err := srv.FrameSize(context.Background(), v, i, png); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := c.decoded.Load(); d > 630 {
+		t.Errorf("%d pictures decoded for a stat of 600 frames in order, want about 600", d)
+	}
+}
+
+// TestSecondEpochFromPackedPictures: after a shuffled epoch of BMP frames,
+// the cache holds the packed pictures, not the served BMPs (which the
+// caller keeps), so a second epoch whose caller lost its copies renders
+// them again without decoding.
+func TestSecondEpochFromPackedPictures(t *testing.T) {
+	c := &countingCodec{}
+	v := countingVideo(t, "v", 300, 30)
+	// Room for the packed pictures of every frame, not for their BMPs.
+	srv := New(c, Options{CacheBytes: 24 << 20, PictureCacheBytes: -1, Readahead: -1, DemoteServed: true})
+	defer srv.Close()
+	shuffledRead(t, srv, v, bmp, 1, -1)
+	if d := c.decoded.Load(); d != 300 {
+		t.Fatalf("epoch 1 decoded %d pictures for 300 frames", d)
+	}
+	shuffledRead(t, srv, v, bmp, 2, -1)
+	if d := c.decoded.Load(); d != 300 {
+		t.Errorf("epoch 2 decoded %d more pictures, want none (fills %+v, cache %+v)", d-300, srv.FillStats(), srv.CacheStats())
 	}
 }

@@ -257,17 +257,49 @@ func (fs *Server) DigestChecks() (hashed, failed int64) { return fs.digests.stat
 // and must not be modified. Errors wrapping media.ErrFrameDecode concern
 // this frame only; media.ErrFrameRange means there is no such frame.
 func (fs *Server) Frame(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) ([]byte, error) {
+	b, key, err := fs.image(ctx, v, ordinal, setting)
+	if err != nil {
+		return nil, err
+	}
+	fs.served(key)
+	fs.fills.servedBytes(key.setting, len(b))
+	if _, raw := media.PredictSize(key.setting, 1, 1); raw && fs.opts.DemoteServed && fs.cache.Contains(key.packedKey()) {
+		// The caller keeps the image (in the kernel's page cache); should it
+		// lose it, the frame's packed picture, a fraction of a raw image's
+		// size, makes it again without decoding. Keeping the raw image too
+		// would push packed pictures out of the cache.
+		fs.cache.Remove(key)
+		fs.cache.Demote(key.packedKey())
+	}
+	return b, nil
+}
+
+// FrameSize returns the size of frame ordinal's image with setting, as a
+// file system's stat must before the image is read. The image is made as
+// Frame makes it (from the cache, a packed picture, a fill of its GOP or
+// alone) and stays in the cache, not yet served, for the read that follows
+// the stat: a loader that stats each file before reading it, in a shuffled
+// order, decodes each frame once. A stat of every frame in order reads
+// ahead, like a sequential reader.
+func (fs *Server) FrameSize(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) (int64, error) {
+	b, _, err := fs.image(ctx, v, ordinal, setting)
+	return int64(len(b)), err
+}
+
+// image makes (or finds) frame ordinal's image, and reads ahead of a
+// reader that walks the video in order.
+func (fs *Server) image(ctx context.Context, v media.Video, ordinal int, setting media.ImageSetting) ([]byte, frameKey, error) {
 	if fs.closed.Load() {
-		return nil, ErrClosed
+		return nil, frameKey{}, ErrClosed
 	}
 	if err := setting.Validate(); err != nil {
-		return nil, err
+		return nil, frameKey{}, err
 	}
 	if err := checkVideo(v); err != nil {
-		return nil, err
+		return nil, frameKey{}, err
 	}
 	if ordinal < 0 || ordinal >= v.Index.Frames() {
-		return nil, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", media.ErrFrameRange, ordinal, v.Key, v.Index.Frames())
+		return nil, frameKey{}, fmt.Errorf("%w: frame %d of %s (the video has %d frames)", media.ErrFrameRange, ordinal, v.Key, v.Index.Frames())
 	}
 	setting = setting.Normalize()
 	key := frameKey{video: v.Key, stream: v.Index.Stream, ordinal: ordinal, setting: setting}
@@ -275,16 +307,14 @@ func (fs *Server) Frame(ctx context.Context, v media.Video, ordinal int, setting
 	if !ok {
 		var err error
 		if b, err = fs.load(ctx, v, key); err != nil {
-			return nil, err
+			return nil, key, err
 		}
 	}
-	fs.served(key)
-	fs.fills.servedBytes(setting, len(b))
 	if from, to := fs.ra.Observe(readerKey{v.Key, v.Index.Stream, setting}, ordinal); from < to {
 		_, end := v.Span()
 		fs.readahead(v, setting, from, min(to, end))
 	}
-	return b, nil
+	return b, key, nil
 }
 
 // load makes the image of key, which the cache does not hold: from a load
@@ -422,7 +452,7 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	if fs.closed.Load() {
 		return
 	}
-	job := &raJob{v: v, setting: key.setting, end: to, more: make(chan struct{}, 1)}
+	job := &raJob{v: v, setting: key.setting, end: to, more: make(chan struct{}, 1), packed: packed}
 	for _, o := range missing {
 		k := key.at(o)
 		if packed && o != key.ordinal {
@@ -525,6 +555,10 @@ type raJob struct {
 	// left: readaheadLinger for a sequential reader's job, which expects
 	// the reader's next range; nothing for a fill.
 	linger time.Duration
+	// packed says the job is a fill that packs its siblings: the frame it
+	// renders for its request is packed too, so that every frame of the
+	// GOP has a packed picture once it is served (see Frame).
+	packed bool
 }
 
 // readahead has frames [from, to) of v decoded into the cache on other
@@ -563,8 +597,8 @@ func (fs *Server) readahead(v media.Video, setting media.ImageSetting, from, to 
 	job.end = to
 	for n := from; n < to; n++ {
 		k := frameKey{video: v.Key, stream: v.Index.Stream, ordinal: n, setting: setting}
-		if fs.inStore(v, k) {
-			continue // the reader will find it there
+		if fs.inStore(v, k) || fs.cache.Contains(k.packedKey()) {
+			continue // the reader will find it there, or render it from its packed picture
 		}
 		if p, ok := fs.cache.Promise(k); ok {
 			job.pending = append(job.pending, p)
@@ -653,6 +687,11 @@ func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 					} else {
 						b, err = r.Encode(w.pic, k.setting)
 						fs.fills.measuredEncode(time.Since(start))
+						if err == nil && job.packed {
+							if pb, perr := fs.pool.codec.Pack(w.pic); perr == nil {
+								fs.cache.Add(k.packedKey(), pb)
+							}
+						}
 					}
 					w.pic.Release()
 					if err != nil {
@@ -816,12 +855,12 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 	}
 
 	// The images are made anyway: the frames read next find them (or the
-	// pictures packed) in the cache, in a quarter of it at most, and in
-	// the store.
+	// pictures packed) in the cache, in half of it at most, and in the
+	// store.
 	if fs.opts.Store != nil {
 		fs.digests.verify(ctx, fs.ctx, v)
 	}
-	keep := &sizeKeep{budget: fs.opts.CacheBytes / 4, packed: fs.opts.Store == nil && fs.fills.packs(v, setting)}
+	keep := &sizeKeep{budget: fs.opts.CacheBytes / 2, packed: fs.opts.Store == nil && fs.fills.packs(v, setting)}
 	workers := min(fs.opts.SizeWorkers, fs.pool.opts.maxPerVideo)
 	chunks := gopChunks(v, workers)
 	workers = min(workers, len(chunks))

@@ -27,9 +27,11 @@ func TestReadahead(t *testing.T) {
 		}
 	}
 	srv.Close() // waits for read-ahead
-	cs := srv.CacheStats()
-	if cs.Misses > 8 || cs.Hits+cs.Shared < 300-8 {
-		t.Errorf("cache %+v: want nearly every frame from read-ahead", cs)
+	// The first request fills its GOP (it does not know yet that its
+	// reader reads on): those frames come from their packed pictures.
+	cs, unpacked := srv.CacheStats(), srv.FillStats().Unpacked
+	if cs.Misses-unpacked > 8 || cs.Hits+cs.Shared+unpacked < 300-8 {
+		t.Errorf("cache %+v, %d from packed pictures: want nearly every frame from read-ahead", cs, unpacked)
 	}
 	// A request that overtakes its read-ahead batch on a starved machine
 	// decodes its GOP's prefix once more.

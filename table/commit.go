@@ -60,9 +60,7 @@ func (t *Table) commit(ctx context.Context, ch change) (*Snapshot, error) {
 		}
 		err = t.store.PutIfAbsent(ctx, snapshotKey(snap.ID), marshal(snap))
 		if err == nil {
-			t.mu.Lock()
-			t.snapshots[snap.ID] = snap
-			t.mu.Unlock()
+			t.keepSnapshot(snap)
 			return snap, nil
 		}
 		if !errors.Is(err, storage.ErrExists) {
@@ -234,7 +232,7 @@ func (t *Table) buildSnapshot(ctx context.Context, ch change, head *Snapshot) (*
 	if err := t.store.PutIfAbsent(ctx, snap.ManifestList, list); err != nil {
 		return nil, fmt.Errorf("write manifest list: %w", err)
 	}
-	t.manifests.Add(snap.ManifestList, &loadedManifest{list: sums}, int64(len(list)))
+	t.manifests.add(snap.ManifestList, &loadedManifest{list: sums})
 	changed := map[string]bool{}
 	for _, ep := range ch.removed {
 		changed[ep] = true

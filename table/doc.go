@@ -38,8 +38,9 @@
 //   - operations (ops.go, pack.go, evolve.go, warm.go, tags.go, views.go,
 //     maintenance.go, verify.go, upgrade.go): add, update, replace and
 //     delete episodes, evolve the schema, store frame sizes, tag, store
-//     views, expire, collect garbage, verify, upgrade the format. Each validates all its input, writes new objects,
-//     and lands through the commit protocol.
+//     views, expire, collect garbage, verify, upgrade the format. Each
+//     validates all its input, writes new objects, and lands through the
+//     commit protocol.
 //   - Warehouse (warehouse.go): a store whose child prefixes are tables.
 //
 // Input from users is parsed at the edge: sidecar.go reads JSONL, JSON,
@@ -96,6 +97,7 @@
 //	names.go         CheckName: the names users may choose
 //	table.go         Options, Create, Open, cached metadata reads, Resolve
 //	manifests.go     reading a snapshot's manifests of either version (Episodes, EpisodesIn, PartitionValues, Episode, ReadManifest); writing and merging them by size tiers
+//	manifestcache.go the byte-bounded cache of manifests and manifest lists, charged the memory each takes
 //	commit.go        the commit protocol: change, commit, conflicts, building a snapshot
 //	upgrade.go       Upgrade: a version-1 table to the current format version
 //	ops.go           AddEpisodes, UpdateRows, ReplaceVideo, DeleteEpisode, AddImagesAsVideo

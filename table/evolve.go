@@ -23,8 +23,8 @@ func (t *Table) evolveFor(ctx context.Context, s *Schema, sidecars []*Sidecar) (
 		objs := append([]map[string]any{sc.Episode}, sc.Frames...)
 		for _, obj := range objs {
 			for k, v := range obj {
-				if k == s.EpisodeColumn || s.IsVideoColumn(k) || v == nil {
-					continue
+				if k == s.EpisodeColumn || s.IsVideoColumn(k) || v == nil || k == FrameColumn && s.HasFrameColumn() {
+					continue // Rows says what is wrong with a reserved name
 				}
 				if _, ok := s.Column(k); ok {
 					continue
@@ -57,6 +57,9 @@ func (t *Table) evolveFor(ctx context.Context, s *Schema, sidecars []*Sidecar) (
 		next.Columns = append(next.Columns, Column{Name: name, Type: added[name], Nullable: true})
 	}
 	if err := next.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkReservedNames(s, &next); err != nil {
 		return nil, err
 	}
 	if err := t.store.PutIfAbsent(ctx, schemaKey(next.ID), marshal(next)); err != nil {
@@ -137,6 +140,9 @@ func (t *Table) Redefine(ctx context.Context, s Schema) (*Schema, error) {
 	}
 	next.ID = cur.ID + 1
 	if err := next.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkReservedNames(cur, &next); err != nil {
 		return nil, err
 	}
 	if err := t.store.PutIfAbsent(ctx, schemaKey(next.ID), marshal(next)); err != nil {

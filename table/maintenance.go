@@ -58,9 +58,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) ([]int64, error)
 			return dropped, err
 		}
 		saved[id] = data
-		t.mu.Lock()
-		delete(t.snapshots, id)
-		t.mu.Unlock()
+		t.snapshots.Remove(id)
 		dropped = append(dropped, id)
 	}
 	if len(dropped) == 0 {
@@ -86,10 +84,19 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) ([]int64, error)
 	return kept, nil
 }
 
+// DefaultGrace is the grace period of a GC given none; NoGrace asks for
+// none at all.
+const (
+	DefaultGrace = time.Hour
+	NoGrace      = time.Duration(-1)
+)
+
 // GCOptions tune GC.
 type GCOptions struct {
-	// Grace keeps unreferenced files younger than this (default 1 hour):
-	// they may belong to a commit still in progress.
+	// Grace keeps unreferenced files younger than this (0: DefaultGrace):
+	// they may belong to a commit still in progress. NoGrace (any
+	// negative value) keeps none, whatever their age: only for a table
+	// nothing writes to.
 	Grace time.Duration
 	// DryRun lists what would be removed without removing it.
 	DryRun bool
@@ -105,8 +112,11 @@ type GCReport struct {
 // GC removes the data, pack and manifest files that no live snapshot
 // references, and never anything a live snapshot or tag references.
 func (t *Table) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
-	if opts.Grace == 0 {
-		opts.Grace = time.Hour
+	switch {
+	case opts.Grace == 0:
+		opts.Grace = DefaultGrace
+	case opts.Grace < 0:
+		opts.Grace = 0
 	}
 	var rep GCReport
 	// List candidates before reading the live set: a file committed after

@@ -52,13 +52,6 @@ func (p mergePolicy) tier(n int64) int {
 	return tier
 }
 
-// maxManifestBytes bounds the manifests and manifest lists a Table keeps
-// in memory, counted by their stored size. A mount lives through thousands
-// of commits; every commit writes a manifest list and manifests, and most
-// are soon only in old snapshots, so an unbounded cache would grow with the
-// table's history.
-const maxManifestBytes = 64 << 20
-
 // ManifestInfo is one manifest of a snapshot.
 type ManifestInfo struct {
 	// Key is the manifest's object key.
@@ -94,14 +87,17 @@ func layoutOf(s *Schema) manifest.Layout {
 
 // loadedManifest is a manifest or a manifest list as the cache keeps it.
 type loadedManifest struct {
-	entries []EpisodeEntry     // a version-1 (JSON) manifest, decoded
-	data    []byte             // a version-2 (Parquet) manifest, as stored
-	list    []manifest.Summary // a manifest list, decoded
+	entries []EpisodeEntry // a version-1 (JSON) manifest, decoded
+	// json is the size of the JSON entries was decoded from: the decoder
+	// keeps it, and the entries' strings point into it.
+	json int64
+	data []byte             // a version-2 (Parquet) manifest, as stored
+	list []manifest.Summary // a manifest list, decoded
 }
 
 // load reads a manifest or a manifest list, through the cache.
 func (t *Table) load(ctx context.Context, key string) (*loadedManifest, error) {
-	if m, ok := t.manifests.Get(key); ok {
+	if m := t.manifests.get(key); m != nil {
 		return m, nil
 	}
 	data, err := t.store.ReadAll(ctx, key)
@@ -125,7 +121,7 @@ func (t *Table) load(ctx context.Context, key string) (*loadedManifest, error) {
 		if err := checkFormat("manifest "+key, jm.FormatVersion, nil); err != nil {
 			return nil, err
 		}
-		m.entries = jm.Episodes
+		m.entries, m.json = jm.Episodes, int64(len(data))
 	case strings.HasPrefix(key, prefixManifestList):
 		if m.list, err = manifest.DecodeList(data); err != nil {
 			return nil, fmt.Errorf("%w: manifest list %s: %v", ErrCorrupt, key, err)
@@ -133,7 +129,7 @@ func (t *Table) load(ctx context.Context, key string) (*loadedManifest, error) {
 	default:
 		m.data = data
 	}
-	t.manifests.Add(key, m, int64(len(data)))
+	t.manifests.add(key, m)
 	return m, nil
 }
 
@@ -542,7 +538,7 @@ func (t *Table) writeManifests(ctx context.Context, layout manifest.Layout, entr
 		if err := t.store.PutIfAbsent(ctx, key, data); err != nil {
 			return nil, fmt.Errorf("write manifest: %w", err)
 		}
-		t.manifests.Add(key, &loadedManifest{data: data}, int64(len(data)))
+		t.manifests.add(key, &loadedManifest{data: data})
 		sum.Manifest = key
 		out = append(out, sum)
 	}

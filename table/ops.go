@@ -338,6 +338,10 @@ func partitionValues(s *Schema, episode string, rows []Row) (map[string]string, 
 		if err := CheckName("partition value", str); err != nil {
 			return nil, fmt.Errorf("episode %q: %w", episode, err)
 		}
+		if folder := len(p) + 1 + len(str); folder > MaxFileName {
+			return nil, fmt.Errorf("%w: episode %q: partition folder %s=%.40q... would be %d bytes long, more than the %d a file name may have; use shorter values",
+				ErrInvalidName, episode, p, str, folder, MaxFileName)
+		}
 		out[p] = str
 	}
 	return out, nil

@@ -337,7 +337,8 @@ func RowValue(a arrow.Array, k int) any {
 	return fmt.Sprintf("<unsupported %s>", a.DataType())
 }
 
-// Rows returns an episode's frame rows, each with its row id and ordinal.
+// Rows returns an episode's frame rows, each with its row id and its
+// position in the episode (FrameColumn).
 func (t *Table) Rows(ctx context.Context, snap *Snapshot, e EpisodeEntry) ([]Row, error) {
 	s, err := t.Schema(ctx, snap.SchemaID)
 	if err != nil {
@@ -347,18 +348,18 @@ func (t *Table) Rows(ctx context.Context, snap *Snapshot, e EpisodeEntry) ([]Row
 	if err != nil {
 		return nil, err
 	}
+	framed := s.HasFrameColumn()
 	for i, r := range rows {
 		r[RowIDColumn] = e.FirstRowID + int64(i)
-		r[OrdinalColumn] = int64(i)
+		if framed {
+			r[FrameColumn] = int64(i)
+		}
 	}
 	return rows, nil
 }
 
-// Names under which Rows reports a row's id and its index in the episode.
-const (
-	RowIDColumn   = "_row_id"
-	OrdinalColumn = "ordinal"
-)
+// RowIDColumn is the name under which Rows reports a row's id.
+const RowIDColumn = "_row_id"
 
 // EpisodeParquet returns an episode's rows as a standalone Parquet file
 // (the data file layout, one row group), for tools that want one file per

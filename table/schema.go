@@ -125,6 +125,50 @@ const (
 	colIndex = "_index"
 )
 
+// FrameColumn names each row's position in its episode (0, 1, ...; the
+// name of its frame file): filters, --group-by and listings know it by
+// this name. It is not stored as a user column (the Parquet files keep it
+// as _index), and no column may be created under this name. A table made
+// before the name was reserved may have a user column called frame: the
+// name then means that column, as it always did there.
+const FrameColumn = "frame"
+
+// HasFrameColumn reports whether FrameColumn names the rows' positions in
+// their episodes, which readers of rows (filters, --group-by, Rows) then
+// supply themselves: true unless a column of the schema (one an older
+// table made before the name was reserved) has the name.
+func (s *Schema) HasFrameColumn() bool {
+	if s.EpisodeColumn == FrameColumn || s.IsVideoColumn(FrameColumn) {
+		return false
+	}
+	_, ok := s.Column(FrameColumn)
+	return !ok
+}
+
+// checkReservedNames refuses the reserved name FrameColumn (in any case)
+// for the columns next adds to prev (nil for a new table): columns tables
+// already have keep their names.
+func checkReservedNames(prev *Schema, next *Schema) error {
+	had := func(name string) bool {
+		if prev == nil {
+			return false
+		}
+		_, ok := prev.Column(name)
+		return ok || name == prev.EpisodeColumn || prev.IsVideoColumn(name)
+	}
+	names := append([]string{next.EpisodeColumn}, next.VideoColumns...)
+	for _, c := range next.Columns {
+		names = append(names, c.Name)
+	}
+	for _, name := range names {
+		if strings.EqualFold(name, FrameColumn) && !had(name) {
+			return fmt.Errorf("%w: column name %q is reserved: %q is each row's position in its episode (0, 1, ...), which filters, --group-by and listings use; name the column otherwise (e.g. frame_index)",
+				ErrInvalidName, name, FrameColumn)
+		}
+	}
+	return nil
+}
+
 // withDefaults fills in unset fields of a schema about to be created.
 func (s Schema) withDefaults() Schema {
 	s.FormatVersion = FormatVersion
@@ -170,15 +214,36 @@ func (s Schema) foldEpisodeColumn() (Schema, error) {
 	return s, nil
 }
 
+// CheckColumnName validates the name of a column (kind names it in the
+// error): a name like any other (CheckName) that does not start with '_',
+// which is reserved.
+func CheckColumnName(kind, name string) error {
+	if err := CheckName(kind, name); err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, "_") {
+		return fmt.Errorf("%w: %s %q: names starting with '_' are reserved", ErrInvalidName, kind, name)
+	}
+	return nil
+}
+
+// Check reports what Create would refuse in s, once s has its defaults:
+// a caller building a schema from someone else's description can say
+// where the problem came from.
+func (s Schema) Check() error {
+	s, err := s.withDefaults().foldEpisodeColumn()
+	if err != nil {
+		return err
+	}
+	return s.Validate()
+}
+
 // Validate checks names, types and the roles of columns.
 func (s *Schema) Validate() error {
 	seen := map[string]bool{}
 	add := func(kind, name string) error {
-		if err := CheckName(kind, name); err != nil {
+		if err := CheckColumnName(kind, name); err != nil {
 			return err
-		}
-		if strings.HasPrefix(name, "_") {
-			return fmt.Errorf("%w: %s %q: names starting with '_' are reserved", ErrInvalidName, kind, name)
 		}
 		if seen[name] {
 			return fmt.Errorf("%w: column %q is defined twice", ErrInvalidInput, name)
@@ -208,7 +273,7 @@ func (s *Schema) Validate() error {
 	for _, p := range s.PartitionColumns {
 		c, ok := s.Column(p)
 		if !ok {
-			return fmt.Errorf("%w: partition column %q is not a column of the schema", ErrInvalidInput, p)
+			return fmt.Errorf("%w: partition column %q is not a column of the schema; declare it as a column too (--column %s:string, or int32, int64 or bool)", ErrInvalidInput, p, p)
 		}
 		if c.Type != "string" && c.Type != "int32" && c.Type != "int64" && c.Type != "bool" {
 			return fmt.Errorf("%w: partition column %q has type %s; use string, int32, int64 or bool", ErrInvalidInput, p, c.Type)

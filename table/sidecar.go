@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/framefs/framefs/internal/timestamp"
 )
 
 // SidecarExtensions are the metadata file types ParseSidecar reads.
@@ -256,6 +259,10 @@ func (sc *Sidecar) Rows(s *Schema) ([]Row, error) {
 			if s.IsVideoColumn(k) {
 				return fmt.Errorf("%w: %s: %s sets video column %q; videos come from video files, not sidecars", ErrInvalidInput, sc.Name, where, k)
 			}
+			if k == FrameColumn && s.HasFrameColumn() {
+				return fmt.Errorf("%w: %s: %s sets %q, which is reserved: it is each row's position in its episode (0, 1, ...), which framefs knows without a sidecar; rename the column (e.g. frame_index) or leave it out",
+					ErrInvalidInput, sc.Name, where, k)
+			}
 			if !known[k] {
 				return fmt.Errorf("%w: %s: %s has unknown column %q (the schema has %s; add it with --allow-new-columns)",
 					ErrInvalidInput, sc.Name, where, k, columnList(s))
@@ -406,27 +413,88 @@ func convertValue(t Type, v any) (any, error) {
 			return float64(x), nil
 		}
 	case "timestamp":
-		switch x := v.(type) {
-		case time.Time:
-			return x.UTC(), nil
-		case string, csvText:
-			s := fmt.Sprint(x)
-			ts, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
-			if err != nil {
-				return nil, fmt.Errorf("%q is not an RFC 3339 time (e.g. 2024-05-01T12:00:00.5Z)", s)
-			}
-			return ts.UTC(), nil
-		case json.Number:
-			// Seconds since the Unix epoch.
-			f, err := strconv.ParseFloat(x.String(), 64)
-			if err != nil {
-				return nil, err
-			}
-			sec, frac := math.Modf(f)
-			return time.Unix(int64(sec), int64(frac*1e9)).UTC().Truncate(time.Microsecond), nil
-		}
+		return convertTimestamp(v)
 	}
 	return nil, fmt.Errorf("want %s, have %s", t, describe(v))
+}
+
+// timestampForms says how a sidecar may give a timestamp, for messages.
+const timestampForms = "a string such as \"2026-01-02 03:04:05\", \"2026-01-02T03:04:05.5Z\" or \"2026-01-02 04:04:05+01:00\" (UTC when no offset is given), or a number of seconds since 1970-01-01 UTC"
+
+// convertTimestamp reads a timestamp: a string in the forms DuckDB reads
+// for a TIMESTAMP WITH TIME ZONE, a number of Unix seconds (JSON, CSV,
+// or an integer or float column of a Parquet sidecar; a fraction is kept
+// to the microsecond), or a Parquet timestamp. A time outside years 1 to
+// 9999 is refused, never wrapped: a milliseconds value read as seconds
+// lands tens of thousands of years away.
+func convertTimestamp(v any) (any, error) {
+	switch x := v.(type) {
+	case time.Time:
+		// time.Time holds far more than microseconds do: check the year
+		// before converting.
+		if y := x.UTC().Year(); y < 1 || y > 9999 {
+			return nil, fmt.Errorf("%s is outside years 1 to 9999", x.UTC().Format(time.RFC3339Nano))
+		}
+		return x.UTC().Truncate(time.Microsecond), nil
+	case json.Number:
+		return secondsTimestamp(x.String())
+	case int64:
+		return secondsTimestamp(strconv.FormatInt(x, 10))
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%v is not a time; write %s", x, timestampForms)
+		}
+		return secondsTimestamp(strconv.FormatFloat(x, 'f', -1, 64))
+	case csvText:
+		text := strings.TrimSpace(string(x))
+		if _, err := strconv.ParseFloat(text, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			return secondsTimestamp(text)
+		}
+		v = string(x)
+	}
+	str, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("want a time (%s), have %s", timestampForms, describe(v))
+	}
+	us, err := timestamp.Parse(str)
+	if err != nil {
+		return nil, err
+	}
+	return time.UnixMicro(us).UTC(), nil
+}
+
+// secondsTimestamp reads a number of Unix seconds exactly (a decimal
+// numeral; digits past the microsecond are dropped).
+func secondsTimestamp(text string) (any, error) {
+	tooFar := fmt.Errorf("%s seconds since 1970 is outside years 1 to 9999: a number is Unix seconds (divide milliseconds by 1000, microseconds by 1000000), or write %s",
+		clipText(text), timestampForms)
+	if i := strings.IndexAny(text, "eE"); i >= 0 {
+		// 1e999999999 would take gigabytes as an exact number.
+		if exp, err := strconv.Atoi(text[i+1:]); err != nil || exp > 400 || exp < -400 {
+			return nil, tooFar
+		}
+	}
+	r, ok := new(big.Rat).SetString(text)
+	if !ok || strings.ContainsAny(text, "/xXpP") {
+		return nil, fmt.Errorf("%s is not a number of seconds", clipText(text))
+	}
+	micros := new(big.Int).Quo(new(big.Int).Mul(r.Num(), big.NewInt(1e6)), r.Denom())
+	if r.Sign() < 0 && new(big.Rat).SetInt(micros).Cmp(new(big.Rat).Mul(r, big.NewRat(1e6, 1))) != 0 {
+		micros.Sub(micros, big.NewInt(1)) // floor: earlier instants stay earlier
+	}
+	lo, hi := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro(), time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC).UnixMicro()
+	if !micros.IsInt64() || micros.Int64() < lo || micros.Int64() > hi {
+		return nil, tooFar
+	}
+	return time.UnixMicro(micros.Int64()).UTC(), nil
+}
+
+// clipText shortens a value quoted in a message.
+func clipText(s string) string {
+	if len(s) <= 40 {
+		return s
+	}
+	return s[:40] + "..."
 }
 
 func parseInt(s string) (int64, error) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/google/uuid"
@@ -79,14 +80,17 @@ type Table struct {
 	meta  tableMeta
 
 	// manifests holds manifests and manifest lists (manifests.go),
-	// bounded; it has its own lock.
-	manifests *cache.Sized[string, *loadedManifest]
+	// bounded in bytes (manifestcache.go); it has its own lock.
+	manifests *manifestCache
 	// merges decides the manifests commits write (tests shrink it).
 	merges mergePolicy
+	// snapshots caches the snapshots read or committed, bounded in bytes
+	// (a mount that follows commits for days reads every one of them);
+	// it has its own lock.
+	snapshots *cache.Sized[int64, *Snapshot]
 
-	mu        sync.Mutex // guards the caches below
-	schemas   map[int]*Schema
-	snapshots map[int64]*Snapshot
+	mu      sync.Mutex // guards the caches below
+	schemas map[int]*Schema
 	// chunkIndexes and parquetSchemas serve filters (see chunks.go); a
 	// nil index records that a data file has none.
 	chunkIndexes   map[string]*ChunkIndex
@@ -101,6 +105,9 @@ func Create(ctx context.Context, store storage.Store, schema Schema, opts Option
 		return nil, err
 	}
 	if err := schema.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkReservedNames(nil, &schema); err != nil {
 		return nil, err
 	}
 	meta := tableMeta{FormatVersion: FormatVersion, Features: []string{}, UUID: uuid.NewString(), Created: opts.withDefaults().Now().UTC()}
@@ -138,8 +145,8 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error
 		opts:      opts.withDefaults(),
 		meta:      meta,
 		schemas:   map[int]*Schema{},
-		snapshots: map[int64]*Snapshot{},
-		manifests: cache.NewSized[string, *loadedManifest](maxManifestBytes, 0, nil),
+		snapshots: cache.NewSized[int64, *Snapshot](maxSnapshotBytes, 0, nil),
+		manifests: newManifestCache(maxManifestBytes),
 		merges:    defaultMergePolicy,
 
 		chunkIndexes:   map[string]*ChunkIndex{},
@@ -235,13 +242,10 @@ func (t *Table) Head(ctx context.Context) (*Snapshot, error) {
 
 // Snapshot returns snapshot id.
 func (t *Table) Snapshot(ctx context.Context, id int64) (*Snapshot, error) {
-	t.mu.Lock()
-	s := t.snapshots[id]
-	t.mu.Unlock()
-	if s != nil {
+	if s, ok := t.snapshots.Get(id); ok {
 		return s, nil
 	}
-	s = new(Snapshot)
+	s := new(Snapshot)
 	if err := t.readJSON(ctx, snapshotKey(id), s); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, fmt.Errorf("%w: snapshot %d of table %s", ErrNotFound, id, t)
@@ -254,10 +258,26 @@ func (t *Table) Snapshot(ctx context.Context, id int64) (*Snapshot, error) {
 	if s.ID != id {
 		return nil, fmt.Errorf("%w: %s holds snapshot id %d", ErrCorrupt, snapshotKey(id), s.ID)
 	}
-	t.mu.Lock()
-	t.snapshots[id] = s
-	t.mu.Unlock()
+	t.keepSnapshot(s)
 	return s, nil
+}
+
+// maxSnapshotBytes bounds the snapshots a Table keeps decoded (a few
+// hundred bytes for a snapshot of format version 2, which names its
+// manifest list; about 3 KB for one of version 1 with 32 manifests): a
+// few thousand, whatever the length of the table's history.
+const maxSnapshotBytes = 8 << 20
+
+// keepSnapshot adds s to the snapshot cache, charged its memory: the
+// fixed fields plus its strings.
+func (t *Table) keepSnapshot(s *Snapshot) {
+	size := int64(unsafe.Sizeof(*s)) + int64(len(s.ManifestList))
+	for _, list := range [][]string{s.Features, s.Manifests, s.Changed} {
+		for _, v := range list {
+			size += int64(unsafe.Sizeof(v)) + int64(len(v))
+		}
+	}
+	t.snapshots.Add(s.ID, s, size)
 }
 
 // Resolve finds the snapshot for a time-travel request: a snapshot id, a

@@ -110,7 +110,7 @@ func roundTrip(t *testing.T, tbl *Table) {
 			t.Fatal(err)
 		}
 		for k, r := range rows {
-			if r["action"] != int64(k%3) || r["camera"] != "front" || r[OrdinalColumn] != int64(k) {
+			if r["action"] != int64(k%3) || r["camera"] != "front" || r[FrameColumn] != int64(k) {
 				t.Fatalf("%s row %d: %v", e.Episode, k, r)
 			}
 			if st := r["state"].([]any); len(st) != 2 || st[0] != float64(k) || st[1] != 0.5 {

@@ -12,7 +12,10 @@
 // The blocks are entries of a diskcache.Cache (one disk LRU for every
 // cache of framefs): an entry that fails its check (a torn write, a disk
 // error, someone editing the cache) is deleted and the block fetched
-// again, so a damaged cache costs a GET, never wrong bytes.
+// again, so a damaged cache costs a GET, never wrong bytes. The disk cache
+// also keeps what is put in the directory (a FIFO, a link to a device or
+// out of the directory, a huge sparse file) from blocking a reader or
+// making it allocate more than a block.
 package blockcache
 
 import (
@@ -22,8 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/framefs/framefs/cache/diskcache"
 	"github.com/framefs/framefs/internal/readruns"
+	"github.com/framefs/framefs/internal/regfile"
 )
 
 // Options configure a Cache. The zero value of every field means its default.
@@ -154,7 +156,11 @@ func Open(opts Options) (*Cache, error) {
 	if err := removeOldBlockFiles(opts.Dir); err != nil {
 		return nil, fmt.Errorf("blockcache: %w", err)
 	}
-	disk, err := diskcache.Open(diskcache.Options{Dir: opts.Dir, MaxBytes: opts.MaxBytes, Private: true, KeepPages: true})
+	// A value is a block: an entry file claiming more is refused before
+	// anything of it is read.
+	disk, err := diskcache.Open(diskcache.Options{
+		Dir: opts.Dir, MaxBytes: opts.MaxBytes, MaxValueBytes: opts.BlockSize, Private: true, KeepPages: true,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("blockcache: %w", err)
 	}
@@ -168,20 +174,24 @@ func Open(opts Options) (*Cache, error) {
 	}, nil
 }
 
-// removeOldBlockFiles removes the block files of the layout before blocks
-// were disk cache entries (NAME.blk, the block and its CRC-32C), which
-// nothing reads any more and nothing else would remove.
-func removeOldBlockFiles(dir string) error {
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".blk") {
-			os.Remove(p)
-		}
-		return nil
-	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+// removeOldBlockFiles removes the files of the layout before blocks were
+// disk cache entries, which nothing reads any more and nothing else would
+// remove: NAME.blk (the block and its CRC-32C) and the temporary files of
+// writes a crash interrupted, both in the folder named by NAME's first two
+// characters. They are reached as the disk cache reaches its entries,
+// without following a link, so nothing put in the directory can make this
+// remove a file elsewhere.
+func removeOldBlockFiles(path string) error {
+	dir, err := regfile.OpenDir(path)
+	if err != nil {
+		return err
 	}
-	return err
+	defer dir.Close()
+	return dir.WalkShards(func(shard *regfile.Dir, f regfile.FileInfo) {
+		if strings.HasSuffix(f.Name, ".blk") || strings.HasPrefix(f.Name, regfile.TempPrefix) {
+			shard.Remove(f.Name)
+		}
+	})
 }
 
 // Wait waits for the background prefetches in flight to finish.

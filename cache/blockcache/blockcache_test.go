@@ -3,14 +3,17 @@ package blockcache
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -120,29 +123,41 @@ func TestReadsAndEviction(t *testing.T) {
 }
 
 // TestOldBlockFilesRemoved: the block files of the layout before blocks
-// were disk cache entries are removed when the cache opens; the entries
-// stay.
+// were disk cache entries, and the temporary files of its interrupted
+// writes, are removed when the cache opens; the entries stay, and so does
+// what a folder linked out of the directory holds.
 func TestOldBlockFilesRemoved(t *testing.T) {
-	dir := t.TempDir()
+	dir, outside := t.TempDir(), t.TempDir()
 	c, err := Open(Options{Dir: dir, BlockSize: 4096, Prefetch: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := newSource(4096, 8)
 	checkRead(t, c.NewReader(context.Background(), src.id("k"), src.fetch), src, 0, 4096)
-	old := filepath.Join(dir, "ab", "abcdef-0.blk")
-	if err := os.MkdirAll(filepath.Dir(old), 0o700); err != nil {
+	old := []string{filepath.Join(dir, "ab", "abcdef-0.blk"), filepath.Join(dir, "ab", ".tmp-0123456789abcdef")}
+	if err := os.MkdirAll(filepath.Dir(old[0]), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(old, make([]byte, 4100), 0o600); err != nil {
-		t.Fatal(err)
+	for _, p := range old {
+		if err := os.WriteFile(p, make([]byte, 4100), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elsewhere := filepath.Join(outside, "cdef01-0.blk")
+	if os.WriteFile(elsewhere, nil, 0o600) != nil || os.Symlink(outside, filepath.Join(dir, "cd")) != nil {
+		t.Fatal("cannot plant the linked folder")
 	}
 	c2, err := Open(Options{Dir: dir, BlockSize: 4096, Prefetch: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("an old block file is still there: %v", err)
+	for _, p := range old {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("an old file is still there: %v", err)
+		}
+	}
+	if _, err := os.Stat(elsewhere); err != nil {
+		t.Errorf("a file in a folder linked outside was removed: %v", err)
 	}
 	before := src.calls.Load()
 	checkRead(t, c2.NewReader(context.Background(), src.id("k"), src.fetch), src, 0, 4096)
@@ -288,6 +303,139 @@ func TestDamagedFiles(t *testing.T) {
 	}
 	src2.fail.Store(false)
 	checkRead(t, r2, src2, 0, 10)
+}
+
+// TestHostileFiles: what someone else put in the directory in place of
+// cached blocks (a FIFO, links to /dev/zero and to a good entry outside,
+// an entry whose header claims a value of 64 MiB, a folder linked
+// outside) is neither waited on, followed nor allocated for: reads return
+// the right bytes promptly, fetching those blocks again, and a reopened
+// cache counts none of it.
+func TestHostileFiles(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	opts := Options{Dir: dir, BlockSize: 4096, Prefetch: -1}
+	c, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Wait)
+	src := newSource(5*4096, 5)
+	r := c.NewReader(context.Background(), src.id("h"), src.fetch)
+	checkRead(t, r, src, 0, len(src.data))
+	other := newSource(4096, 6)
+	ro := c.NewReader(context.Background(), other.id("o"), other.fetch)
+	checkRead(t, ro, other, 0, len(other.data))
+	block := func(id ObjectID, i int64) string { return c.disk.EntryFile(c.blockName(id, i)) }
+
+	good := filepath.Join(outside, "good")
+	goodEntry, err := os.ReadFile(block(src.id("h"), 2))
+	if err != nil || os.WriteFile(good, goodEntry, 0o600) != nil {
+		t.Fatal(err)
+	}
+	fifo := block(src.id("h"), 0)
+	os.Remove(fifo)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []struct {
+		i      int64
+		target string
+	}{{1, "/dev/zero"}, {2, good}} {
+		os.Remove(block(src.id("h"), link.i))
+		if err := os.Symlink(link.target, block(src.id("h"), link.i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The disk cache's entry header holds the value's length in bytes 8
+	// to 16: claim 64 MiB, less than a disk cache allows by default but
+	// far more than a block, and make the file that long (sparse).
+	huge := block(src.id("h"), 3)
+	entry, err := os.ReadFile(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyEnd := len(entry) - 4096
+	binary.BigEndian.PutUint64(entry[8:16], 64<<20)
+	if os.WriteFile(huge, entry[:keyEnd], 0o600) != nil || os.Truncate(huge, int64(keyEnd)+64<<20) != nil {
+		t.Fatal("cannot plant the long entry")
+	}
+	folder := filepath.Dir(block(other.id("o"), 0))
+	for i := range int64(5) {
+		if folder == filepath.Dir(block(src.id("h"), i)) {
+			t.Fatal("both objects' blocks share a folder; pick other keys")
+		}
+	}
+	moved := filepath.Join(outside, "folder")
+	if err := os.Rename(folder, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, folder); err != nil {
+		t.Fatal(err)
+	}
+
+	before := src.calls.Load() + other.calls.Load()
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	allocated := mem.TotalAlloc
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		checkRead(t, r, src, 0, len(src.data))
+		checkRead(t, ro, other, 0, len(other.data))
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("reads blocked for 10 s")
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		<-done
+	}
+	runtime.ReadMemStats(&mem)
+	if grew := mem.TotalAlloc - allocated; grew > 16<<20 {
+		t.Errorf("the reads allocated %d MiB", grew>>20)
+	}
+	if got := src.calls.Load() + other.calls.Load() - before; got != 5 {
+		t.Errorf("%d blocks fetched again, want the 5 planted", got)
+	}
+	if st, err := os.Lstat(fifo); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("the FIFO was not replaced by the block: %v", err)
+	}
+	if data, err := os.ReadFile(good); err != nil || !bytes.Equal(data, goodEntry) {
+		t.Errorf("the entry outside the cache changed: %v", err)
+	}
+	if entries, _ := os.ReadDir(moved); len(entries) != 1 {
+		t.Errorf("the folder outside holds %d files, want its one block", len(entries))
+	}
+	// A reopened cache counts the real entry files only: plant a link to
+	// a huge file again, and a folder linked outside.
+	entrySize := func(i int64) int64 {
+		st, err := os.Lstat(block(src.id("h"), i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	want := entrySize(0) + entrySize(1) + entrySize(2) + entrySize(4)
+	if st, err := os.Stat(block(other.id("o"), 0)); err != nil {
+		t.Fatal(err)
+	} else {
+		want += st.Size()
+	}
+	bigFile := filepath.Join(outside, "huge")
+	os.Remove(huge)
+	if os.WriteFile(bigFile, nil, 0o600) != nil || os.Truncate(bigFile, 1<<30) != nil || os.Symlink(bigFile, huge) != nil ||
+		os.Symlink(moved, filepath.Join(dir, "zz")) != nil {
+		t.Fatal("cannot plant the links")
+	}
+	c2, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := c2.Stats(); st.Blocks != 5 || st.Bytes != want {
+		t.Errorf("reopened: %+v, want the 5 regular entry files, %d bytes", st, want)
+	}
 }
 
 func TestSequentialPrefetch(t *testing.T) {

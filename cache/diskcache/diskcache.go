@@ -14,23 +14,29 @@
 // someone editing the cache) is deleted and reported missing, never
 // returned.
 //
+// What is in the directory is not trusted: entry files are opened without
+// following links and only if they are regular files (a FIFO would block
+// the reader, a link could lead out of the directory), the size a header
+// claims is checked against the file and against MaxValueBytes before
+// anything is allocated, and an entry that does not hold the key it is
+// named after is removed like a damaged one.
+//
 // Each process bounds the directory from what it knows: the entries it
 // found when it opened the directory, rescanned after it has written an
-// eighth of the bound (unless Options.Private), plus its own. Processes sharing a directory can
-// overshoot the bound by what the others wrote since the last rescan.
+// eighth of the bound (unless Options.Private), plus its own. Processes
+// sharing a directory can overshoot the bound by what the others wrote
+// since the last rescan.
 //
 // The package is pure Go and knows nothing of what it stores.
 package diskcache
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -43,6 +49,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/framefs/framefs/cache/fileindex"
+	"github.com/framefs/framefs/internal/regfile"
 )
 
 // Options configure a Cache. Zero values mean the defaults.
@@ -51,6 +58,12 @@ type Options struct {
 	Dir string
 	// MaxBytes bounds the bytes of the entry files (default 10 GiB).
 	MaxBytes int64
+	// MaxValueBytes bounds one value (default DefaultMaxValueBytes, and
+	// never more than MaxBytes). A larger value is not stored, and an
+	// entry file whose header claims one is removed before anything of
+	// it is read: a file planted in the directory cannot make a reader
+	// allocate more than this.
+	MaxValueBytes int64
 	// Private says that only this process uses the directory while the
 	// cache is open: it is scanned once, when the cache opens, and an
 	// entry the cache does not know of is not looked for on disk. Without
@@ -66,6 +79,11 @@ type Options struct {
 
 // DefaultMaxBytes is the bound of a cache opened without one.
 const DefaultMaxBytes = 10 << 30
+
+// DefaultMaxValueBytes is the value bound of a cache opened without one:
+// an 8K frame (7680x4320) as PPM or BMP, the largest of the image formats,
+// is 100 MB.
+const DefaultMaxValueBytes = 128 << 20
 
 // Stats are counters since the cache was opened, and its size.
 type Stats struct {
@@ -93,9 +111,12 @@ const (
 	// maxKeyLen bounds a key, so that a damaged header cannot make a
 	// reader allocate much.
 	maxKeyLen = 4096
-	// entryExt names entry files; temporary files start with tmpPrefix.
+	// entryExt names entry files, which are in a folder named by the
+	// first two characters of their name; temporary files start with
+	// tmpPrefix and are in tmpDir.
 	entryExt  = ".ent"
-	tmpPrefix = ".tmp-"
+	tmpPrefix = regfile.TempPrefix
+	tmpDir    = "tmp"
 	// staleTemp is the age after which a temporary file is taken for a
 	// crashed writer's and removed.
 	staleTemp = 10 * time.Minute
@@ -111,6 +132,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Cache is an open cache directory. It is safe for concurrent use.
 type Cache struct {
 	opts Options
+	// dir is the open cache directory: every entry is reached from it
+	// without following a link.
+	dir *regfile.Dir
 
 	// mu guards files, scanning and written.
 	mu      sync.Mutex
@@ -138,15 +162,26 @@ func Open(opts Options) (*Cache, error) {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
-	dir, err := filepath.Abs(opts.Dir)
+	if opts.MaxValueBytes <= 0 {
+		opts.MaxValueBytes = DefaultMaxValueBytes
+	}
+	opts.MaxValueBytes = min(opts.MaxValueBytes, opts.MaxBytes)
+	path, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("diskcache: %w", err)
 	}
-	opts.Dir = dir
-	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+	opts.Dir = path
+	dir, err := regfile.OpenDir(path)
+	if err != nil {
 		return nil, fmt.Errorf("diskcache: %w", err)
 	}
-	c := &Cache{opts: opts, files: fileindex.New(opts.MaxBytes)}
+	tmp, err := dir.Sub(tmpDir, true)
+	if err != nil {
+		dir.Close()
+		return nil, fmt.Errorf("diskcache: %w", err)
+	}
+	tmp.Close()
+	c := &Cache{opts: opts, dir: dir, files: fileindex.New(opts.MaxBytes)}
 	c.startScan()
 	return c, nil
 }
@@ -160,10 +195,14 @@ func (c *Cache) MaxBytes() int64 { return c.opts.MaxBytes }
 // Close waits for a scan in progress; the cache must not be used after.
 func (c *Cache) Close() error {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
 	c.closed = true
 	c.mu.Unlock()
 	c.WaitScan()
-	return nil
+	return c.dir.Close()
 }
 
 // WaitScan waits for the scan of the directory in progress, if any (the
@@ -196,6 +235,7 @@ func fileName(key string) string {
 	return hex.EncodeToString(h[:20]) + entryExt
 }
 
+// path is the entry file name's path, for messages and tests.
 func (c *Cache) path(name string) string {
 	return filepath.Join(c.opts.Dir, name[:2], name)
 }
@@ -233,42 +273,61 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 	return v, true
 }
 
-// read reads and checks the entry file name for key. A file that fails the
-// check is removed.
+// read reads and checks the entry file name for key. Anything at the
+// name that is not a whole entry for key is removed.
 func (c *Cache) read(name, key string) (value []byte, size int64, ok bool) {
-	p := c.path(name)
-	f, err := os.Open(p)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			slog.Warn("diskcache: cannot read an entry", "file", p, "err", err)
+	miss := func(err error) ([]byte, int64, bool) {
+		if !regfile.IsNotExist(err) {
+			slog.Warn("diskcache: cannot read an entry", "file", c.path(name), "err", err)
 		}
 		c.forget(name)
 		return nil, 0, false
 	}
+	folder, err := c.dir.Shard(name, false)
+	if err != nil {
+		// A link where the folder belongs is not followed; Put
+		// replaces it.
+		return miss(err)
+	}
+	defer folder.Close()
+	bad := func(why string) ([]byte, int64, bool) {
+		c.corrupt.Add(1)
+		slog.Warn("diskcache: damaged entry removed", "file", c.path(name), "problem", why)
+		c.forget(name)
+		folder.Remove(name)
+		return nil, 0, false
+	}
+	f, err := folder.Open(name)
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return bad(err.Error())
+	}
+	if err != nil {
+		return miss(err)
+	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, 0, false
+		return miss(err)
 	}
 	size = st.Size()
-	var hdr [headerSize]byte
-	bad := func(why string) ([]byte, int64, bool) {
-		c.corrupt.Add(1)
-		slog.Warn("diskcache: damaged entry removed", "file", p, "problem", why)
-		c.forget(name)
-		os.Remove(p)
-		return nil, 0, false
-	}
 	if size < headerSize {
 		return bad("shorter than its header")
 	}
+	var hdr [headerSize]byte
 	if _, err := f.ReadAt(hdr[:], 0); err != nil {
 		return bad(err.Error())
 	}
 	keyLen := int64(binary.BigEndian.Uint32(hdr[4:]))
 	valueLen := binary.BigEndian.Uint64(hdr[8:])
-	if string(hdr[:4]) != magic || keyLen > maxKeyLen || valueLen != uint64(size-headerSize-keyLen) {
-		return bad("bad header or length")
+	switch {
+	case string(hdr[:4]) != magic:
+		return bad("bad magic")
+	case keyLen != int64(len(key)):
+		return bad(fmt.Sprintf("holds a key of %d bytes, not the %d of the key it is named after", keyLen, len(key)))
+	case valueLen > uint64(c.opts.MaxValueBytes):
+		return bad(fmt.Sprintf("claims a value of %d bytes, more than the %d a value may have", valueLen, c.opts.MaxValueBytes))
+	case valueLen != uint64(size-headerSize-keyLen):
+		return bad(fmt.Sprintf("claims a value of %d bytes in a file of %d", valueLen, size))
 	}
 	buf := make([]byte, keyLen+int64(valueLen))
 	if _, err := f.ReadAt(buf, headerSize); err != nil {
@@ -278,7 +337,9 @@ func (c *Cache) read(name, key string) (value []byte, size int64, ok bool) {
 		return bad("checksum mismatch")
 	}
 	if string(buf[:keyLen]) != key {
-		return nil, 0, false // another key with the same hash prefix: not ours
+		// Entries are named after a hash of their key, so this one is
+		// found under no key: it was moved or copied here.
+		return bad("holds the entry of another key")
 	}
 	if !c.opts.KeepPages {
 		// The value goes on to a caller that keeps it (the kernel's page
@@ -286,8 +347,7 @@ func (c *Cache) read(name, key string) (value []byte, size int64, ok bool) {
 		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 	}
 	if time.Since(st.ModTime()) > touchAfter {
-		now := time.Now()
-		_ = os.Chtimes(p, now, now)
+		_ = folder.Touch(name)
 	}
 	return buf[keyLen:], size, true
 }
@@ -301,7 +361,12 @@ func (c *Cache) Contains(key string) bool {
 	if known || c.opts.Private {
 		return known
 	}
-	_, err := os.Stat(c.path(name))
+	folder, err := c.dir.Shard(name, false)
+	if err != nil {
+		return false
+	}
+	defer folder.Close()
+	_, err = folder.Stat(name)
 	return err == nil
 }
 
@@ -309,7 +374,7 @@ func (c *Cache) Contains(key string) bool {
 // write (a full disk) is counted and logged, not returned: the cache is an
 // optimisation.
 func (c *Cache) Put(key string, value []byte) {
-	if len(key) > maxKeyLen {
+	if len(key) > maxKeyLen || int64(len(value)) > c.opts.MaxValueBytes {
 		return
 	}
 	name := fileName(key)
@@ -341,37 +406,35 @@ func (c *Cache) Put(key string, value []byte) {
 // write writes an entry file under a temporary name and renames it into
 // place, so that readers in any process see all of it or nothing.
 func (c *Cache) write(name, key string, value []byte) (int64, error) {
-	final := c.path(name)
-	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
+	folder, err := c.dir.Shard(name, true)
+	if err != nil {
 		return 0, err
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(c.opts.Dir, "tmp", tmpPrefix+hex.EncodeToString(rnd[:]))
+	defer folder.Close()
+	tmp, err := c.dir.Sub(tmpDir, true)
+	if err != nil {
+		return 0, err
+	}
+	defer tmp.Close()
 	buf := make([]byte, headerSize, headerSize+len(key)+len(value))
 	copy(buf, magic)
 	binary.BigEndian.PutUint32(buf[4:], uint32(len(key)))
 	binary.BigEndian.PutUint64(buf[8:], uint64(len(value)))
 	buf = append(append(buf, key...), value...)
 	binary.BigEndian.PutUint32(buf[16:], crc32.Checksum(buf[headerSize:], castagnoli))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err = folder.Replace(tmp, name, func(f *os.File) error {
+		if _, err := f.Write(buf); err != nil {
+			return err
+		}
+		if !c.opts.KeepPages {
+			// Start writing the pages back and let the clean ones go:
+			// the value is about to be served from memory, not from
+			// this file.
+			_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+		}
+		return nil
+	})
 	if err != nil {
-		return 0, err
-	}
-	_, err = f.Write(buf)
-	if err == nil && !c.opts.KeepPages {
-		// Start writing the pages back and let the clean ones go: the
-		// value is about to be served from memory, not from this file.
-		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, final)
-	}
-	if err != nil {
-		os.Remove(tmp)
 		return 0, err
 	}
 	return int64(len(buf)), nil
@@ -396,7 +459,7 @@ func (c *Cache) evictLocked() []string {
 func (c *Cache) remove(names []string) {
 	for _, name := range names {
 		c.evictions.Add(1)
-		os.Remove(c.path(name))
+		c.dir.RemoveFromShard(name)
 	}
 }
 
@@ -424,41 +487,30 @@ func (c *Cache) startScan() {
 // scan indexes every entry file in the directory (what other processes
 // wrote too), oldest first behind what this process used, forgets entries
 // removed by others, removes temporary files of crashed writers, and
-// evicts down to the bound. epoch is the scan's.
+// evicts down to the bound. epoch is the scan's. Only regular files in
+// real folders are indexed: links are neither followed nor counted.
 func (c *Cache) scan(epoch uint64) {
-	type found struct {
-		name  string
-		size  int64
-		mtime time.Time
-	}
-	var files []found
-	_ = filepath.WalkDir(c.opts.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
+	var files []regfile.FileInfo
+	_ = c.dir.WalkShards(func(_ *regfile.Dir, f regfile.FileInfo) {
+		if strings.HasSuffix(f.Name, entryExt) {
+			files = append(files, f)
 		}
-		name := d.Name()
-		if strings.HasPrefix(name, tmpPrefix) {
-			if info, err := d.Info(); err == nil && time.Since(info.ModTime()) > staleTemp {
-				os.Remove(p)
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, entryExt) || len(name) < 2 {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		files = append(files, found{name, info.Size(), info.ModTime()})
-		return nil
 	})
-	sort.Slice(files, func(i, j int) bool { return files[i].mtime.After(files[j].mtime) })
+	if tmp, err := c.dir.Sub(tmpDir, false); err == nil {
+		entries, _ := tmp.Entries()
+		for _, e := range entries {
+			if info, err := tmp.Stat(e.Name); err == nil && strings.HasPrefix(e.Name, tmpPrefix) && time.Since(info.ModTime) > staleTemp {
+				tmp.Remove(e.Name)
+			}
+		}
+		tmp.Close()
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].ModTime.After(files[j].ModTime) })
 	onDisk := make(map[string]bool, len(files))
 	c.mu.Lock()
 	for _, f := range files {
-		onDisk[f.name] = true
-		c.files.PutOldest(f.name, f.size, epoch)
+		onDisk[f.Name] = true
+		c.files.PutOldest(f.Name, f.Size, epoch)
 	}
 	c.files.ForgetMissing(onDisk, epoch)
 	c.scanning = false

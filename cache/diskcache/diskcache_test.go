@@ -3,14 +3,19 @@ package diskcache
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // value is the deterministic value of key i, of a size that depends on i.
@@ -193,6 +198,227 @@ func TestDamagedEntries(t *testing.T) {
 	}
 }
 
+// sparseEntry makes path a valid entry of key whose value is valueLen zero
+// bytes, without writing them: a sparse file with the right header,
+// checksum included.
+func sparseEntry(t testing.TB, path, key string, valueLen int64) {
+	t.Helper()
+	crc := crc32.Update(0, castagnoli, []byte(key))
+	zeros := make([]byte, 1<<20)
+	for left := valueLen; left > 0; left -= int64(len(zeros)) {
+		crc = crc32.Update(crc, castagnoli, zeros[:min(left, int64(len(zeros)))])
+	}
+	hdr := make([]byte, headerSize, headerSize+len(key))
+	copy(hdr, magic)
+	binary.BigEndian.PutUint32(hdr[4:], uint32(len(key)))
+	binary.BigEndian.PutUint64(hdr[8:], uint64(valueLen))
+	binary.BigEndian.PutUint32(hdr[16:], crc)
+	if err := os.WriteFile(path, append(hdr, key...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, int64(headerSize+len(key))+valueLen); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// getPromptly calls Get in the background and fails the test if it does
+// not return within 10 s; unblock is called then (to open a FIFO's other
+// end, say), so that the test ends either way.
+func getPromptly(t *testing.T, c *Cache, key string, unblock func()) ([]byte, bool) {
+	t.Helper()
+	type result struct {
+		v  []byte
+		ok bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, ok := c.Get(key)
+		done <- result{v, ok}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.ok
+	case <-time.After(10 * time.Second):
+		t.Errorf("Get(%q) blocked for 10 s", key)
+		unblock()
+		r := <-done
+		return r.v, r.ok
+	}
+}
+
+// TestHostileEntries: what someone else put in the directory under an
+// entry's name (a FIFO, links out of the directory, a link in place of a
+// folder, a sparse file of 1 GiB with a valid header, another key's
+// valid entry) is neither waited on, followed, allocated nor returned; it
+// is removed (the link, not its target) and the frame is stored again.
+func TestHostileEntries(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	c := open(t, dir, 0)
+	c.WaitScan()
+	// entryOf returns the bytes Put writes for key i, from another cache.
+	other := open(t, t.TempDir(), 0)
+	entryOf := func(i int) []byte {
+		other.Put(key(i), value(i))
+		b, err := os.ReadFile(other.path(fileName(key(i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := []struct {
+		name string
+		// plant puts something at the entry file p of key i; it returns
+		// a function that unblocks a stuck reader.
+		plant func(t *testing.T, i int, p string) (unblock func())
+		// damaged is the number of damaged entries the case counts.
+		damaged int64
+	}{
+		{"FIFO", func(t *testing.T, i int, p string) func() {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					w.Close()
+				}
+			}
+		}, 1},
+		{"link to a valid entry outside", func(t *testing.T, i int, p string) func() {
+			target := filepath.Join(outside, "entry")
+			if err := os.WriteFile(target, entryOf(i), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+			return func() {}
+		}, 1},
+		{"link to /dev/zero", func(t *testing.T, i int, p string) func() {
+			if err := os.Symlink("/dev/zero", p); err != nil {
+				t.Fatal(err)
+			}
+			return func() {}
+		}, 1},
+		{"folder linked outside", func(t *testing.T, i int, p string) func() {
+			folder := filepath.Dir(p)
+			moved := filepath.Join(outside, "folder")
+			if err := os.MkdirAll(moved, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(moved, filepath.Base(p)), entryOf(i), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			os.RemoveAll(folder)
+			if err := os.Symlink(moved, folder); err != nil {
+				t.Fatal(err)
+			}
+			return func() {}
+		}, 0},
+		{"sparse 1 GiB entry with a valid header", func(t *testing.T, i int, p string) func() {
+			sparseEntry(t, p, key(i), 1<<30)
+			return func() {}
+		}, 1},
+		{"another key's valid entry", func(t *testing.T, i int, p string) func() {
+			// A key of the same length: only the key itself differs.
+			if err := os.WriteFile(p, entryOf(i+1), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return func() {}
+		}, 1},
+	}
+	for n, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			i := 1 + n
+			p := c.path(fileName(key(i)))
+			os.MkdirAll(filepath.Dir(p), 0o700)
+			unblock := tc.plant(t, i, p)
+			before := c.Stats()
+			var mem runtime.MemStats
+			runtime.ReadMemStats(&mem)
+			allocated := mem.TotalAlloc
+			if v, ok := getPromptly(t, c, key(i), unblock); ok {
+				t.Fatalf("Get returned %d bytes", len(v))
+			}
+			runtime.ReadMemStats(&mem)
+			if grew := mem.TotalAlloc - allocated; grew > 16<<20 {
+				t.Errorf("Get allocated %d MiB", grew>>20)
+			}
+			if got := c.Stats().Corrupt - before.Corrupt; got != tc.damaged {
+				t.Errorf("%d damaged entries counted, want %d", got, tc.damaged)
+			}
+			if tc.damaged > 0 {
+				if _, err := os.Lstat(p); err == nil {
+					t.Error("what was planted is still there")
+				}
+			}
+			c.Put(key(i), value(i))
+			if v, ok := c.Get(key(i)); !ok || !bytes.Equal(v, value(i)) {
+				t.Fatal("the entry was not stored again")
+			}
+			if st, err := os.Lstat(filepath.Dir(p)); err != nil || !st.IsDir() {
+				t.Errorf("the entry's folder is not a folder: %v", err)
+			}
+			if c.Contains(key(i + 2000)) {
+				t.Error("Contains found an entry never stored")
+			}
+		})
+	}
+	// Nothing outside was removed or written.
+	var names []string
+	filepath.WalkDir(outside, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, p[len(outside):])
+		}
+		return nil
+	})
+	if fmt.Sprint(names) != "[/entry /folder/"+fileName(key(4))+"]" {
+		t.Errorf("outside the cache: %v", names)
+	}
+}
+
+// TestScanSkipsLinks: a rescan counts regular entry files only, not links
+// (to large files or out of the directory) nor what is behind a linked
+// folder.
+func TestScanSkipsLinks(t *testing.T) {
+	dir := t.TempDir()
+	c := open(t, dir, 0)
+	c.Put(key(1), value(1))
+	c.Close()
+	big := filepath.Join(t.TempDir(), "big")
+	sparseEntry(t, big, key(2), 1<<30)
+	p := filepath.Join(dir, fileName(key(2))[:2], fileName(key(2)))
+	os.MkdirAll(filepath.Dir(p), 0o700)
+	if err := os.Symlink(big, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(big), filepath.Join(dir, "zz")); err != nil {
+		t.Fatal(err)
+	}
+	d := open(t, dir, 0)
+	d.WaitScan()
+	if st := d.Stats(); st.Entries != 1 || st.Bytes != int64(headerSize+len(key(1))+len(value(1))) {
+		t.Errorf("stats after a scan %+v: want the one entry written", st)
+	}
+}
+
+// TestValueBound: a value over MaxValueBytes is not stored.
+func TestValueBound(t *testing.T) {
+	c, err := Open(Options{Dir: t.TempDir(), MaxValueBytes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Put(key(1), make([]byte, 101))
+	c.Put(key(2), make([]byte, 100))
+	if _, ok := c.Get(key(1)); ok {
+		t.Error("a value over the bound was stored")
+	}
+	if _, ok := c.Get(key(2)); !ok {
+		t.Error("a value at the bound was not stored")
+	}
+}
+
 // TestProcessesShareADirectory runs several processes that write and read
 // the same keys of one small cache at once, evicting each other's entries:
 // every value read is the right one, and every file left is whole.
@@ -270,28 +496,78 @@ func sharedWork(dir string, seed uint64) error {
 	return nil
 }
 
-// FuzzEntry feeds arbitrary bytes as an entry file: reading it must not
-// panic, and whatever it returns must be exactly what Put would have
-// written for that key and value.
+// FuzzEntry feeds arbitrary bytes as an entry file, placed as a regular
+// file or, by place, behind a link to a file outside the directory, in a
+// folder linked outside, or replaced by a FIFO. Reading must not panic,
+// block or allocate more than the value bound; what it returns must be
+// exactly what Put would have written for that key and value, from a
+// regular file; anything it refuses is removed from the directory, and
+// nothing outside is touched.
 func FuzzEntry(f *testing.F) {
+	const maxValue = 1 << 10
 	dir := f.TempDir()
-	c, err := Open(Options{Dir: dir})
+	c, err := Open(Options{Dir: dir, MaxValueBytes: maxValue})
 	if err != nil {
 		f.Fatal(err)
 	}
 	c.Put("k", []byte("value"))
 	good, _ := os.ReadFile(c.path(fileName("k")))
-	f.Add(good)
-	f.Add(good[:headerSize])
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, data []byte) {
+	c.Put("j", []byte("value"))
+	otherKey, _ := os.ReadFile(c.path(fileName("j")))
+	for place := range uint8(4) {
+		f.Add(good, place)
+	}
+	f.Add(good[:headerSize], uint8(0))
+	f.Add(otherKey, uint8(0))
+	f.Add([]byte{}, uint8(0))
+	huge := bytes.Clone(good)
+	binary.BigEndian.PutUint64(huge[8:], maxValue+1)
+	f.Add(append(huge, make([]byte, maxValue+1-len("value"))...), uint8(0))
+	outside := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, place uint8) {
 		p := c.path(fileName("k"))
-		if err := os.WriteFile(p, data, 0o600); err != nil {
+		folder := filepath.Dir(p)
+		os.RemoveAll(folder)
+		os.MkdirAll(folder, 0o700)
+		target := filepath.Join(outside, filepath.Base(p))
+		if err := os.WriteFile(target, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		v, ok := c.Get("k")
+		unblock := func() {}
+		switch place % 4 {
+		case 0:
+			err = os.WriteFile(p, data, 0o600)
+		case 1:
+			err = os.Symlink(target, p)
+		case 2:
+			os.Remove(folder)
+			err = os.Symlink(outside, folder)
+		case 3:
+			err = syscall.Mkfifo(p, 0o600)
+			unblock = func() {
+				if w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					w.Close()
+				}
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, ok := getPromptly(t, c, "k", unblock)
+		if after, err := os.ReadFile(target); err != nil || !bytes.Equal(after, data) {
+			t.Fatalf("the file outside the cache changed: %v", err)
+		}
 		if !ok {
+			if _, err := os.Lstat(p); place%4 != 2 && err == nil {
+				t.Fatal("a refused entry was left in place")
+			}
 			return
+		}
+		if place%4 != 0 {
+			t.Fatalf("returned %q through a link or from a FIFO", v)
+		}
+		if len(v) > maxValue {
+			t.Fatalf("returned %d bytes, over the bound", len(v))
 		}
 		other := t.TempDir()
 		d, err := Open(Options{Dir: other})

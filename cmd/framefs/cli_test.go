@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/internal/lerobottest"
 	"github.com/framefs/framefs/internal/testenv"
+	"github.com/framefs/framefs/lerobot"
 )
 
 // runCLI runs the framefs command line in process and returns what it
@@ -147,5 +149,42 @@ func TestFrameMatchesMount(t *testing.T) {
 		if err != nil || cfg.Width != 80 || cfg.Height != 60 {
 			t.Errorf("%s under --scale 80x60: %s %dx%d, %v", p, format, cfg.Width, cfg.Height, err)
 		}
+	}
+}
+
+// TestFailedCreateLeavesNothing: a create or import lerobot that is
+// refused leaves no directory behind (the folders it would have made are
+// removed), and a partition column that is not declared is refused with
+// the --column that declares it.
+func TestFailedCreateLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	tbl := filepath.Join(dir, "warehouse", "robot")
+	_, err := runCLI(context.Background(), "create", tbl, "--partition", "task")
+	if err == nil || !strings.Contains(err.Error(), "declare it as a column too (--column task:string") {
+		t.Fatalf("create with an undeclared partition column: %v", err)
+	}
+	if _, err := runCLI(context.Background(), "create", tbl, "--column", "frame:int64"); err == nil || !strings.Contains(err.Error(), "is reserved") {
+		t.Fatalf("create with a column called frame: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "warehouse")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused create left %s: %v", filepath.Join(dir, "warehouse"), err)
+	}
+
+	d := lerobottest.Build(t, filepath.Join(t.TempDir(), "dataset"), lerobottest.Standard(lerobot.V30))
+	if _, err := runCLI(context.Background(), "import", "lerobot", d.Dir, tbl, "--partition", "no_such_column", "--no-sizes"); err == nil {
+		t.Fatal("import with an unknown partition column succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "warehouse")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused import left %s: %v", filepath.Join(dir, "warehouse"), err)
+	}
+	// A folder that was there stays.
+	if err := os.Mkdir(filepath.Join(dir, "kept"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(context.Background(), "create", filepath.Join(dir, "kept"), "--partition", "task"); err == nil {
+		t.Fatal("accepted")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kept")); err != nil {
+		t.Errorf("a refused create removed a folder it did not make: %v", err)
 	}
 }

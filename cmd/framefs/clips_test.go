@@ -84,3 +84,44 @@ func jsonString(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestFrameColumnCommands: frame, the row's position, in ls --where, in a
+// clip view's filter and group-by, and as the key of ls's JSON rows (with
+// the episode column, the names filters use).
+func TestFrameColumnCommands(t *testing.T) {
+	tbl := filepath.Join(t.TempDir(), "robot")
+	mustRun(t, "create", tbl)
+	mustRun(t, "ingest", tbl, "../../testdata/video/h264_faststart.mp4", "--episode", "ep")
+	var rows struct {
+		Rows []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal(mustRun(t, "ls", tbl, "ep", "--json"), &rows); err != nil || len(rows.Rows) < 20 ||
+		rows.Rows[7]["frame"] != 7.0 || rows.Rows[7]["episode_id"] != "ep" || rows.Rows[7]["ordinal"] != nil {
+		t.Fatalf("ls TABLE EPISODE --json: %v (%v)", rows.Rows[:min(len(rows.Rows), 8)], err)
+	}
+	var where struct {
+		Frames []map[string]any `json:"frames"`
+	}
+	if err := json.Unmarshal(mustRun(t, "ls", tbl, "--where", "frame % 5 = 0 AND frame < 20", "--json"), &where); err != nil {
+		t.Fatal(err)
+	}
+	if got := jsonString(t, where.Frames); got != `[{"episode_id":"ep","frame":0},{"episode_id":"ep","frame":5},{"episode_id":"ep","frame":10},{"episode_id":"ep","frame":15}]` {
+		t.Errorf("ls --where frame --json: %s", got)
+	}
+	// Clips over every other frame, two apart, start at even frames only.
+	var listed struct {
+		Clips []struct {
+			FrameIndices []int64 `json:"frame_indices"`
+		} `json:"clips"`
+	}
+	if err := json.Unmarshal(mustRun(t, "ls", tbl, "--where", "frame % 2 = 0", "--window", "3", "--frame-skip", "1", "--hop", "1", "--json"), &listed); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed.Clips) == 0 || jsonString(t, listed.Clips[1].FrameIndices) != "[2,4,6]" {
+		t.Errorf("ls --where frame --window: %+v", listed.Clips)
+	}
+	out := mustRunString(t, "view", "create", tbl, "halves", "--where", "frame < 4", "--group-by", "frame", "--window", "1")
+	if !strings.Contains(out, ": 4 clips of 1 frames in 1 episodes") {
+		t.Errorf("view create --group-by frame: %s", out)
+	}
+}

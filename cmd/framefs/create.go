@@ -46,6 +46,7 @@ give everything instead.`,
 	fl.StringArrayVar(&f.partitions, "partition", nil, "partition column (repeatable)")
 	fl.StringVar(&f.imageFormat, "image-format", "", "image format mounts serve by default: jpg, png, bmp or ppm (default jpg)")
 	fl.IntVar(&f.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 (default 90)")
+	positive(fl, "jpeg-quality")
 	return cmd
 }
 
@@ -84,8 +85,9 @@ func (f createFlags) schema() (table.Schema, error) {
 	return s, nil
 }
 
-func runCreate(cmd *cobra.Command, stores *storeFlags, uri string, f createFlags) error {
+func runCreate(cmd *cobra.Command, stores *storeFlags, uri string, f createFlags) (err error) {
 	ctx := cmd.Context()
+	defer madeDirs(uri)(&err)
 	s, err := f.schema()
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ func newExpireCommand(stores *storeFlags) *cobra.Command {
 		Short: "Drop old snapshots that no tag needs (then run gc to free space)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.keepLast == 0 && f.olderThan == 0 {
+			if !cmd.Flags().Changed("keep-last") && !cmd.Flags().Changed("older-than") {
 				return errors.New("say what to expire: --keep-last N and/or --older-than DURATION")
 			}
 			tbl, err := stores.openTable(cmd.Context(), args[0])
@@ -39,7 +39,8 @@ func newExpireCommand(stores *storeFlags) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&f.keepLast, "keep-last", 0, "keep the newest N snapshots")
+	cmd.Flags().IntVar(&f.keepLast, "keep-last", 0, "keep the newest N snapshots (the head always stays)")
 	cmd.Flags().DurationVar(&f.olderThan, "older-than", 0, "expire only snapshots older than this (e.g. 168h)")
+	nonNegative(cmd.Flags(), "keep-last", "older-than")
 	return cmd
 }

@@ -41,6 +41,8 @@ func newFrameCommand(stores *storeFlags) *cobra.Command {
 	fl.IntVar(&f.quality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
 	fl.Int64Var(&f.snapshot, "snapshot", 0, "read this snapshot (default: the head)")
 	fl.StringVar(&f.tag, "tag", "", "read the snapshot of this tag")
+	positive(fl, "jpeg-quality", "snapshot")
+	nonNegative(fl, "frame")
 	cmd.MarkFlagRequired("episode")
 	return cmd
 }

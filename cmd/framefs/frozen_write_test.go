@@ -336,7 +336,7 @@ func expectFrozen(ctx context.Context, tbl *table.Table, snaps []*table.Snapshot
 					r[col] = table.FrameRef{Pack: ref.Pack, Offset: ref.Offset, Length: ref.Length, Frame: ref.FirstFrame + int64(i)}
 				}
 				r[table.RowIDColumn] = e.FirstRowID + int64(i)
-				r[table.OrdinalColumn] = int64(i)
+				r[table.FrameColumn] = int64(i)
 				want[i] = r
 			}
 			got, err := tbl.Rows(ctx, snap, e)

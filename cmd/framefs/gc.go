@@ -27,9 +27,21 @@ func newGCCommand(stores *storeFlags) *cobra.Command {
 			return runGC(cmd, stores, args[0], f)
 		},
 	}
-	cmd.Flags().DurationVar(&f.grace, "grace", time.Hour, "keep unreferenced files (and, on S3, multipart uploads) younger than this: commits in progress")
+	cmd.Flags().DurationVar(&f.grace, "grace", table.DefaultGrace,
+		"keep unreferenced files (and, on S3, multipart uploads) younger than this: commits in progress (0s keeps none: only when nothing writes to the table)")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "only list")
+	nonNegative(cmd.Flags(), "grace")
 	return cmd
+}
+
+// options maps the flags onto table.GCOptions, where a zero grace would
+// mean the default.
+func (f gcFlags) options() table.GCOptions {
+	opts := table.GCOptions{Grace: f.grace, DryRun: f.dryRun}
+	if f.grace == 0 {
+		opts.Grace = table.NoGrace
+	}
+	return opts
 }
 
 func runGC(cmd *cobra.Command, stores *storeFlags, uri string, f gcFlags) error {
@@ -37,7 +49,7 @@ func runGC(cmd *cobra.Command, stores *storeFlags, uri string, f gcFlags) error 
 	if err != nil {
 		return err
 	}
-	rep, err := tbl.GC(cmd.Context(), table.GCOptions{Grace: f.grace, DryRun: f.dryRun})
+	rep, err := tbl.GC(cmd.Context(), f.options())
 	if err != nil {
 		return err
 	}

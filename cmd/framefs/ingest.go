@@ -56,6 +56,7 @@ server copies the video itself; otherwise it streams through. --offset and
 	fl.StringVar(&f.rows, "rows", "", "sidecar with the frame rows (single video)")
 	fl.StringVar(&f.episode, "episode", "", "episode id (single episode)")
 	fl.Int64Var(&f.firstFrame, "first-frame", 0, "video frame of the first row")
+	nonNegative(fl, "first-frame")
 	fl.BoolVar(&f.noSizes, "no-sizes", false, "do not compute per-frame image sizes now (faster ingest; mounts compute them when needed)")
 	fl.BoolVar(&f.allowNew, "allow-new-columns", false, "add sidecar columns the table lacks (nullable, new schema version) instead of failing")
 	f.rng.register(cmd)
@@ -115,7 +116,7 @@ func ingestVideos(cmd *cobra.Command, tbl *table.Table, opener *input.Opener, vi
 	}
 	snap, err := tbl.AddEpisodes(ctx, inputs, table.AddOptions{NoSizes: f.noSizes, AllowNewColumns: f.allowNew, Progress: progressBar()})
 	if err != nil {
-		return err
+		return f.rng.explain(cmd, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: added %d episodes, %d frames\n", snap.ID, snap.Summary.EpisodesAdded, snap.Summary.FramesAdded)
 	reportS3(cmd.OutOrStdout(), opener, tbl)

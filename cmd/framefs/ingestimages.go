@@ -54,6 +54,7 @@ Nothing is committed if any image is unusable.`,
 	fl.StringVar(&f.codec, "codec", "libx264", "FFmpeg video encoder")
 	fl.StringVar(&f.pixFmt, "pix-fmt", "yuv420p", "pixel format")
 	fl.IntVar(&f.gop, "gop", 30, "frames from one keyframe to the next")
+	positive(fl, "fps", "gop")
 	fl.StringArrayVar(&f.codecOpts, "codec-opt", nil, "encoder option KEY=VALUE, e.g. crf=18 or preset=fast (repeatable)")
 	fl.BoolVar(&f.noSizes, "no-sizes", false, "do not compute per-frame image sizes now")
 	return cmd

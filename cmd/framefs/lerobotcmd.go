@@ -52,8 +52,8 @@ func (f importLeRobotFlags) options() (lerobot.ImportOptions, error) {
 		}
 		opts.Episodes = eps
 	}
-	if f.tolerance < 0 {
-		return opts, fmt.Errorf("--timestamp-tolerance %g is negative", f.tolerance)
+	if f.tolerance == 0 {
+		opts.TimestampTolerance = lerobot.ExactTimestamps // 0 would mean the default
 	}
 	return opts, nil
 }
@@ -86,16 +86,19 @@ one breaks. Episodes are committed in batches (--batch episodes, at most
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.episodes, "episodes", "", "episodes to import, e.g. 0-99,120 (default all)")
-	fl.Float64Var(&f.tolerance, "timestamp-tolerance", lerobot.DefaultTimestampTolerance, "largest |timestamp - frame_index/fps| accepted, in seconds")
+	fl.Float64Var(&f.tolerance, "timestamp-tolerance", lerobot.DefaultTimestampTolerance, "largest |timestamp - frame_index/fps| accepted, in seconds (0: timestamps must be exact)")
 	fl.StringVar(&f.partition, "partition", "", "partition a new table by this column (e.g. task)")
 	fl.BoolVar(&f.noSizes, "no-sizes", false, "do not compute per-frame image sizes now (faster; mounts compute them when needed)")
 	fl.IntVar(&f.batch, "batch", lerobot.DefaultBatchEpisodes, "episodes per commit")
+	positive(fl, "batch")
+	nonNegative(fl, "timestamp-tolerance")
 	fl.BoolVar(&f.json, "json", false, "print a JSON summary")
 	return cmd
 }
 
-func importLeRobot(cmd *cobra.Command, stores *storeFlags, dir, uri string, opts lerobot.ImportOptions, asJSON bool) error {
+func importLeRobot(cmd *cobra.Command, stores *storeFlags, dir, uri string, opts lerobot.ImportOptions, asJSON bool) (err error) {
 	ctx := cmd.Context()
+	defer madeDirs(uri)(&err)
 	ds, err := lerobot.Open(ctx, dir)
 	if err != nil {
 		return err
@@ -193,6 +196,7 @@ again give the same rows and the same video bytes.`,
 		},
 	}
 	cmd.Flags().Int64Var(&snapshot, "snapshot", 0, "snapshot to export (default: the head)")
+	positive(cmd.Flags(), "snapshot")
 	cmd.Flags().StringVar(&tag, "tag", "", "tag of the snapshot to export")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON summary")
 	cmd.MarkFlagsMutuallyExclusive("snapshot", "tag")

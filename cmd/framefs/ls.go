@@ -27,9 +27,10 @@ func newLsCommand(stores *storeFlags) *cobra.Command {
 		Use:   "ls TABLE [EPISODE] [--where EXPR [--count]] [--window N [--frame-skip S] [--hop H]]",
 		Short: "List a snapshot's episodes, an episode's frame rows, or the frames that match a filter",
 		Long: `ls lists the episodes of a snapshot, or the frame rows of EPISODE. With --where
-it lists the frames whose row matches the filter (SQL WHERE syntax: = != < <=
-> >=, AND OR NOT, IS NULL, IN, BETWEEN, LIKE, TIMESTAMP '...', len(),
-list_contains(), list_extract()), or with --count only counts them. With
+it lists the frames whose row matches the filter (DuckDB's SQL: comparisons,
+AND OR NOT, IS, IN, BETWEEN, LIKE, ILIKE, arithmetic, CAST, lower(), len(),
+list_contains(), list[i], ...; "frame" is the row's position in its episode,
+as in frame % 3 = 0; see the README), or with --count only counts them. With
 --window it lists the clip windows whose frames all match instead (episode,
 first frame, frame indices), as a clip view shows them.`,
 		Example: `  framefs ls data/robot --where "ego_speed_kmh >= 60 AND task = 'pick'" --count
@@ -68,6 +69,7 @@ first frame, frame indices), as a clip view shows them.`,
 		},
 	}
 	cmd.Flags().Int64Var(&f.snapshot, "snapshot", 0, "read this snapshot (default: the head)")
+	positive(cmd.Flags(), "snapshot")
 	cmd.Flags().StringVar(&f.tag, "tag", "", "read the snapshot of this tag")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
 	cmd.Flags().StringVar(&f.where.where, "where", "", "list only the frames whose row matches this filter (SQL WHERE syntax)")

@@ -96,7 +96,8 @@ func runLsWhere(ctx context.Context, out io.Writer, tbl *table.Table, snap *tabl
 				}
 				r := rows[i]
 				if o.asJSON {
-					obj := map[string]any{"episode": e.Entry.Episode, "frame": i}
+					// The keys are the names filters know the values by.
+					obj := map[string]any{schema.EpisodeColumn: e.Entry.Episode, table.FrameColumn: i}
 					for _, c := range schema.Columns {
 						obj[c.Name] = r[c.Name]
 					}

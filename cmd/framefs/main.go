@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/safetext"
 )
 
 func main() {
@@ -21,7 +22,9 @@ func main() {
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "framefs: %v\n", err)
+		// Errors echo arguments, file names and filters: their control
+		// characters are shown, not sent to the terminal.
+		fmt.Fprintf(os.Stderr, "framefs: %s\n", safetext.Escape(err.Error()))
 		os.Exit(1)
 	}
 }
@@ -34,7 +37,7 @@ func newRootCommand() *cobra.Command {
 		Short:         "Mount versioned video-frame tables as a filesystem",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			level := slog.LevelWarn
 			if debug {
 				level = slog.LevelDebug
@@ -42,6 +45,7 @@ func newRootCommand() *cobra.Command {
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			slog.SetDefault(logger)
 			decoder.RouteLogs(logger)
+			return checkFlags(cmd.Flags())
 		},
 	}
 	stores.register(root.PersistentFlags())

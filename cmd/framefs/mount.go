@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/framefs/framefs/cache/diskcache"
 	"github.com/framefs/framefs/decoder"
@@ -138,6 +139,8 @@ type mountFlags struct {
 	stagingDir  string
 	settle      time.Duration
 	stagingMax  int64
+	// readOnly and allowOther come from -o.
+	readOnly, allowOther bool
 }
 
 func newMountCommand(stores *storeFlags) *cobra.Command {
@@ -167,6 +170,10 @@ settle=, staging_limit=.`,
 			if f.daemon {
 				return daemonize(cmd, args)
 			}
+			var err error
+			if f.readOnly, f.allowOther, err = parseMountOptions(cmd.Flags(), f.options); err != nil {
+				return err
+			}
 			return runMount(cmd, stores, args[0], args[1], f)
 		},
 	}
@@ -175,7 +182,7 @@ settle=, staging_limit=.`,
 	fl.StringVar(&f.imageFormat, "image-format", "", "serve frames as jpg, png, bmp, ppm or npy (default: the table's setting)")
 	fl.IntVar(&f.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 (default: the table's setting)")
 	fl.StringVar(&f.scale, "scale", "", "resize frames to WxH (e.g. 224x224; W or H 0 keeps the aspect ratio)")
-	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes")
+	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for decoded images, in bytes (0: none)")
 	fl.Int64Var(&f.pictures, "picture-cache-bytes", 256<<20, "memory for decoded pictures kept for random readers, in bytes (0: none)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "local directory keeping encoded frames on disk, shared by mounts and kept across remounts (default: none)")
 	fl.Int64Var(&f.cacheDirMax, "cache-dir-bytes", diskcache.DefaultMaxBytes, "size limit of --cache-dir, in bytes")
@@ -186,13 +193,16 @@ settle=, staging_limit=.`,
 	fl.Int64Var(&f.stagingMax, "staging-limit", 0, "bytes each write directory may hold before writes fail with ENOSPC (0: no limit but the disk)")
 	fl.BoolVar(&f.foreground, "foreground", true, "stay in the foreground until unmounted (default)")
 	fl.BoolVar(&f.daemon, "daemon", false, "detach once mounted")
+	positive(fl, "jpeg-quality", "cache-dir-bytes", "max-sessions", "refresh", "settle")
+	nonNegative(fl, "cache-bytes", "picture-cache-bytes", "staging-limit")
 	return cmd
 }
 
-// parseMountOptions applies -o options to the flags and returns the
-// generic ones.
-func parseMountOptions(f *mountFlags) (ro, allowOther bool, err error) {
-	for _, opt := range strings.Split(f.options, ",") {
+// parseMountOptions applies the -o options to the flags they stand for
+// (image_format= is --image-format, and so on), so that they are parsed
+// and checked as the flags are, and returns the generic ones.
+func parseMountOptions(fl *pflag.FlagSet, options string) (ro, allowOther bool, err error) {
+	for _, opt := range strings.Split(options, ",") {
 		key, value, _ := strings.Cut(strings.TrimSpace(opt), "=")
 		switch key {
 		case "":
@@ -202,45 +212,17 @@ func parseMountOptions(f *mountFlags) (ro, allowOther bool, err error) {
 			// Handled by mount(8) or meaningless here.
 		case "allow_other":
 			allowOther = true
-		case "image_format":
-			f.imageFormat = value
-		case "jpeg_quality":
-			if f.jpegQuality, err = strconv.Atoi(value); err != nil {
-				return false, false, fmt.Errorf("-o jpeg_quality=%q: not a number", value)
-			}
-		case "scale":
-			f.scale = value
-		case "cache_bytes":
-			if f.cacheBytes, err = strconv.ParseInt(value, 10, 64); err != nil {
-				return false, false, fmt.Errorf("-o cache_bytes=%q: not a number", value)
-			}
-		case "picture_cache_bytes":
-			if f.pictures, err = strconv.ParseInt(value, 10, 64); err != nil {
-				return false, false, fmt.Errorf("-o picture_cache_bytes=%q: not a number", value)
-			}
-		case "cache_dir":
-			f.cacheDir = value
-		case "cache_dir_bytes":
-			if f.cacheDirMax, err = strconv.ParseInt(value, 10, 64); err != nil || f.cacheDirMax <= 0 {
-				return false, false, fmt.Errorf("-o cache_dir_bytes=%q: want a positive number of bytes", value)
-			}
-		case "refresh":
-			if f.refresh, err = time.ParseDuration(value); err != nil {
-				return false, false, fmt.Errorf("-o refresh=%q: %v", value, err)
-			}
-		case "staging_dir":
-			f.stagingDir = value
-		case "settle":
-			if f.settle, err = time.ParseDuration(value); err != nil {
-				return false, false, fmt.Errorf("-o settle=%q: %v", value, err)
-			}
-		case "staging_limit":
-			if f.stagingMax, err = strconv.ParseInt(value, 10, 64); err != nil {
-				return false, false, fmt.Errorf("-o staging_limit=%q: not a number", value)
+		case "image_format", "jpeg_quality", "scale", "cache_bytes", "picture_cache_bytes", "cache_dir", "cache_dir_bytes",
+			"refresh", "staging_dir", "settle", "staging_limit":
+			if err := fl.Set(strings.ReplaceAll(key, "_", "-"), value); err != nil {
+				return false, false, fmt.Errorf("-o %s=%q: %v", key, value, err)
 			}
 		default:
 			return false, false, fmt.Errorf("unknown mount option %q", key)
 		}
+	}
+	if err := checkFlags(fl); err != nil {
+		return false, false, fmt.Errorf("-o %s: %w", options, err)
 	}
 	return ro, allowOther, nil
 }
@@ -285,10 +267,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		}
 		defer func() { pprof.StopCPUProfile(); out.Close() }()
 	}
-	readOnly, allowOther, err := parseMountOptions(&f)
-	if err != nil {
-		return err
-	}
+	readOnly, allowOther := f.readOnly, f.allowOther
 	image, err := imageChoice(f)
 	if err != nil {
 		return err
@@ -307,19 +286,21 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		return err
 	}
 	limitGoMemory(f.cacheBytes)
-	pictures := f.pictures
-	if pictures <= 0 {
-		pictures = -1 // none
+	// 0 means none here; in serving's options it means the default, and
+	// negative means none.
+	pictures, cacheBytes := f.pictures, f.cacheBytes
+	if pictures == 0 {
+		pictures = -1
+	}
+	if cacheBytes == 0 {
+		cacheBytes = -1
 	}
 	// The kernel's page cache keeps the frames it was served, so the
 	// memory cache keeps them only in room that frames still to be asked
 	// for do not need (DemoteServed).
-	frameOpts := serving.Options{CacheBytes: f.cacheBytes, MaxOpenSessions: f.sessions, PictureCacheBytes: pictures, DemoteServed: true}
+	frameOpts := serving.Options{CacheBytes: cacheBytes, MaxOpenSessions: f.sessions, PictureCacheBytes: pictures, DemoteServed: true}
 	var disk *diskcache.Cache
 	if f.cacheDir != "" {
-		if f.cacheDirMax <= 0 {
-			return fmt.Errorf("--cache-dir-bytes %d: want a positive number of bytes", f.cacheDirMax)
-		}
 		if disk, err = diskcache.Open(diskcache.Options{Dir: f.cacheDir, MaxBytes: f.cacheDirMax}); err != nil {
 			return fmt.Errorf("--cache-dir: %w", err)
 		}
@@ -392,6 +373,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 		}
 	}
 	slog.Info("mounted", "source", abs, "mountpoint", mnt)
+	heapProfilesAt(ctx, os.Getenv("FRAMEFS_HEAPPROFILE"), os.Getenv("FRAMEFS_HEAPPROFILE_AT"))
 	done := make(chan struct{})
 	go func() { srv.Wait(); close(done) }()
 	select {
@@ -416,6 +398,36 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, f mountFl
 	}
 	runtime.KeepAlive(srv)
 	return nil
+}
+
+// heapProfilesAt writes heap profiles while the mount runs: with
+// at = "2m,5m,10m", path.2m, path.5m and path.10m that long after it
+// was mounted, to diff what grows with time (go tool pprof -base).
+func heapProfilesAt(ctx context.Context, path, at string) {
+	if path == "" || at == "" {
+		return
+	}
+	// Finer samples than the default one per 512 KiB: the objects that
+	// grow (nodes, records) are small and many.
+	runtime.MemProfileRate = 16 << 10
+	start := time.Now()
+	for _, s := range strings.Split(at, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			slog.Warn("FRAMEFS_HEAPPROFILE_AT: want durations like 2m,5m", "value", s, "err", err)
+			continue
+		}
+		name := path + "." + strings.TrimSpace(s)
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Until(start.Add(d))):
+				if err := writeHeapProfile(name); err != nil {
+					slog.Warn("heap profile", "file", name, "err", err)
+				}
+			}
+		}()
+	}
 }
 
 // writeHeapProfile writes a heap profile of the live objects to path.

@@ -39,7 +39,7 @@ as for ingest.`,
 			return withIngestTable(cmd.Context(), stores, args[0], f.noSizes, opener, func(tbl *table.Table) error {
 				snap, err := tbl.ReplaceVideo(cmd.Context(), f.episode, f.column, video, table.AddOptions{NoSizes: f.noSizes})
 				if err != nil {
-					return err
+					return f.rng.explain(cmd, err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "snapshot %d: replaced the video of episode %s\n", snap.ID, f.episode)
 				reportS3(cmd.OutOrStdout(), opener, tbl)
@@ -51,6 +51,7 @@ as for ingest.`,
 	cmd.Flags().StringVar(&f.episode, "episode", "", "episode id")
 	cmd.Flags().StringVar(&f.column, "column", "", "video column (needed when the table has several)")
 	cmd.Flags().Int64Var(&f.firstFrame, "first-frame", 0, "video frame of the first row")
+	nonNegative(cmd.Flags(), "first-frame")
 	cmd.Flags().BoolVar(&f.noSizes, "no-sizes", false, "do not compute per-frame image sizes now")
 	cmd.MarkFlagRequired("episode")
 	return cmd

@@ -42,6 +42,16 @@ func (r *rangeFlags) apply(cmd *cobra.Command, vf *table.VideoFile, sources int)
 	return nil
 }
 
+// explain adds to the error of a command whose range runs to the end of
+// VIDEO (--offset without --length) what is likely wrong: the bytes after
+// the video (the next video of a pack) were read as part of it.
+func (r *rangeFlags) explain(cmd *cobra.Command, err error) error {
+	if err == nil || !cmd.Flags().Changed("offset") || cmd.Flags().Changed("length") {
+		return err
+	}
+	return fmt.Errorf("%w\n--offset %d without --length takes VIDEO from that byte to its end; if more follows the video there (the next video of a pack), give the video's size with --length", err, r.offset)
+}
+
 // inputOpener opens what ingest reads (files and s3:// objects) with the same
 // S3 options as tables.
 func (f *storeFlags) inputOpener() (*input.Opener, error) {

@@ -54,6 +54,7 @@ func TestIngestS3Sources(t *testing.T) {
 	prefix := bytes.Repeat([]byte("archive "), 100000)
 	srv.PutObject(t, "fleet/cam.mp4", data)
 	srv.PutObject(t, "fleet/day.pack", append(append(append([]byte{}, prefix...), data...), "trailer"...))
+	srv.PutObject(t, "fleet/two.pack", append(append(append([]byte{}, prefix...), data...), prefix...))
 	var rows strings.Builder
 	for i := 0; i < 20; i++ {
 		fmt.Fprintf(&rows, "{\"note\": \"row %d\"}\n", i)
@@ -131,6 +132,7 @@ func TestIngestS3Sources(t *testing.T) {
 		{[]string{missing}, missing},
 		{[]string{srv.URI("fleet/cam.mp4"), "--offset", strconv.Itoa(len(data) - 10), "--length", "100"}, "past the end"},
 		{[]string{srv.URI("fleet/cam.mp4"), srv.URI("fleet/day.pack"), "--offset", "5"}, "single video"},
+		{[]string{srv.URI("fleet/two.pack"), "--episode", "tail", "--offset", strconv.Itoa(len(prefix))}, "without --length takes VIDEO from that byte to its end; if more follows the video there (the next video of a pack), give the video's size with --length"},
 		{[]string{srv.URI("fleet/cam.mp4"), "--length", "0"}, "at least one byte"},
 		{[]string{"s3://only-a-bucket"}, "s3://BUCKET/KEY"},
 	} {

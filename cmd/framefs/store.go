@@ -32,7 +32,8 @@ func (f *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.endpoint, "s3-endpoint", "", "URL of an S3-compatible server (default: AWS_ENDPOINT_URL, else AWS S3)")
 	fs.StringVar(&f.pathStyle, "s3-path-style", "auto", "path-style S3 addressing: auto (on with a custom endpoint), true or false")
 	fs.StringVar(&f.cacheDir, "s3-cache-dir", "", "local block cache for S3 reads (default $XDG_CACHE_HOME/framefs/s3 or ~/.cache/framefs/s3; \"off\" disables)")
-	fs.Int64Var(&f.cacheBytes, "s3-cache-bytes", 1<<30, "size limit of the S3 block cache, in bytes")
+	fs.Int64Var(&f.cacheBytes, "s3-cache-bytes", 1<<30, "size limit of the S3 block cache, in bytes (0: no cache)")
+	nonNegative(fs, "s3-cache-bytes")
 }
 
 // s3Options maps the flags onto storage options.
@@ -125,6 +126,32 @@ func (f *storeFlags) checkCreatable(ctx context.Context, uri string) error {
 		return fmt.Errorf("%s: the prefix is not empty (%d objects, e.g. %s)", uri, len(objs), objs[0].Key)
 	}
 	return nil
+}
+
+// madeDirs notes the directories of a local location that do not exist
+// yet; the function it returns removes those a failed command made, while
+// they are empty, so that a refused create or import leaves no empty
+// folder named after the table.
+func madeDirs(uri string) func(err *error) {
+	var missing []string // deepest first
+	if !storage.IsS3URI(uri) {
+		for d := filepath.Clean(uri); ; d = filepath.Dir(d) {
+			if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+				break
+			}
+			missing = append(missing, d)
+		}
+	}
+	return func(err *error) {
+		if *err == nil {
+			return
+		}
+		for _, d := range missing {
+			if os.Remove(d) != nil {
+				return // not empty: something else is there
+			}
+		}
+	}
 }
 
 // baseName is the last element of a path or URI (a table's name).

@@ -42,6 +42,7 @@ func newTagCommand(stores *storeFlags) *cobra.Command {
 		},
 	}
 	create.Flags().Int64Var(&f.snapshot, "snapshot", 0, "snapshot to tag (default: the head)")
+	positive(create.Flags(), "snapshot")
 	del := &cobra.Command{
 		Use:  "delete TABLE NAME",
 		Args: cobra.ExactArgs(2),

@@ -145,6 +145,8 @@ optional for a clip view).`,
 	f.IntVar(&o.jpegQuality, "jpeg-quality", 0, "JPEG quality 1-100 of the view's frames")
 	f.StringVar(&o.scale, "scale", "", "resize the view's frames to WxH (0 for one side keeps the aspect ratio)")
 	f.IntVar(&o.maxSide, "max-side", 0, "shrink the view's frames so that their longer side is at most N pixels")
+	positive(f, "snapshot", "jpeg-quality", "max-side")
+	emptyOK(f, "where") // "give the view's filter"
 	o.window.add(f)
 
 	del := &cobra.Command{

@@ -4,8 +4,9 @@
 // kernel would send (LOOKUP, GETATTR, OPENDIR, READDIRPLUS, OPEN, READ,
 // CREATE, ...), called directly with node ids. No kernel mount, /dev/fuse
 // or FFmpeg is involved: frame images come from a FrameServer written for
-// the tests, so these tests build and run with CGO_ENABLED=0 (the
-// internal/layering test checks that they keep doing so).
+// the tests (internal/treetest), so these tests build and run with
+// CGO_ENABLED=0 (the internal/layering test checks that they keep doing
+// so).
 //
 // The package holds no code; the real-mount tests stay in package fusefs.
 package inprocess

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,61 +19,10 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/framefs/framefs/fusefs"
+	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/storage"
 )
-
-// fakeFrames is a fusefs.FrameServer that makes deterministic images
-// without decoding: the bytes name the video, the frame ordinal and the
-// setting, and their length varies with the ordinal, so a frame served
-// for the wrong video, ordinal or setting has other bytes and another
-// size.
-type fakeFrames struct {
-	mu     sync.Mutex
-	frames []int // ordinals asked of Frame, in order
-	sizes  int   // FrameSizes calls
-	// fail makes Frame fail for these ordinals with the given error.
-	fail map[int]error
-}
-
-func fakeImage(key media.VideoKey, ordinal int, s media.ImageSetting) []byte {
-	head := fmt.Sprintf("%s frame %d as %s\n", key, ordinal, s.Canonical())
-	return bytes.Repeat([]byte(head), 1+ordinal%7)
-}
-
-func (f *fakeFrames) Frame(ctx context.Context, v media.Video, ordinal int, s media.ImageSetting) ([]byte, error) {
-	f.mu.Lock()
-	f.frames = append(f.frames, ordinal)
-	err := f.fail[ordinal]
-	f.mu.Unlock()
-	if from, to := v.Span(); ordinal < from || ordinal >= to {
-		return nil, fmt.Errorf("%w: frame %d of %s", media.ErrFrameRange, ordinal, v.Key)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return fakeImage(v.Key, ordinal, s), nil
-}
-
-func (f *fakeFrames) FrameSizes(ctx context.Context, v media.Video, s media.ImageSetting) ([]int64, error) {
-	f.mu.Lock()
-	f.sizes++
-	f.mu.Unlock()
-	sizes := make([]int64, v.Index.Frames())
-	for i := range sizes {
-		sizes[i] = int64(len(fakeImage(v.Key, i, s)))
-	}
-	return sizes, nil
-}
-
-func (f *fakeFrames) Identity(s media.ImageSetting) string { return "fake;" + s.Canonical() }
-
-func (f *fakeFrames) asked() []int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.frames)
-}
 
 // pageCache stands in for the kernel's page cache: fusefs stores a whole
 // frame image in it when the frame is first opened.
@@ -98,56 +48,11 @@ func (c *pageCache) get(node uint64) []byte {
 	return c.stored[node]
 }
 
-func testVideo(name string) string { return filepath.Join("..", "..", "testdata", "video", name) }
-
-// robotTable makes a real local table, partitioned by task: episode ep1
-// (40 rows over all of h264_bframes_gop30.mp4's frames) and episode ep2 (30
-// rows over hevc.mp4 from its frame 5), ingested without frame sizes, so
-// nothing is decoded; then tag v1 on snapshot 1.
-func robotTable(t *testing.T) *table.Table {
-	t.Helper()
-	ctx := context.Background()
-	store, err := storage.NewLocal(filepath.Join(t.TempDir(), "robot"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := table.Schema{
-		Columns:          []table.Column{{Name: "task", Type: "string"}, {Name: "t", Type: "int64"}},
-		PartitionColumns: []string{"task"},
-	}
-	tbl, err := table.Create(ctx, store, schema, table.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := func(episode, task string, n int) *table.Sidecar {
-		var b strings.Builder
-		for i := range n {
-			fmt.Fprintf(&b, `{"episode_id":%q,"task":%q,"t":%d}`+"\n", episode, task, i)
-		}
-		sc, err := table.ParseSidecar(episode+".jsonl", []byte(b.String()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sc
-	}
-	_, err = tbl.AddEpisodes(ctx, []table.EpisodeInput{
-		{Videos: map[string]table.VideoFile{"": {Path: testVideo("h264_bframes_gop30.mp4")}}, Sidecar: rows("ep1", "pick", 40)},
-		{Videos: map[string]table.VideoFile{"": {Path: testVideo("hevc.mp4"), FirstFrame: 5}}, Sidecar: rows("ep2", "place", 30)},
-	}, table.AddOptions{NoSizes: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tbl.CreateTag(ctx, "v1", 1); err != nil {
-		t.Fatal(err)
-	}
-	return tbl
-}
-
 // tree is a table's node tree served in process.
 type tree struct {
 	t      *testing.T
 	tbl    *table.Table
-	frames *fakeFrames
+	frames *treetest.Frames
 	cache  *pageCache
 	raw    fuse.RawFileSystem
 }
@@ -156,7 +61,7 @@ const rootID = 1 // FUSE_ROOT_ID
 
 func newTree(t *testing.T, tbl *table.Table, opts fusefs.Options) *tree {
 	t.Helper()
-	tr := &tree{t: t, tbl: tbl, frames: &fakeFrames{}, cache: &pageCache{stored: map[uint64][]byte{}}}
+	tr := &tree{t: t, tbl: tbl, frames: &treetest.Frames{}, cache: &pageCache{stored: map[uint64][]byte{}}}
 	root, err := fusefs.NewTableRoot(context.Background(), tbl, tr.frames, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +252,7 @@ func (tr *tree) served() media.ImageSetting {
 }
 
 func TestRootListing(t *testing.T) {
-	tr := newTree(t, robotTable(t), fusefs.Options{ReadOnly: true})
+	tr := newTree(t, treetest.RobotTable(t), fusefs.Options{ReadOnly: true})
 	names, entries := tr.list(rootID)
 	if got := strings.Join(names, " "); got != "latest snapshots tags views .stats" {
 		t.Errorf("root lists %q", got)
@@ -395,7 +300,7 @@ func TestRootListing(t *testing.T) {
 // a frame's stat size is its image's exact size, known without making the
 // image; reading gives the server's bytes for the right video and ordinal.
 func TestEpisode(t *testing.T) {
-	tr := newTree(t, robotTable(t), fusefs.Options{ReadOnly: true})
+	tr := newTree(t, treetest.RobotTable(t), fusefs.Options{ReadOnly: true})
 	for _, tc := range []struct {
 		path       string
 		rows       int
@@ -413,7 +318,7 @@ func TestEpisode(t *testing.T) {
 		}
 		for _, row := range []int{0, 1, tc.rows - 1} {
 			name := fmt.Sprintf("%06d.jpg", row)
-			want := fakeImage(key, tc.firstFrame+row, tr.served())
+			want := treetest.Image(key, tc.firstFrame+row, tr.served())
 			if size := entries[name].Size; size != uint64(len(want)) {
 				t.Errorf("%s/%s: READDIRPLUS size %d, want %d", tc.path, name, size, len(want))
 			}
@@ -429,7 +334,7 @@ func TestEpisode(t *testing.T) {
 			}
 		}
 		video := tr.walk(tc.path + "/video.mp4")
-		data, err := os.ReadFile(testVideo(map[string]string{"ep1": "h264_bframes_gop30.mp4", "ep2": "hevc.mp4"}[filepath.Base(tc.path)]))
+		data, err := os.ReadFile(treetest.Video(map[string]string{"ep1": "h264_bframes_gop30.mp4", "ep2": "hevc.mp4"}[filepath.Base(tc.path)]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,10 +348,10 @@ func TestEpisode(t *testing.T) {
 	}
 	// Sizes come from one FrameSizes call per video (none stored at
 	// ingest), and only the frames read were made.
-	if tr.frames.sizes != 2 {
-		t.Errorf("FrameSizes called %d times for 2 videos", tr.frames.sizes)
+	if tr.frames.SizeCalls() != 2 {
+		t.Errorf("FrameSizes called %d times for 2 videos", tr.frames.SizeCalls())
 	}
-	if got := tr.frames.asked(); !slices.Equal(got, []int{0, 1, 39, 5, 6, 34}) {
+	if got := tr.frames.Asked(); !slices.Equal(got, []int{0, 1, 39, 5, 6, 34}) {
 		t.Errorf("frames made: %v", got)
 	}
 }
@@ -455,9 +360,9 @@ func TestEpisode(t *testing.T) {
 // cache and keeps it for reads; a later open makes it again only when a
 // READ comes (the kernel dropped the pages).
 func TestFrameOpenAndRead(t *testing.T) {
-	tr := newTree(t, robotTable(t), fusefs.Options{ReadOnly: true})
+	tr := newTree(t, treetest.RobotTable(t), fusefs.Options{ReadOnly: true})
 	key, _ := tr.videoKey("ep1")
-	want := fakeImage(key, 12, tr.served())
+	want := treetest.Image(key, 12, tr.served())
 	e := tr.walk("snapshots/1/task=pick/ep1/000012.jpg")
 	open, st := tr.open(e.NodeId)
 	if !st.Ok() {
@@ -473,21 +378,21 @@ func TestFrameOpenAndRead(t *testing.T) {
 		t.Errorf("reads of 7 bytes give %q", got)
 	}
 	tr.release(e.NodeId, open.Fh)
-	if n := len(tr.frames.asked()); n != 1 {
+	if n := len(tr.frames.Asked()); n != 1 {
 		t.Errorf("%d images made for one open", n)
 	}
 	open, st = tr.open(e.NodeId)
 	if !st.Ok() {
 		t.Fatal(st)
 	}
-	if n := len(tr.frames.asked()); n != 1 {
+	if n := len(tr.frames.Asked()); n != 1 {
 		t.Errorf("a second open made the image again (%d made)", n)
 	}
 	if got := tr.read(e.NodeId, open.Fh, 1<<16); !bytes.Equal(got, want) {
 		t.Errorf("a read after the second open gives %q", got)
 	}
 	tr.release(e.NodeId, open.Fh)
-	if got := tr.frames.asked(); !slices.Equal(got, []int{12, 12}) {
+	if got := tr.frames.Asked(); !slices.Equal(got, []int{12, 12}) {
 		t.Errorf("frames made: %v", got)
 	}
 }
@@ -496,7 +401,7 @@ func TestFrameOpenAndRead(t *testing.T) {
 // hostile names included, is ENOENT, and nothing is decoded for them.
 // ("." and ".." never reach the file system: the kernel resolves them.)
 func TestNames(t *testing.T) {
-	tr := newTree(t, robotTable(t), fusefs.Options{ReadOnly: true})
+	tr := newTree(t, treetest.RobotTable(t), fusefs.Options{ReadOnly: true})
 	ep := tr.walk("latest/task=pick/ep1").NodeId
 	for _, name := range []string{"000000.jpg", "000039.jpg", "frames.jsonl", "frames.parquet", "video.mp4"} {
 		if _, st := tr.lookup(ep, name); !st.Ok() {
@@ -531,7 +436,7 @@ func TestNames(t *testing.T) {
 			}
 		}
 	}
-	if got := tr.frames.asked(); len(got) != 0 {
+	if got := tr.frames.Asked(); len(got) != 0 {
 		t.Errorf("lookups made images: %v", got)
 	}
 }
@@ -540,7 +445,7 @@ func TestNames(t *testing.T) {
 // read-only trees EROFS, frames the server has no image for ENOENT, any
 // other failure EIO (and only that frame fails).
 func TestErrno(t *testing.T) {
-	tbl := robotTable(t)
+	tbl := treetest.RobotTable(t)
 	for _, readOnly := range []bool{true, false} {
 		tr := newTree(t, tbl, fusefs.Options{ReadOnly: readOnly})
 		ep := tr.walk("snapshots/1/task=pick/ep1")
@@ -576,10 +481,10 @@ func TestErrno(t *testing.T) {
 	}
 
 	tr := newTree(t, tbl, fusefs.Options{ReadOnly: true})
-	tr.frames.fail = map[int]error{
+	tr.frames.Fail(map[int]error{
 		7: fmt.Errorf("decode: %w", media.ErrFrameRange),
 		8: errors.New("packet 8 is corrupt"),
-	}
+	})
 	for name, want := range map[string]fuse.Status{"000007.jpg": fuse.ENOENT, "000008.jpg": fuse.EIO, "000009.jpg": fuse.OK} {
 		e := tr.walk("latest/task=pick/ep1/" + name)
 		open, st := tr.open(e.NodeId)
@@ -597,18 +502,77 @@ func ptr[T any](v T) *T { return &v }
 // TestImageChoice: the mount's image choice over the table's setting
 // names the files and reaches the server.
 func TestImageChoice(t *testing.T) {
-	tr := newTree(t, robotTable(t), fusefs.Options{ReadOnly: true,
+	tr := newTree(t, treetest.RobotTable(t), fusefs.Options{ReadOnly: true,
 		Image: fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: "png"}, Width: 64}})
 	key, _ := tr.videoKey("ep1")
 	names, _ := tr.list(tr.walk("latest/task=pick/ep1").NodeId)
 	if names[0] != "000000.png" || names[39] != "000039.png" {
 		t.Errorf("frames are named %q ... %q", names[0], names[39])
 	}
-	want := fakeImage(key, 2, media.ImageSetting{Format: media.FormatPNG, Width: 64})
+	want := treetest.Image(key, 2, media.ImageSetting{Format: media.FormatPNG, Width: 64})
 	if got := tr.readFile(tr.walk("latest/task=pick/ep1/000002.png").NodeId); !bytes.Equal(got, want) {
 		t.Errorf("000002.png reads %q", got[:min(len(got), 60)])
 	}
 	if _, st := tr.lookup(tr.walk("latest/task=pick/ep1").NodeId, "000002.jpg"); st != fuse.ENOENT {
 		t.Errorf("lookup of a .jpg in a PNG mount: %v", st)
+	}
+}
+
+// statsValue reads one value of the tree's .stats.
+func (tr *tree) statsValue(name string) int64 {
+	tr.t.Helper()
+	for _, line := range strings.Split(string(tr.readFile(tr.walk(".stats").NodeId)), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				tr.t.Fatalf("%s: %q", name, line)
+			}
+			return n
+		}
+	}
+	tr.t.Fatalf(".stats has no %s", name)
+	return 0
+}
+
+// TestLookupsReuseNodes: after a commit, listing the new head's folder of
+// an unchanged episode makes nodes for the new folders only: its frames,
+// rows files and video are the inodes the daemon already has (their
+// numbers name the episode version), and get the same node ids.
+func TestLookupsReuseNodes(t *testing.T) {
+	tbl := treetest.RobotTable(t)
+	tr := newTree(t, tbl, fusefs.Options{ReadOnly: true, Refresh: time.Millisecond})
+	const ep1 = "latest/task=pick/ep1"
+	names, before := tr.list(tr.walk(ep1).NodeId)
+	if len(names) != 43 {
+		t.Fatalf("%s lists %d names, want 40 frames, a video and two rows files", ep1, len(names))
+	}
+	made := tr.statsValue("framefs_nodes_made_total")
+	if _, err := tbl.UpdateRows(context.Background(), "ep2", treetest.Rows(t, "ep2", "place", 30)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // past the refresh interval
+	if target := tr.readlink(tr.walk("latest").NodeId); target != "snapshots/2" {
+		t.Fatalf("latest -> %s after the commit", target)
+	}
+	_, after := tr.list(tr.walk(ep1).NodeId)
+	// snapshots/2, task=pick and ep1 are new folders.
+	if n := tr.statsValue("framefs_nodes_made_total") - made; n != 3 {
+		t.Errorf("listing an unchanged episode in the new head made %d nodes, want 3 (its folders)", n)
+	}
+	for name, e := range before {
+		if after[name].NodeId != e.NodeId {
+			t.Errorf("%s: node %d in snapshot 1, %d in snapshot 2", name, e.NodeId, after[name].NodeId)
+		}
+	}
+}
+
+// TestMetadataCacheBytesShown: .stats shows what the metadata caches
+// hold, which reading a rows file adds to.
+func TestMetadataCacheBytesShown(t *testing.T) {
+	tr := newTree(t, treetest.RobotTable(t), fusefs.Options{ReadOnly: true})
+	before := tr.statsValue("framefs_metadata_cache_bytes")
+	jsonl := tr.readFile(tr.walk("latest/task=pick/ep1/frames.jsonl").NodeId)
+	if after := tr.statsValue("framefs_metadata_cache_bytes"); after < before+int64(len(jsonl)) {
+		t.Errorf("framefs_metadata_cache_bytes went from %d to %d reading a %d-byte frames.jsonl", before, after, len(jsonl))
 	}
 }

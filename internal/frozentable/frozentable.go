@@ -120,7 +120,8 @@ type SnapshotEpisodes struct {
 
 // EpisodeRows are the rows Table.Rows returns for one episode version
 // (its data file), as JSON: user columns, the episode column, frame
-// references, _row_id and ordinal, timestamps in RFC 3339.
+// references, _row_id and the row's position in its episode
+// (table.FrameColumn), timestamps in RFC 3339.
 type EpisodeRows struct {
 	Snapshot int64           `json:"snapshot"`
 	Episode  string          `json:"episode"`
@@ -208,7 +209,41 @@ func Load(t testing.TB, v int) *Expected {
 	if e.FormatVersion != v {
 		t.Fatalf("frozen table v%d: %s says format version %d", v, ExpectedFile, e.FormatVersion)
 	}
+	for i := range e.Rows {
+		rows, err := renameOrdinal(e.Rows[i].Rows)
+		if err != nil {
+			t.Fatalf("frozen table v%d: %s: rows of %s: %v", v, ExpectedFile, e.Rows[i].Episode, err)
+		}
+		e.Rows[i].Rows = rows
+	}
 	return &e
+}
+
+// renameOrdinal gives rows recorded when Table.Rows named a row's
+// position in its episode "ordinal" (the writer of version 1) under the
+// name Rows gives it now, table.FrameColumn, the name filters, --group-by
+// and listings know it by. Only the name of the key changed: the
+// positions, and the table they are read from, are the same.
+func renameOrdinal(raw json.RawMessage) (json.RawMessage, error) {
+	var rows []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, err
+	}
+	renamed := false
+	for _, r := range rows {
+		if pos, ok := r["ordinal"]; ok {
+			if _, taken := r[table.FrameColumn]; taken {
+				return nil, fmt.Errorf("a row has both ordinal and %s", table.FrameColumn)
+			}
+			r[table.FrameColumn] = pos
+			delete(r, "ordinal")
+			renamed = true
+		}
+	}
+	if !renamed {
+		return raw, nil
+	}
+	return json.Marshal(rows) // sorted keys, as json.Marshal writes Rows' maps
 }
 
 // CopyTable copies the frozen table of version v to a new temporary

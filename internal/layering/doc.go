@@ -12,8 +12,11 @@
 //     (query/...), which sits above it;
 //   - the caches (cache/...) depend on nothing of what they hold: no
 //     table, query, video index, media or ingest package;
+//   - the mount model (mounttree), built with its tests, depends on
+//     neither FFmpeg, the decoder, go-fuse nor fusefs: it says what a
+//     snapshot's folders hold as plain values, tested without FUSE;
 //   - fusefs, built without its tests, depends on neither go-astiav nor
-//     the decoder: it reaches FFmpeg only through its FrameServer
+//     the decoder: it reaches FFmpeg only through mounttree's FrameServer
 //     interface, so its node tree builds and tests without cgo;
 //   - only decoder uses cgo, and only fusefs imports go-fuse;
 //   - the in-process tests of the FUSE tree (fusefs/inprocess) and the

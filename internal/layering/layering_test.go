@@ -138,6 +138,10 @@ func isDomain(rel string) bool {
 	return slices.Contains(strings.Split(rel, "/"), "lerobot")
 }
 
+// isModel reports whether a package (path relative to the module) is the
+// mount model: what a snapshot's folders hold, as plain values.
+func isModel(rel string) bool { return within(rel, "mounttree") }
+
 // rule is a set of packages and the packages none of them may reach.
 type rule struct {
 	name      string
@@ -151,6 +155,12 @@ var rules = []rule{
 		name:      "domain packages build without FFmpeg and FUSE",
 		packages:  isDomain,
 		must:      []string{"table", "table/storage", "table/input", "query", "query/filter", "ingest", "videoidx", "cache", "media", "serving"},
+		forbidden: []string{astiav, gofuse, module + "/decoder", module + "/fusefs"},
+	},
+	{
+		name:      "the mount model builds without FFmpeg, the decoder and FUSE",
+		packages:  isModel,
+		must:      []string{"mounttree"},
 		forbidden: []string{astiav, gofuse, module + "/decoder", module + "/fusefs"},
 	},
 	{
@@ -174,7 +184,7 @@ var rules = []rule{
 		forbidden: []string{module + "/table", module + "/query", module + "/videoidx", module + "/media", module + "/lerobot", module + "/ingest"},
 	},
 	{
-		name:      "fusefs reaches FFmpeg only through its FrameServer interface",
+		name:      "fusefs reaches FFmpeg only through mounttree's FrameServer interface",
 		packages:  func(rel string) bool { return rel == "fusefs" },
 		must:      []string{"fusefs"},
 		forbidden: []string{astiav, module + "/decoder"},
@@ -230,6 +240,20 @@ func TestTreeTestsWithoutFFmpeg(t *testing.T) {
 	}
 	if c := g.chain(root, astiav, module+"/decoder"); c != nil {
 		t.Errorf("the in-process tests of the FUSE tree depend on %s through\n\t%s", c[len(c)-1], strings.Join(c, "\n\t-> "))
+	}
+}
+
+// TestModelTestsWithoutFUSE: the mount model's tests, test files
+// included, build without go-fuse and the decoder: the model is tested as
+// plain values, not through a mount.
+func TestModelTestsWithoutFUSE(t *testing.T) {
+	g := loadGraph(t, "-test", "./mounttree")
+	root := module + "/mounttree.test"
+	if _, ok := g[root]; !ok {
+		t.Fatalf("go list -test -deps ./mounttree did not list %s (no tests left there?)", root)
+	}
+	if c := g.chain(root, astiav, gofuse, module+"/decoder", module+"/fusefs"); c != nil {
+		t.Errorf("the mount model's tests depend on %s through\n\t%s", c[len(c)-1], strings.Join(c, "\n\t-> "))
 	}
 }
 
@@ -294,6 +318,12 @@ func TestViolationsReported(t *testing.T) {
 			t.Errorf("violations report %q, which breaks no rule:\n%s", clean, got)
 		}
 	}
+	// The model reaching fusefs (and go-fuse through it) breaks its rule.
+	g[m("mounttree")] = pkg{imports: []string{m("fusefs")}, inModule: true}
+	if got := strings.Join(violations(g), "\n"); !strings.Contains(got, m("mounttree")+" depends on "+m("fusefs")) {
+		t.Errorf("the mount model importing fusefs is not reported:\n%s", got)
+	}
+	delete(g, m("mounttree"))
 	// fusefs reaching the decoder breaks its rule.
 	g[m("fusefs")] = pkg{imports: []string{m("decoder")}, inModule: true}
 	if got := strings.Join(violations(g), "\n"); !strings.Contains(got, m("fusefs")+" depends on "+astiav) &&

@@ -2,8 +2,9 @@ package filter
 
 import (
 	"fmt"
-	"slices"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -24,7 +25,7 @@ func (f *Filter) String() string { return f.text }
 func (f *Filter) Columns() []string { return f.columns }
 
 // Compile parses text and checks it against the columns of schema: every
-// name must be a column, every comparison must compare like with like, and
+// name must be a column, every operator must have operands it takes, and
 // the whole must be a condition.
 func Compile(text string, schema *arrow.Schema) (*Filter, error) {
 	e, err := Parse(text)
@@ -36,14 +37,20 @@ func Compile(text string, schema *arrow.Schema) (*Filter, error) {
 
 // Compile checks a parsed filter against the columns of schema.
 func (e *Expr) Compile(schema *arrow.Schema) (*Filter, error) {
-	b := binder{schema: schema, used: map[string]bool{}}
+	b := &binder{schema: schema, used: map[string]bool{}, text: e.text}
 	root, err := b.bind(e.root)
 	if err != nil {
 		return nil, err
 	}
-	if root.kind() != KindBool {
-		return nil, invalid("the filter must be a condition, but %q is %s (compare it: e.g. %s > 0)", clip(e.text), root.kind(), clip(e.text))
+	if root, err = b.condition(root, e.root); err != nil {
+		return nil, err
 	}
+	simp := &simplifier{constant: map[expr]bool{}}
+	root = simp.simplify(root)
+	if err := simp.checkConstants(root); err != nil {
+		return nil, err
+	}
+	markSelecting(root)
 	f := &Filter{text: e.text, root: root}
 	for c := range b.used {
 		f.columns = append(f.columns, c)
@@ -55,37 +62,87 @@ func (e *Expr) Compile(schema *arrow.Schema) (*Filter, error) {
 type binder struct {
 	schema *arrow.Schema
 	used   map[string]bool
+	text   string
 }
 
-// kindOf maps an Arrow column type onto a kind (and the element kind of
-// a list).
-func kindOf(dt arrow.DataType) (Kind, Kind, bool) {
-	switch dt.ID() {
-	case arrow.BOOL:
-		return KindBool, 0, true
-	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32:
-		return KindInt, 0, true
-	case arrow.FLOAT32, arrow.FLOAT64:
-		return KindFloat, 0, true
-	case arrow.STRING, arrow.LARGE_STRING:
-		return KindString, 0, true
-	case arrow.TIMESTAMP:
-		return KindTimestamp, 0, true
-	case arrow.LIST, arrow.LARGE_LIST:
-		elem, _, ok := kindOf(dt.(arrow.ListLikeType).Elem())
-		if !ok || elem == KindList {
-			return 0, 0, false
-		}
-		return KindList, elem, true
+// src is the text a node was parsed from, for messages.
+func (b *binder) src(n node) string {
+	s := n.spanOf()
+	if s.start < 0 || s.end > len(b.text) || s.start >= s.end {
+		return "the expression"
 	}
-	return 0, 0, false
+	return clip(strings.TrimSpace(b.text[s.start:s.end]))
 }
 
+func (b *binder) bind(n node) (expr, error) {
+	switch x := n.(type) {
+	case colNode:
+		return b.column(x.name)
+	case litNode:
+		return b.literal(x)
+	case unaryNode:
+		return b.unary(x)
+	case binaryNode:
+		return b.binary(x)
+	case logicNode:
+		l := &logicExpr{and: x.and}
+		for _, t := range x.terms {
+			e, err := b.bind(t)
+			if err != nil {
+				return nil, err
+			}
+			if e, err = b.condition(e, t); err != nil {
+				return nil, err
+			}
+			if inner, ok := e.(*logicExpr); ok && inner.and == x.and {
+				l.terms = append(l.terms, inner.terms...)
+			} else {
+				l.terms = append(l.terms, e)
+			}
+		}
+		return l, nil
+	case isNode:
+		v, err := b.bind(x.x)
+		if err != nil {
+			return nil, err
+		}
+		if x.what == "NULL" {
+			return &isNullExpr{x: v, not: x.not}, nil
+		}
+		if v, err = b.condition(v, x.x); err != nil {
+			return nil, err
+		}
+		return &isTruthExpr{x: v, truth: x.what == "TRUE", not: x.not}, nil
+	case inNode:
+		return b.in(x)
+	case betweenNode:
+		return b.between(x)
+	case likeNode:
+		return b.like(x)
+	case callNode:
+		return b.call(x)
+	case castNode:
+		v, err := b.bind(x.x)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkCast(v.typ(), x.to); err != nil {
+			return nil, invalid("CAST(%s AS %s): %s is %s, which does not cast to %s", b.src(x.x), x.to, b.src(x.x), v.typ(), x.to)
+		}
+		return b.fold(&castExpr{x: v, to: x.to, try: x.try}, x)
+	case listNode:
+		return b.listLiteral(x)
+	case subscriptNode:
+		return b.extract(x.x, x.index, x)
+	}
+	return nil, invalid("unsupported expression %T", n)
+}
+
+// column binds a name to a column of the schema: exactly, or by a unique
+// case-insensitive match (SQL names are case-insensitive).
 func (b *binder) column(name string) (expr, error) {
 	idx := b.schema.FieldIndices(name)
 	if len(idx) == 0 {
-		// SQL names are case-insensitive unless quoted; accept a unique
-		// case-insensitive match.
 		for i, f := range b.schema.Fields() {
 			if strings.EqualFold(f.Name, name) {
 				idx = append(idx, i)
@@ -96,25 +153,18 @@ func (b *binder) column(name string) (expr, error) {
 		return nil, b.unknownColumn(name)
 	}
 	f := b.schema.Field(idx[0])
-	k, elem, ok := kindOf(f.Type)
+	t, ok := typeOfArrow(f.Type)
 	if !ok {
 		return nil, invalid("column %q (%s) cannot be used in a filter", f.Name, f.Type)
 	}
 	b.used[f.Name] = true
-	c := &colExpr{name: f.Name, k: k, elemKind: elem}
-	switch dt := f.Type.(type) {
-	case *arrow.Float32Type:
-		c.single = true
-	case arrow.ListLikeType:
-		c.elemSingle = dt.Elem().ID() == arrow.FLOAT32
-	}
-	return c, nil
+	return &colExpr{name: f.Name, t: t}, nil
 }
 
 func (b *binder) unknownColumn(name string) error {
 	var names []string
 	for _, f := range b.schema.Fields() {
-		if _, _, ok := kindOf(f.Type); ok {
+		if _, ok := typeOfArrow(f.Type); ok {
 			names = append(names, f.Name)
 		}
 	}
@@ -125,9 +175,9 @@ func (b *binder) unknownColumn(name string) error {
 			break
 		}
 	}
-	msg := fmt.Sprintf("unknown column %q; the columns are %s", name, strings.Join(names, ", "))
+	msg := fmt.Sprintf("unknown column %q; the columns are %s", clip(name), strings.Join(names, ", "))
 	if best != "" {
-		msg = fmt.Sprintf("unknown column %q (did you mean %q?); the columns are %s", name, best, strings.Join(names, ", "))
+		msg = fmt.Sprintf("unknown column %q (did you mean %q?); the columns are %s", clip(name), best, strings.Join(names, ", "))
 	}
 	return invalid("%s", msg)
 }
@@ -158,435 +208,803 @@ func closeNames(a, b string) bool {
 	return prev[len(b)] <= limit
 }
 
-func (b *binder) bind(n node) (expr, error) {
-	switch x := n.(type) {
-	case colNode:
-		return b.column(x.name)
-	case litNode:
-		return &litExpr{v: x.val}, nil
-	case cmpNode:
-		l, err := b.bind(x.l)
-		if err != nil {
-			return nil, err
-		}
-		r, err := b.bind(x.r)
-		if err != nil {
-			return nil, err
-		}
-		return b.compare(x.op, l, r)
-	case logicNode:
-		l, err := b.condition(x.l)
-		if err != nil {
-			return nil, err
-		}
-		r, err := b.condition(x.r)
-		if err != nil {
-			return nil, err
-		}
-		return &logicExpr{and: x.and, l: l, r: r}, nil
-	case notNode:
-		v, err := b.condition(x.x)
-		if err != nil {
-			return nil, err
-		}
-		return &notExpr{x: v}, nil
-	case isNullNode:
-		v, err := b.bind(x.x)
-		if err != nil {
-			return nil, err
-		}
-		return &isNullExpr{x: v, not: x.not}, nil
-	case isTruthNode:
-		v, err := b.condition(x.x)
-		if err != nil {
-			return nil, err
-		}
-		return &isTruthExpr{x: v, truth: x.truth, not: x.not}, nil
-	case betweenNode:
-		v, err := b.bind(x.x)
-		if err != nil {
-			return nil, err
-		}
-		lo, err := b.bind(x.lo)
-		if err != nil {
-			return nil, err
-		}
-		hi, err := b.bind(x.hi)
-		if err != nil {
-			return nil, err
-		}
-		ge, err := b.compare(opGE, v, lo)
-		if err != nil {
-			return nil, err
-		}
-		le, err := b.compare(opLE, v, hi)
-		if err != nil {
-			return nil, err
-		}
-		var e expr = &logicExpr{and: true, l: ge, r: le}
-		if x.not {
-			e = &notExpr{x: e}
-		}
-		return e, nil
-	case inNode:
-		return b.in(x)
-	case likeNode:
-		return b.like(x)
-	case callNode:
-		return b.call(x)
-	}
-	return nil, invalid("unsupported expression %T", n)
+// constant makes a constant of one value.
+func constant(v *vec, literal bool) *constExpr {
+	return &constExpr{v: v, literal: literal}
 }
 
-// condition binds an operand of AND, OR or NOT, which must be boolean.
-func (b *binder) condition(n node) (expr, error) {
-	e, err := b.bind(n)
-	if err != nil {
-		return nil, err
+func constInt(n int64, t sqlType) *constExpr {
+	v := newVec(t, 1, 0)
+	v.ints[0] = n
+	return constant(v, false)
+}
+
+// literal binds a literal. Integers are INTEGER or BIGINT by their size
+// (beyond BIGINT, a DECIMAL(38,0) as DuckDB's HUGEINT), decimals are
+// DECIMALs of their digits, exponents DOUBLE, as DuckDB types them.
+func (b *binder) literal(x litNode) (expr, error) {
+	switch x.kind {
+	case litNull:
+		return constant(nullConst(typNull), true), nil
+	case litBool:
+		v := newVec(typBool, 1, 0)
+		v.tri[0] = boolTri(x.text == "TRUE")
+		return constant(v, true), nil
+	case litString:
+		v := newVec(typString, 1, 0)
+		v.strs[0] = x.text
+		if x.typed.id == tNull {
+			return constant(v, true), nil
+		}
+		out := castVec(v, x.typed, false)
+		if out.isBad(0) {
+			return nil, invalid("%s: %v", b.src(x), out.errAt(0))
+		}
+		return constant(out, false), nil
 	}
-	if k := e.kind(); k != KindBool && k != KindNull {
-		return nil, invalid("%s is %s, not a condition; AND, OR and NOT combine conditions such as %s > 0", describe(e), k, describe(e))
+	text := x.text
+	if strings.ContainsAny(text, "eE") {
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return nil, invalid("number %s is out of range", clip(text))
+		}
+		v := newVec(typDouble, 1, 0)
+		v.flts[0] = f
+		return constant(v, true), nil
+	}
+	if !strings.Contains(text, ".") {
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+			t := typInt64
+			if n >= math.MinInt32 && n <= math.MaxInt32 {
+				t = typInt32
+			}
+			c := constInt(n, t)
+			c.literal = true
+			return c, nil
+		}
+	}
+	d, scale, ok := parseDecimalDigits(text)
+	if !ok {
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return nil, invalid("number %s is out of range", clip(text))
+		}
+		v := newVec(typDouble, 1, 0)
+		v.flts[0] = f
+		return constant(v, true), nil
+	}
+	digits := strings.Count(text, "") - 1 - strings.Count(text, ".") - strings.Count(text, "-")
+	v := newVec(decimalType(max(digits, scale+1), scale), 1, 0)
+	v.decs[0] = d
+	return constant(v, true), nil
+}
+
+// condition makes e a condition: a BOOLEAN as it is; a number or a string
+// cast to BOOLEAN, as DuckDB does where it needs a condition (WHERE n is
+// WHERE n <> 0).
+func (b *binder) condition(e expr, n node) (expr, error) {
+	switch t := e.typ(); {
+	case t.id == tBool:
+		return e, nil
+	case t.id == tNull || t.numeric() || t.id == tString:
+		return b.coerce(e, typBool, n)
+	default:
+		return nil, invalid("%s is %s, not a condition; compare it, as in %s IS NOT NULL", b.src(n), t, b.src(n))
+	}
+}
+
+// coerce casts e to type t where DuckDB would implicitly; a constant is
+// cast at once, so that a literal that does not convert ('abc' for an
+// INTEGER) is an error of the filter.
+func (b *binder) coerce(e expr, t sqlType, n node) (expr, error) {
+	if e.typ().equal(t) {
+		return e, nil
+	}
+	if err := checkCast(e.typ(), t); err != nil {
+		return nil, invalid("%s is %s, which does not convert to %s", b.src(n), e.typ(), t)
+	}
+	if c, ok := e.(*constExpr); ok {
+		v := castVec(c.v, t, false)
+		if v.isBad(0) {
+			return nil, invalid("%v", v.errAt(0))
+		}
+		return constant(v, false), nil
+	}
+	return &castExpr{x: e, to: t}, nil
+}
+
+// fold evaluates an expression of constants into one constant. One whose
+// value fails stays as it is: an operator above it may not need it
+// (NULL <= CAST(3000000000 AS INTEGER) is NULL), and checkConstants
+// reports it otherwise.
+func (b *binder) fold(e expr, n node) (expr, error) {
+	if !isConstant(e) {
+		return e, nil
+	}
+	if v, ok := evalConstant(e); ok {
+		return constant(v, false), nil
 	}
 	return e, nil
 }
 
-func describe(e expr) string {
-	switch x := e.(type) {
-	case *colExpr:
-		return "column " + x.name
-	case *litExpr:
-		return x.v.String()
-	case *callExpr:
-		return x.fn + "(...)"
+// constantOf folds an expression that must be a constant (a LIKE
+// pattern); a value that fails is an error of the filter.
+func (b *binder) constantOf(e expr, n node) (expr, error) {
+	if !isConstant(e) {
+		return e, nil
 	}
-	return "the expression"
+	v, ok := evalConstant(e)
+	if !ok {
+		return nil, invalid("%s: %v", b.src(n), v.errAt(0))
+	}
+	return constant(v, false), nil
 }
 
-// single reports whether an expression holds float32 values.
-func single(e expr) bool {
-	switch x := e.(type) {
-	case *colExpr:
-		return x.single
-	case *callExpr:
-		list, ok := x.args[0].(*colExpr)
-		return ok && x.fn == "list_extract" && list.elemSingle
-	}
-	return false
+func isStringLiteral(e expr) bool {
+	c, ok := e.(*constExpr)
+	return ok && c.stringLiteral()
 }
 
-// toSingle returns lit rounded to float32 when other holds float32
-// values, else lit unchanged.
-func toSingle(other, lit expr) expr {
-	l, ok := lit.(*litExpr)
-	if !ok || !single(other) || !l.v.Kind.numeric() {
-		return lit
-	}
-	return &litExpr{v: Float(float64(float32(l.v.asFloat())))}
+// isOrdering reports whether a comparison orders (< <= > >=) rather than
+// tests equality.
+func isOrdering(op string) bool {
+	return op == "<" || op == "<=" || op == ">" || op == ">="
 }
 
-// coerce brings a literal to the kind of the other operand where SQL
-// would (a string compared with a timestamp is a timestamp), and reports
-// the kind the comparison is made in.
-func coerce(l, r expr) (expr, expr, Kind, error) {
-	lk, rk := l.kind(), r.kind()
-	if lk == KindNull || rk == KindNull {
-		return l, r, KindNull, nil
+// commonType is the type two operands of a comparison meet in, by
+// DuckDB's rules: a string literal takes the other side's type; a
+// VARCHAR column meets another type in that type for = and <>, and is an
+// error for < and > (DuckDB asks for an explicit cast).
+func (b *binder) commonType(l, r expr, ordering bool, ln, rn node) (sqlType, error) {
+	lt, rt := l.typ(), r.typ()
+	switch {
+	case isStringLiteral(l) && !isStringLiteral(r) && rt.id != tNull:
+		return rt, nil
+	case isStringLiteral(r) && !isStringLiteral(l) && lt.id != tNull:
+		return lt, nil
 	}
-	if lk == KindList || rk == KindList {
-		list := l
-		if rk == KindList {
-			list = r
+	if ordering && stringMix(lt, rt) {
+		s, o, on := ln, rt, rn
+		if rt.id == tString {
+			s, o, on = rn, lt, ln
 		}
-		return nil, nil, 0, invalid("%s is a list; lists are compared through len(), list_contains() or list_extract()", describe(list))
+		return sqlType{}, invalid("cannot order %s (VARCHAR) against %s (%s); cast one of them: CAST(%s AS %s)",
+			b.src(s), b.src(on), o, b.src(s), o)
 	}
-	if lk.numeric() && rk.numeric() {
-		// A number compared with a float32 column is rounded to float32
-		// first, as DuckDB does (0.1 matches a float32 0.1).
-		l, r = toSingle(r, l), toSingle(l, r)
-		if lk == rk {
-			return l, r, lk, nil
-		}
-		return l, r, KindFloat, nil
+	if lt.id == tList && rt.id == tList && (lt.elem.id == tString) != (rt.elem.id == tString) &&
+		lt.elem.id != tNull && rt.elem.id != tNull && !lt.elem.temporal() && !rt.elem.temporal() {
+		// Lists of strings and of numbers compare as lists of strings
+		// (DuckDB casts the numbers, where scalars go the other way).
+		return listOf(typString), nil
 	}
-	if lk == rk {
-		return l, r, lk, nil
+	t, ok := maxType(lt, rt)
+	if !ok {
+		return sqlType{}, invalid("cannot compare %s (%s) with %s (%s)", b.src(ln), lt, b.src(rn), rt)
 	}
-	if lk == KindTimestamp && rk == KindString {
-		if lit, ok := r.(*litExpr); ok {
-			ts, err := ParseTimestamp(lit.v.Str)
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			return l, &litExpr{v: TimestampMicros(ts)}, KindTimestamp, nil
-		}
-	}
-	if rk == KindTimestamp && lk == KindString {
-		r2, l2, k, err := coerce(r, l)
-		return l2, r2, k, err
-	}
-	return nil, nil, 0, invalid("cannot compare %s (%s) with %s (%s)", describe(l), lk, describe(r), rk)
+	return t, nil
 }
 
-func (b *binder) compare(op cmpOp, l, r expr) (expr, error) {
-	l, r, k, err := coerce(l, r)
+// stringMix reports whether a VARCHAR (or a list of them) meets another
+// type (or a list of another type).
+func stringMix(a, b sqlType) bool {
+	if a.id == tList && b.id == tList {
+		a, b = *a.elem, *b.elem
+	}
+	return a.id != tNull && b.id != tNull && (a.id == tString) != (b.id == tString)
+}
+
+// compare binds l op r (= <> < <= > >=, IS [NOT] DISTINCT FROM).
+func (b *binder) compare(op string, l, r expr, ln, rn, whole node) (expr, error) {
+	t, err := b.commonType(l, r, isOrdering(op), ln, rn)
 	if err != nil {
 		return nil, err
 	}
-	if k == KindNull {
-		return &litExpr{v: Value{Kind: KindNull}, asBool: true}, nil
+	lt, rt := l.typ(), r.typ()
+	if l, err = b.coerce(l, t, ln); err != nil {
+		return nil, invalid("cannot compare %s (%s) with %s: %s", b.src(rn), rt, b.src(ln), reason(err))
 	}
-	return &cmpExpr{op: op, l: l, r: r, in: k}, nil
+	if r, err = b.coerce(r, t, rn); err != nil {
+		return nil, invalid("cannot compare %s (%s) with %s: %s", b.src(ln), lt, b.src(rn), reason(err))
+	}
+	switch op {
+	case "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
+		return &distinctExpr{l: l, r: r, not: op == "IS NOT DISTINCT FROM"}, nil
+	}
+	return cmpTyped(cmpOps[op], l, r), nil
 }
 
+// cmpTyped compares two expressions of one type; with a NULL constant the
+// comparison is NULL.
+func cmpTyped(op cmpOp, l, r expr) expr {
+	if l.typ().id == tNull || isNullConst(l) || isNullConst(r) {
+		return constant(nullConst(typBool), false)
+	}
+	return &cmpExpr{op: op, l: l, r: r}
+}
+
+func isNullConst(e expr) bool {
+	c, ok := e.(*constExpr)
+	return ok && c.isNull()
+}
+
+func (b *binder) unary(x unaryNode) (expr, error) {
+	v, err := b.bind(x.x)
+	if err != nil {
+		return nil, err
+	}
+	if x.op == "NOT" {
+		if v, err = b.condition(v, x.x); err != nil {
+			return nil, err
+		}
+		return &notExpr{x: v}, nil
+	}
+	t := v.typ()
+	if t.id == tNull {
+		return v, nil
+	}
+	if !t.numeric() {
+		return nil, invalid("%s%s: %s is %s; %s takes a number", x.op, b.src(x.x), b.src(x.x), t, x.op)
+	}
+	if x.op == "+" {
+		return v, nil
+	}
+	return &negExpr{x: v}, nil
+}
+
+func (b *binder) binary(x binaryNode) (expr, error) {
+	l, err := b.bind(x.l)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.bind(x.r)
+	if err != nil {
+		return nil, err
+	}
+	switch x.op {
+	case "=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
+		return b.compare(x.op, l, r, x.l, x.r, x)
+	case "||":
+		return b.concat(l, r, x)
+	}
+	return b.arith(x.op, l, r, x)
+}
+
+// arith binds l op r for + - * / // %, typed as DuckDB types them: the
+// wider integer, FLOAT or DOUBLE, or a DECIMAL (exact); / of integers or
+// decimals is a DOUBLE.
+func (b *binder) arith(opName string, l, r expr, x binaryNode) (expr, error) {
+	op := arithOps[opName]
+	// A string literal takes the other operand's type (count + '1'); next
+	// to a literal decimal or float both are DOUBLE, next to NULL BIGINT;
+	// next to an integer literal or a string DuckDB cannot choose.
+	if isStringLiteral(r) && !isStringLiteral(l) {
+		var err error
+		if r, err = b.stringOperand(op, r, l, x.r, x); err != nil {
+			return nil, err
+		}
+	} else if isStringLiteral(l) {
+		var err error
+		if l, err = b.stringOperand(op, l, r, x.l, x); err != nil {
+			return nil, err
+		}
+	}
+	lt, rt := l.typ(), r.typ()
+	for _, side := range []struct {
+		t sqlType
+		n node
+	}{{lt, x.l}, {rt, x.r}} {
+		if side.t.id != tNull && !side.t.numeric() {
+			hint := ""
+			switch {
+			case side.t.temporal():
+				hint = "; arithmetic on timestamps is not supported, compare them with TIMESTAMP '...' literals"
+			case side.t.id == tBool:
+				hint = fmt.Sprintf("; CAST(%s AS INTEGER) makes it one", b.src(side.n))
+			}
+			return nil, invalid("%s: %s is %s, and %s takes numbers%s", b.src(x), b.src(side.n), side.t, opName, hint)
+		}
+	}
+	if lt.id == tNull && rt.id == tNull {
+		lt, rt = typInt32, typInt32
+	} else if lt.id == tNull {
+		lt = rt
+	} else if rt.id == tNull {
+		rt = lt
+	}
+	t := numericMax(lt, rt)
+	operand := t
+	switch {
+	case t.id == tDecimal && (op == opDiv || op == opIntDiv):
+		t, operand = typDouble, typDouble
+	case t.integer() && op == opDiv:
+		t, operand = typDouble, typDouble
+	case t.id == tDecimal:
+		dl, dr := asDecimal(lt), asDecimal(rt)
+		ls, rs := int(dl.scale), int(dr.scale)
+		intDigits := max(int(dl.width)-ls, int(dr.width)-rs)
+		switch op {
+		case opAdd, opSub:
+			t = decimalType(intDigits+max(ls, rs)+1, max(ls, rs))
+		case opMul:
+			if ls+rs > maxDecimalDigits {
+				return nil, invalid("%s: the product has more than %d decimals", b.src(x), maxDecimalDigits)
+			}
+			t = decimalType(int(dl.width)+int(dr.width), ls+rs)
+		case opMod:
+			t = decimalType(intDigits+max(ls, rs), max(ls, rs))
+		}
+		l, r, err := b.coercePair(l, r, dl, dr, x)
+		return &arithExpr{op: op, l: l, r: r, t: t}, err
+	}
+	l, r, err := b.coercePair(l, r, operand, operand, x)
+	return &arithExpr{op: op, l: l, r: r, t: t}, err
+}
+
+// coercePair casts the operands of a binary operator to lt and rt.
+func (b *binder) coercePair(l, r expr, lt, rt sqlType, x binaryNode) (expr, expr, error) {
+	l, err := b.coerce(l, lt, x.l)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err = b.coerce(r, rt, x.r)
+	return l, r, err
+}
+
+// stringOperand casts a string literal operand of arithmetic to the type
+// DuckDB gives it next to the other operand.
+func (b *binder) stringOperand(op arithOp, str, other expr, n, whole node) (expr, error) {
+	ot := other.typ()
+	c, lit := other.(*constExpr)
+	lit = lit && c.literal
+	var t sqlType
+	switch {
+	case ot.id == tNull:
+		t = typInt64
+	case op == opMod && lit && ot.integer():
+		t = ot
+	case isStringLiteral(other) || lit && ot.integer():
+		return nil, invalid("%s: cast the string to a number, as in CAST('1' AS INTEGER)", b.src(whole))
+	case lit && (ot.id == tDecimal || ot.floating()):
+		t = typDouble
+	case ot.numeric():
+		t = ot
+	default:
+		return str, nil // the operand check says what is wrong
+	}
+	return b.coerce(str, t, n)
+}
+
+func isConst(e expr) bool {
+	_, ok := e.(*constExpr)
+	return ok
+}
+
+// concat binds a || b: lists are joined, anything else is joined as
+// text (NULL when either side is).
+func (b *binder) concat(l, r expr, x binaryNode) (expr, error) {
+	lt, rt := l.typ(), r.typ()
+	if lt.id == tList || rt.id == tList {
+		t, ok := maxType(lt, rt)
+		if !ok || t.id != tList {
+			return nil, invalid("%s: || joins two lists or two strings; %s is %s and %s is %s", b.src(x), b.src(x.l), lt, b.src(x.r), rt)
+		}
+		l, r, err := b.coercePair(l, r, t, t, x)
+		return &listConcatExpr{l: l, r: r, t: t}, err
+	}
+	l, r, err := b.coercePair(l, r, typString, typString, x)
+	return &concatExpr{args: []expr{l, r}}, err
+}
+
+// in binds x [NOT] IN (values) and x [NOT] IN list.
 func (b *binder) in(x inNode) (expr, error) {
 	v, err := b.bind(x.x)
 	if err != nil {
 		return nil, err
 	}
-	in := &inExpr{x: v, not: x.not}
-	for _, item := range x.list {
-		e, err := b.bind(item)
+	if x.of != nil {
+		list, err := b.bind(x.of)
 		if err != nil {
 			return nil, err
 		}
-		lit, ok := e.(*litExpr)
-		if !ok {
-			return nil, invalid("IN takes a list of literal values; %s is not one", describe(e))
+		e, err := b.contains(list, v, x.of, x.x, x)
+		if err != nil || !x.not {
+			return e, err
 		}
-		if lit.v.Kind == KindNull {
+		return &notExpr{x: e}, nil
+	}
+	items := make([]expr, len(x.list))
+	for i, n := range x.list {
+		if items[i], err = b.bind(n); err != nil {
+			return nil, err
+		}
+	}
+	// The values meet x in one type, as the operands of = do.
+	t, err := b.meetType(append([]expr{v}, items...), append([]node{x.x}, x.list...), false)
+	if err != nil {
+		return nil, err
+	}
+	if v, err = b.coerce(v, t, x.x); err != nil {
+		return nil, err
+	}
+	allConst := true
+	for i := range items {
+		if items[i], err = b.coerce(items[i], t, x.list[i]); err != nil {
+			return nil, err
+		}
+		if items[i], err = b.fold(items[i], x.list[i]); err != nil {
+			return nil, err
+		}
+		allConst = allConst && isConst(items[i])
+	}
+	if !allConst || t.id == tList || t.id == tNull {
+		// x IN (a, b) is x = a OR x = b, NULLs included.
+		or := &logicExpr{}
+		for _, item := range items {
+			or.terms = append(or.terms, cmpTyped(opEQ, v, item))
+		}
+		var e expr = or
+		if x.not {
+			e = &notExpr{x: e}
+		}
+		return e, nil
+	}
+	in := &inExpr{x: v, not: x.not, values: newVec(t, 0, 1)}
+	for _, item := range items {
+		c := item.(*constExpr).v
+		if c.isNull(0) {
 			in.hasNull = true
 			continue
 		}
-		_, l2, k, err := coerce(v, lit)
-		if err != nil {
-			return nil, err
-		}
-		if in.in == 0 || in.in == k {
-			in.in = k
-		} else if in.in.numeric() && k.numeric() {
-			in.in = KindFloat
-		} else {
-			return nil, invalid("IN mixes %s and %s values", in.in, k)
-		}
-		in.values = append(in.values, l2.(*litExpr).v)
+		in.values.grow(1)
+		copyValue(in.values, in.values.len()-1, c, 0)
 	}
-	if v.kind() == KindNull || len(in.values) == 0 {
-		// NULL IN (...) or x IN (NULL): never true.
-		return &litExpr{v: Value{Kind: KindNull}, asBool: true}, nil
+	if in.values.len() == 0 {
+		// Every value is NULL: x IN (NULL) is never TRUE.
+		return b.fold(&isNullExpr{x: constant(nullConst(typBool), false)}, x)
 	}
 	in.index()
 	return in, nil
 }
 
-func (b *binder) like(x likeNode) (expr, error) {
-	v, err := b.bind(x.x)
+// meetType is the type several values compared with one another meet in
+// (x and the values of IN, the three of BETWEEN): string literals take
+// the others' type; a VARCHAR column meets another type in it, except
+// where values are ordered (BETWEEN), where DuckDB asks for a cast.
+func (b *binder) meetType(es []expr, nodes []node, ordering bool) (sqlType, error) {
+	t := typNull
+	var first node
+	sawString := false
+	for i, e := range es {
+		if isStringLiteral(e) {
+			sawString = true
+			continue
+		}
+		et := e.typ()
+		if ordering && t.id != tNull && et.id != tNull && (t.id == tString) != (et.id == tString) {
+			return sqlType{}, invalid("cannot order %s (%s) against %s (%s); cast one of them, as in CAST(%s AS %s)",
+				b.src(first), t, b.src(nodes[i]), et, b.src(nodes[i]), t)
+		}
+		next, ok := maxType(t, et)
+		if !ok {
+			return sqlType{}, invalid("cannot compare %s (%s) with %s (%s)", b.src(nodes[0]), es[0].typ(), b.src(nodes[i]), et)
+		}
+		if t.id == tNull {
+			first = nodes[i]
+		}
+		t = next
+	}
+	if t.id == tNull && sawString {
+		t = typString
+	}
+	return t, nil
+}
+
+// between binds x [NOT] BETWEEN lo AND hi as x >= lo AND x <= hi.
+func (b *binder) between(x betweenNode) (expr, error) {
+	nodes := []node{x.x, x.lo, x.hi}
+	es := make([]expr, 3)
+	for i, n := range nodes {
+		var err error
+		if es[i], err = b.bind(n); err != nil {
+			return nil, err
+		}
+	}
+	t, err := b.meetType(es, nodes, true)
 	if err != nil {
 		return nil, err
 	}
-	if k := v.kind(); k != KindString && k != KindNull {
-		return nil, invalid("LIKE matches strings; %s is %s", describe(v), k)
+	for i := range es {
+		if es[i], err = b.coerce(es[i], t, nodes[i]); err != nil {
+			return nil, err
+		}
 	}
-	p, err := b.bind(x.pattern)
-	if err != nil {
-		return nil, err
-	}
-	lit, ok := p.(*litExpr)
-	if !ok || (lit.v.Kind != KindString && lit.v.Kind != KindNull) {
-		return nil, invalid("LIKE takes a 'pattern' string literal")
-	}
-	if lit.v.Kind == KindNull || v.kind() == KindNull {
-		return &litExpr{v: Value{Kind: KindNull}, asBool: true}, nil
-	}
-	m, err := compileLike(lit.v.Str, x.escape)
-	if err != nil {
-		return nil, err
-	}
-	var e expr = &likeExpr{x: v, m: m}
+	var e expr = &logicExpr{and: true, terms: []expr{cmpTyped(opGE, es[0], es[1]), cmpTyped(opLE, es[0], es[2])}}
 	if x.not {
 		e = &notExpr{x: e}
 	}
 	return e, nil
 }
 
-func (b *binder) call(x callNode) (expr, error) {
-	var args []expr
-	for _, a := range x.args {
-		e, err := b.bind(a)
+// like binds x [NOT] LIKE/ILIKE pattern [ESCAPE e]; the pattern and the
+// escape are constants.
+func (b *binder) like(x likeNode) (expr, error) {
+	word := "LIKE"
+	if x.ilike {
+		word = "ILIKE"
+	}
+	v, err := b.bind(x.x)
+	if err != nil {
+		return nil, err
+	}
+	if t := v.typ(); t.id != tString && t.id != tNull {
+		return nil, invalid("%s matches strings; %s is %s (CAST(%s AS VARCHAR) %s ... matches its text)", word, b.src(x.x), t, b.src(x.x), word)
+	}
+	pc, err := b.constantString(x.pattern)
+	if err != nil {
+		return nil, err
+	}
+	if pc == nil {
+		return nil, invalid("%s takes a constant 'pattern' string; %s is not one", word, b.src(x.pattern))
+	}
+	escape := rune(-1)
+	if x.escape != nil {
+		ec, err := b.constantString(x.escape)
 		if err != nil {
 			return nil, err
 		}
-		args = append(args, e)
+		if ec == nil || ec.isNull() {
+			return nil, invalid("ESCAPE takes a one-character string, such as ESCAPE '\\'")
+		}
+		rs := []rune(ec.v.strs[0])
+		if len(rs) > 1 {
+			return nil, invalid("ESCAPE takes one character, not %q", clip(ec.v.strs[0]))
+		}
+		if len(rs) == 1 {
+			escape = rs[0]
+		}
 	}
-	want := map[string]int{"len": 1, "list_contains": 2, "list_extract": 2}[x.fn]
-	if len(args) != want {
-		return nil, invalid("%s takes %d arguments, not %d", x.fn, want, len(args))
+	if pc.isNull() || v.typ().id == tNull {
+		return constant(nullConst(typBool), false), nil
 	}
-	c := &callExpr{fn: x.fn, args: args}
-	switch x.fn {
-	case "len":
-		if k := args[0].kind(); k != KindList && k != KindString {
-			return nil, invalid("len takes a list or a string; %s is %s", describe(args[0]), k)
+	pattern := pc.v.strs[0]
+	if x.ilike {
+		pattern = lowerString(pattern)
+		if escape >= 0 {
+			escape = []rune(lowerString(string(escape)))[0]
 		}
-		c.k = KindInt
-	case "list_contains":
-		if args[0].kind() != KindList {
-			return nil, invalid("list_contains takes a list first; %s is %s", describe(args[0]), args[0].kind())
-		}
-		elem := args[0].elem()
-		// probe stands for an element in the type check.
-		list, _ := args[0].(*colExpr)
-		probe := &colExpr{k: elem, single: list != nil && list.elemSingle}
-		_, r, k, err := coerce(probe, args[1])
-		if err != nil {
-			return nil, invalid("list_contains: the list holds %s values, %s is %s", elem, describe(args[1]), args[1].kind())
-		}
-		c.args[1], c.in, c.k = r, k, KindBool
-	case "list_extract":
-		if args[0].kind() != KindList {
-			return nil, invalid("list_extract takes a list first; %s is %s", describe(args[0]), args[0].kind())
-		}
-		if k := args[1].kind(); k != KindInt {
-			return nil, invalid("list_extract takes an integer position (1 is the first element); %s is %s", describe(args[1]), k)
-		}
-		c.k = args[0].elem()
+	}
+	m, err := compileLike(pattern, escape)
+	if err != nil {
+		return nil, err
+	}
+	var e expr = &likeExpr{x: v, m: m, ilike: x.ilike}
+	if x.not {
+		e = &notExpr{x: e}
+	}
+	return e, nil
+}
+
+// constantString binds an operand that must be a constant string (or
+// NULL); nil when it is not one.
+func (b *binder) constantString(n node) (*constExpr, error) {
+	e, err := b.bind(n)
+	if err != nil {
+		return nil, err
+	}
+	if e, err = b.constantOf(e, n); err != nil {
+		return nil, err
+	}
+	c, ok := e.(*constExpr)
+	if !ok || c.v.t.id != tString && c.v.t.id != tNull {
+		return nil, nil
 	}
 	return c, nil
 }
 
-// The typed expression tree.
-type expr interface {
-	kind() Kind
-	// elem is the element kind of a list.
-	elem() Kind
-	// eval computes the expression over a batch of rows.
-	eval(b *batch) *vec
-	// bounds says what values the expression may take over a group of
-	// rows described by statistics.
-	bounds(st *statsScope) abstract
-}
-
-type colExpr struct {
-	name     string
-	k        Kind
-	elemKind Kind
-	// single marks a float32 column, elemSingle a list of float32.
-	single, elemSingle bool
-}
-
-func (c *colExpr) kind() Kind { return c.k }
-func (c *colExpr) elem() Kind { return c.elemKind }
-
-type litExpr struct {
-	v Value
-	// asBool marks a NULL that stands for a condition (x = NULL).
-	asBool bool
-}
-
-func (l *litExpr) kind() Kind {
-	if l.asBool {
-		return KindBool
+// listLiteral binds [a, b, ...]: the elements meet in one type.
+func (b *binder) listLiteral(x listNode) (expr, error) {
+	elems := make([]expr, len(x.elems))
+	for i, n := range x.elems {
+		var err error
+		if elems[i], err = b.bind(n); err != nil {
+			return nil, err
+		}
+		if elems[i].typ().id == tList {
+			return nil, invalid("lists of lists are not supported in filters")
+		}
 	}
-	return l.v.Kind
-}
-func (l *litExpr) elem() Kind { return 0 }
-
-type cmpExpr struct {
-	op   cmpOp
-	l, r expr
-	in   Kind // the kind values are compared in
-}
-
-func (c *cmpExpr) kind() Kind { return KindBool }
-func (c *cmpExpr) elem() Kind { return 0 }
-
-type logicExpr struct {
-	and  bool
-	l, r expr
-}
-
-func (l *logicExpr) kind() Kind { return KindBool }
-func (l *logicExpr) elem() Kind { return 0 }
-
-type notExpr struct{ x expr }
-
-func (n *notExpr) kind() Kind { return KindBool }
-func (n *notExpr) elem() Kind { return 0 }
-
-type isNullExpr struct {
-	x   expr
-	not bool
-}
-
-func (n *isNullExpr) kind() Kind { return KindBool }
-func (n *isNullExpr) elem() Kind { return 0 }
-
-type isTruthExpr struct {
-	x          expr
-	truth, not bool
-}
-
-func (n *isTruthExpr) kind() Kind { return KindBool }
-func (n *isTruthExpr) elem() Kind { return 0 }
-
-type inExpr struct {
-	x       expr
-	in      Kind
-	values  []Value
-	hasNull bool
-	not     bool
-	ints    map[int64]struct{}
-	floats  map[float64]struct{}
-	strs    map[string]struct{}
-	bools   [2]bool
-}
-
-func (n *inExpr) kind() Kind { return KindBool }
-func (n *inExpr) elem() Kind { return 0 }
-
-// index builds the lookup set of the values.
-func (n *inExpr) index() {
-	switch n.in {
-	case KindInt, KindTimestamp:
-		n.ints = map[int64]struct{}{}
-		for _, v := range n.values {
-			n.ints[v.Int] = struct{}{}
+	t, err := b.argsType(elems, x.elems)
+	if err != nil {
+		return nil, err
+	}
+	for i := range elems {
+		if elems[i], err = b.coerce(elems[i], t, x.elems[i]); err != nil {
+			return nil, err
 		}
-	case KindFloat:
-		n.floats = map[float64]struct{}{}
-		for _, v := range n.values {
-			n.floats[v.asFloat()] = struct{}{}
+	}
+	return b.fold(&listLitExpr{elems: elems, t: listOf(t)}, x)
+}
+
+// argsType is the type values of several expressions meet in (the
+// elements of a list literal, the arguments of coalesce): string literals
+// take the others' type.
+func (b *binder) argsType(args []expr, nodes []node) (sqlType, error) {
+	t := typNull
+	sawString := false
+	for i, a := range args {
+		if isStringLiteral(a) {
+			sawString = true
+			continue
 		}
-	case KindString:
-		n.strs = map[string]struct{}{}
-		for _, v := range n.values {
-			n.strs[v.Str] = struct{}{}
+		next, ok := maxType(t, a.typ())
+		if !ok {
+			return sqlType{}, invalid("%s (%s) does not mix with the values before it (%s)", b.src(nodes[i]), a.typ(), t)
 		}
-	case KindBool:
-		for _, v := range n.values {
-			if v.Bool {
-				n.bools[1] = true
-			} else {
-				n.bools[0] = true
+		t = next
+	}
+	if t.id == tNull && sawString {
+		t = typString
+	}
+	return t, nil
+}
+
+// call binds a function call.
+func (b *binder) call(x callNode) (expr, error) {
+	fn, ok := functions[x.name]
+	if !ok {
+		return nil, invalid("function %s is not supported in filters; the functions are %s", clip(x.name), supportedFunctions)
+	}
+	args := make([]expr, len(x.args))
+	for i, a := range x.args {
+		var err error
+		if args[i], err = b.bind(a); err != nil {
+			return nil, err
+		}
+	}
+	arity := map[string]int{"abs": 1, "lower": 1, "upper": 1, "length": 1, "strlen": 1, "list_contains": 2, "list_extract": 2}
+	if want, fixed := arity[fn]; fixed && len(args) != want {
+		return nil, invalid("%s takes %d argument%s, not %d", fn, want, plural(want), len(args))
+	}
+	if (fn == "coalesce" || fn == "concat") && len(args) == 0 {
+		return nil, invalid("%s takes at least one argument", fn)
+	}
+	var e expr
+	switch fn {
+	case "abs":
+		t := args[0].typ()
+		switch {
+		case t.id == tNull:
+			return args[0], nil
+		case isStringLiteral(args[0]):
+			return nil, invalid("abs takes a number; %s is a string", b.src(x.args[0]))
+		case !t.numeric():
+			return nil, invalid("abs takes a number; %s is %s", b.src(x.args[0]), t)
+		}
+		e = &absExpr{x: args[0]}
+	case "lower", "upper":
+		a, err := b.stringArg(fn, args[0], x.args[0])
+		if err != nil {
+			return nil, err
+		}
+		f := lowerString
+		if fn == "upper" {
+			f = upperString
+		}
+		e = &stringFunc{x: a, fn: f}
+	case "length", "strlen":
+		a := args[0]
+		if a.typ().id != tList || fn == "strlen" {
+			var err error
+			if a, err = b.stringArg(fn, a, x.args[0]); err != nil {
+				return nil, invalid("%s takes a string or a list; %s is %s", fn, b.src(x.args[0]), args[0].typ())
 			}
 		}
+		e = &lengthExpr{x: a, bytes: fn == "strlen"}
+	case "coalesce":
+		t, err := b.argsType(args, x.args)
+		if err != nil {
+			return nil, err
+		}
+		for i := range args {
+			if args[i], err = b.coerce(args[i], t, x.args[i]); err != nil {
+				return nil, err
+			}
+		}
+		e = &coalesceExpr{args: args, t: t}
+	case "concat":
+		for i := range args {
+			var err error
+			if args[i].typ().id == tList {
+				return nil, invalid("concat joins strings; %s is %s (|| joins lists)", b.src(x.args[i]), args[i].typ())
+			}
+			if args[i], err = b.coerce(args[i], typString, x.args[i]); err != nil {
+				return nil, err
+			}
+		}
+		e = &concatExpr{args: args, skipNulls: true}
+	case "list_contains":
+		return b.contains(args[0], args[1], x.args[0], x.args[1], x)
+	case "list_extract":
+		return b.extract(x.args[0], x.args[1], x)
 	}
-	slices.SortFunc(n.values, compareValues)
+	return b.fold(e, x)
 }
 
-type likeExpr struct {
-	x expr
-	m *likeMatcher
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
-func (n *likeExpr) kind() Kind { return KindBool }
-func (n *likeExpr) elem() Kind { return 0 }
-
-type callExpr struct {
-	fn   string
-	args []expr
-	k    Kind
-	in   Kind // list_contains: the kind elements are compared in
+// stringArg checks an argument that must be a string (a string literal,
+// NULL).
+func (b *binder) stringArg(fn string, a expr, n node) (expr, error) {
+	switch a.typ().id {
+	case tString:
+		return a, nil
+	case tNull:
+		return b.coerce(a, typString, n)
+	}
+	return nil, invalid("%s takes a string; %s is %s (CAST(%s AS VARCHAR) makes it one)", fn, b.src(n), a.typ(), b.src(n))
 }
 
-func (c *callExpr) kind() Kind { return c.k }
-func (c *callExpr) elem() Kind { return 0 }
+// contains binds list_contains(list, x) (and x IN list).
+func (b *binder) contains(list, v expr, ln, vn, whole node) (expr, error) {
+	lt := list.typ()
+	if lt.id == tNull || v.typ().id == tNull && !isStringLiteral(v) {
+		if lt.id != tNull && lt.id != tList {
+			return nil, invalid("list_contains takes a list first; %s is %s", b.src(ln), lt)
+		}
+		return constant(nullConst(typBool), false), nil
+	}
+	if lt.id != tList {
+		return nil, invalid("list_contains takes a list first; %s is %s", b.src(ln), lt)
+	}
+	elem := *lt.elem
+	t := elem
+	if !isStringLiteral(v) {
+		if (v.typ().id == tString) != (elem.id == tString) && elem.id != tNull {
+			return nil, invalid("list_contains: the list holds %s values, %s is %s", elem, b.src(vn), v.typ())
+		}
+		var ok bool
+		if t, ok = maxType(elem, v.typ()); !ok || t.id == tList {
+			return nil, invalid("list_contains: the list holds %s values, %s is %s", elem, b.src(vn), v.typ())
+		}
+	} else if elem.id == tNull {
+		t = typString
+	}
+	var err error
+	if list, err = b.coerce(list, listOf(t), ln); err != nil {
+		return nil, err
+	}
+	if v, err = b.coerce(v, t, vn); err != nil {
+		return nil, err
+	}
+	return b.fold(&containsExpr{list: list, x: v}, whole)
+}
+
+// extract binds list_extract(list, i) and list[i].
+func (b *binder) extract(ln, in, whole node) (expr, error) {
+	list, err := b.bind(ln)
+	if err != nil {
+		return nil, err
+	}
+	index, err := b.bind(in)
+	if err != nil {
+		return nil, err
+	}
+	if lt := list.typ(); lt.id != tList {
+		if lt.id == tNull {
+			return constant(nullConst(typNull), false), nil
+		}
+		return nil, invalid("list_extract takes a list; %s is %s", b.src(ln), lt)
+	}
+	if t := index.typ(); !t.integer() && t.id != tNull {
+		return nil, invalid("list_extract takes an integer position (1 is the first element); %s is %s", b.src(in), t)
+	}
+	if index, err = b.coerce(index, typInt64, in); err != nil {
+		return nil, err
+	}
+	return b.fold(&extractExpr{list: list, index: index}, whole)
+}

@@ -3,6 +3,7 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -30,30 +31,63 @@ func TestCompileErrors(t *testing.T) {
 		{"   ", "empty"},
 		{"spd > 3", `unknown column "spd" (did you mean "speed"?)`},
 		{"nope = 1", `unknown column "nope"; the columns are`},
-		{"speed = 'fast'", "cannot compare column speed (a float) with \"fast\" (a string)"},
-		{"task = 3", "cannot compare column task (a string)"},
+		{"speed = 'fast'", `cannot compare speed (DOUBLE) with 'fast': cannot cast "fast" to DOUBLE: not a number`},
+		{"task > 3", "cannot order task (VARCHAR) against 3 (INTEGER); cast one of them: CAST(task AS INTEGER)"},
 		{"task = 'abc", "unterminated string"},
 		{`"task = 'a'`, "unterminated quoted name"},
 		{"1=1; DROP TABLE x", "one condition"},
 		{"speed > 1 ORDER BY speed", "one condition"},
 		{"speed > 1 UNION SELECT * FROM y", "one condition"},
 		{"speed > (SELECT 1)", "subqueries"},
-		{"speed + 1 > 2", "operator"},
-		{"speed", "must be a condition"},
-		{"speed > 1 AND gear", "not a condition"},
-		{"state > 1", "is a list"},
-		{"lower(task) = 'a'", "function lower is not supported"},
-		{"task LIKE 3", "LIKE takes a 'pattern'"},
-		{"speed LIKE 'a%'", "LIKE matches strings"},
+		{"speed IN (SELECT 1)", "subqueries"},
+		{"EXISTS (SELECT 1)", "subqueries"},
+		{"speed > 1 > 0", "cannot follow another comparison of its kind without parentheses: write (speed > 1) > ..."},
+		{"speed ^ 2 > 1", "the power operator ^ is not supported"},
+		{"speed -> 1", "operator -> is not supported"},
+		{"regexp_matches(task, 'a')", "function regexp_matches is not supported in filters; the functions are abs, lower"},
+		{"CASE WHEN flag THEN 1 END = 1", "CASE is not supported"},
+		{"ts > TIMESTAMP '2026-01-02' - INTERVAL 1 DAY", "INTERVAL is not supported"},
+		{"task SIMILAR TO 'a'", "SIMILAR is not supported in filters; match patterns with LIKE or ILIKE"},
+		{"task GLOB 'a*'", "GLOB is not supported"},
+		{"CAST(speed AS SMALLINT) = 1", "type SMALLINT is not supported in filters; the types are BOOLEAN, INTEGER"},
+		{"CAST(ts AS INTEGER) = 1", "does not cast to INTEGER"},
+		{"speed = ANY([1])", "ANY (...) is not supported"},
+		{"speed > ?", "placeholders such as ? are not supported"},
+		{"(speed, gear) = (1, 2)", "row values"},
+		{"count(*) > 1", "aggregate calls"},
+		{"flag + 1 > 0", "flag is BOOLEAN, and + takes numbers; CAST(flag AS INTEGER) makes it one"},
+		{"ts + 1 > 0", "arithmetic on timestamps is not supported"},
+		{"state > 1", "cannot compare state (FLOAT[]) with 1 (INTEGER)"},
+		{"state", "state is FLOAT[], not a condition"},
+		{"ts", "not a condition"},
+		{"task LIKE gear", "LIKE takes a constant 'pattern' string; gear is not one"},
+		{"speed LIKE 'a%'", "LIKE matches strings; speed is DOUBLE"},
+		{"task LIKE 'a' ESCAPE 'ab'", "ESCAPE takes one character"},
+		{"task LIKE 'a\\' ESCAPE '\\'", "ends with its escape character"},
 		{"ts > TIMESTAMP 'yesterday'", "not a timestamp"},
-		{"speed IN (1, gear)", "literal values"},
+		{"ts > TIMESTAMP '2026-01-02 04:00:00+01:00'", "a TIMESTAMP has no time zone, so its offset would be ignored; write TIMESTAMPTZ '2026-01-02 04:00:00+01:00'"},
+		{"ts > '2026-01-02 04:00:00 +01:00'", "write the offset right after the time, without a space"},
+		{"ts > '2026-01-02 04:00:00 Europe/Paris'", "time zone \"Europe/Paris\" is not supported"},
+		{"ts > TIME '04:00'", "TIME literals are not supported"},
 		{"t.speed > 1", "without a table name"},
 		{"speed >", "incomplete"},
 		{"speed > > 1", "syntax error at line 1, column"},
+		{"speed = 1 AND", "incomplete"},
 		{strings.Repeat("(", 300) + "speed > 1" + strings.Repeat(")", 300), "nests more than"},
 		{"speed > 1 OR " + strings.Repeat("speed > 1 OR ", MaxLength/10) + "speed > 1", "bytes long"},
 		{"list_extract(state, 'a') > 1", "integer position"},
-		{"len(speed) > 1", "len takes a list or a string"},
+		{"len(speed) > 1", "length takes a string or a list; speed is DOUBLE"},
+		{"list_contains(task, 'a')", "list_contains takes a list first; task is VARCHAR"},
+		{"list_contains(state, 'a')", "cannot cast \"a\" to FLOAT"},
+		{"abs(task) > 1", "abs takes a number; task is VARCHAR"},
+		{"upper(speed) = 'A'", "upper takes a string; speed is DOUBLE"},
+		{"state || 'a' = 'b'", "|| joins two lists or two strings"},
+		{"CAST(speed AS DECIMAL(40, 2)) = 1", "DECIMAL(40, 2): the width is 1 to 38 digits"},
+		{"speed = 0x10", "hexadecimal and binary numbers are not supported"},
+		{"speed = 1e999", "out of range"},
+		{"2147483647 + 1 IN (0)", "integer overflow: 2147483647 + 1 does not fit in INTEGER"},
+		{"gear = 'abc'", `cannot cast "abc" to INTEGER`},
+		{"speed[1] = 1", "list_extract takes a list; speed is DOUBLE"},
 	} {
 		_, err := Compile(tc.filter, testSchema)
 		if err == nil {
@@ -101,9 +135,12 @@ func randomRows(rng *rand.Rand, n int, constant bool) rows {
 			task = tasks[rng.IntN(len(tasks))]
 		}
 		b.Field(1).(*array.StringBuilder).Append(task)
-		if rng.IntN(8) == 0 {
+		switch rng.IntN(16) {
+		case 0, 1:
 			b.Field(2).AppendNull()
-		} else {
+		case 2:
+			b.Field(2).(*array.Float64Builder).Append(math.NaN())
+		default:
 			b.Field(2).(*array.Float64Builder).Append(float64(rng.IntN(200)) / 2)
 		}
 		if rng.IntN(8) == 0 {
@@ -130,7 +167,14 @@ func randomRows(rng *rand.Rand, n int, constant bool) rows {
 				lb.ValueBuilder().(*array.Float32Builder).Append(float32(rng.IntN(6)) / 2)
 			}
 		}
-		b.Field(7).(*array.Int64Builder).Append(int64(rng.IntN(10)))
+		switch rng.IntN(10) {
+		case 0:
+			b.Field(7).(*array.Int64Builder).Append(math.MaxInt64 - int64(rng.IntN(3)))
+		case 1:
+			b.Field(7).(*array.Int64Builder).Append(math.MinInt64)
+		default:
+			b.Field(7).(*array.Int64Builder).Append(int64(rng.IntN(10)))
+		}
 	}
 	rec := b.NewRecordBatch()
 	out := rows{n: n, cols: map[string]arrow.Array{}}
@@ -147,18 +191,18 @@ func statsOf(r rows) StatsFunc {
 		if a == nil {
 			return ColumnStats{}, false
 		}
-		k, _, _ := kindOf(a.DataType())
-		if k == KindList {
-			return ColumnStats{Nulls: int64(a.NullN()), Rows: int64(a.Len())}, true
-		}
-		v, _ := arrayVec(a, k)
+		t, _ := typeOfArrow(a.DataType())
 		s := ColumnStats{Nulls: int64(a.NullN()), Rows: int64(a.Len())}
+		if t.id == tList {
+			return s, true
+		}
+		v, _ := arrayVec(a, t)
 		for i := 0; i < a.Len(); i++ {
 			if a.IsNull(i) {
 				continue
 			}
 			var x Value
-			switch k {
+			switch t.kind() {
 			case KindBool:
 				x = Bool(v.tri[i] == triT)
 			case KindInt:
@@ -182,15 +226,11 @@ func statsOf(r rows) StatsFunc {
 	}
 }
 
-// countMatches evaluates f over r and counts the matching rows.
-func countMatches(t *testing.T, f *Filter, r rows) int {
-	t.Helper()
+// countMatches evaluates f over r and counts the matching rows; a row
+// that fails the filter is an *EvalError.
+func countMatches(f *Filter, r rows) (int, error) {
 	out := make([]bool, r.n)
-	n, err := f.EvalInto(r.n, r.column, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return f.EvalInto(r.n, r.column, out)
 }
 
 var propertyFilters = []string{
@@ -203,6 +243,18 @@ var propertyFilters = []string{
 	"list_extract(state, -1) = 0", "state IS NULL", "\"Mixed Case\" = 3 OR gear = 3", "speed > gear",
 	"task = 'pick' AND (speed > 50 OR gear IS NULL)", "NOT (task = 'pick' OR flag)", "speed = NULL", "NULL IS NULL",
 	"(flag OR gear > 1) IS FALSE", "TRUE", "FALSE OR speed > 99",
+	// boolean values, arithmetic, casts, functions
+	"(gear > 2) = TRUE", "(gear > 2) = flag", "flag = (speed > 50)", "(gear > 2) IN (TRUE)", "((gear > 2) = TRUE) IS NULL",
+	"NOT ((gear > 2) = TRUE)", "(gear > 2) = NOT (gear <= 2)", "gear * 2 + 1 > 5", "gear % 3 = 0", "-gear > 1",
+	"gear + \"Mixed Case\" > 8", "speed / 2 > 20", "speed * 10 = gear", "gear - 1 = 2", "2 - gear < 0", "gear * -2 >= -4",
+	"gear * 2 = 5", "gear // 2 = 1", "abs(gear) = 1", "abs(speed - 50) < 10", "gear + 0.5 > 2", "gear * 0.1 = 0.3",
+	"\"Mixed Case\" * 9223372036854775807 > 0", "\"Mixed Case\" + 9223372036854775800 > 0", "-\"Mixed Case\" < 0",
+	"CAST(gear AS BIGINT) = 2", "CAST(speed AS INTEGER) = 40", "gear::VARCHAR = '2'", "CAST(flag AS INTEGER) = 1",
+	"flag = 1", "gear = '2'", "lower(task) = 'pick'", "upper(task) LIKE 'PI%'", "task ILIKE 'PI%'", "length(task) = 4",
+	"task || episode_id LIKE 'pick%'", "coalesce(gear, 0) = 0", "coalesce(speed, gear) > 50", "gear IN (\"Mixed Case\", 2)",
+	"gear IS DISTINCT FROM 2", "gear IS NOT DISTINCT FROM NULL", "state = [0.5]", "state[1] > 1", "len(state) = 0",
+	"ts::DATE = DATE '2026-01-02'", "CAST(ts AS VARCHAR) LIKE '2026-01-02 03:04:1%'", "NULL", "gear > 2 OR NULL",
+	"gear > 2 AND NULL", "NOT (gear > 2 AND NULL)",
 }
 
 // TestPruneAgreesWithEval checks that statistics never contradict
@@ -215,16 +267,28 @@ func TestPruneAgreesWithEval(t *testing.T) {
 			t.Fatalf("%s: %v", text, err)
 		}
 		decisions := map[Decision]int{}
+		failures := 0
 		for round := 0; round < 300; round++ {
 			r := randomRows(rng, 1+rng.IntN(6), round%2 == 0)
-			matches := countMatches(t, f, r)
+			matches, err := countMatches(f, r)
 			d := f.Prune(statsOf(r))
 			decisions[d]++
+			if err != nil {
+				failures++
+				var ee *EvalError
+				if !errors.As(err, &ee) || !errors.Is(err, ErrValue) {
+					t.Fatalf("%s: %v", text, err)
+				}
+				if d != Some {
+					t.Fatalf("%s: statistics say %s, evaluation fails: %v", text, d, err)
+				}
+				continue
+			}
 			if d == None && matches > 0 || d == All && matches != r.n {
 				t.Fatalf("%s: statistics say %s, evaluation matched %d of %d rows", text, d, matches, r.n)
 			}
 		}
-		t.Logf("%-50s %v", text, decisions)
+		t.Logf("%-50s %v, %d failed", text, decisions, failures)
 	}
 }
 
@@ -256,8 +320,11 @@ func FuzzCompile(f *testing.F) {
 	for _, s := range propertyFilters {
 		f.Add(s)
 	}
-	f.Add("1=1; DROP TABLE x")
-	f.Add("task LIKE '%\\%' ESCAPE '\\'")
+	for _, s := range []string{"1=1; DROP TABLE x", "task LIKE '%\\%' ESCAPE '\\'", "gear > 5 = flag", "[1, NULL] < [1, 2]",
+		"CAST('2026-01-02 04:00+01:00' AS TIMESTAMPTZ) < ts", "TRY_CAST(task AS DECIMAL(4, 1)) IS NULL", "(((gear)))::DOUBLE // 0",
+		"coalesce(NULL, state, [1.5]) || [2] = [1.5, 2]", "0.1 + 0.2 = 0.3 AND 2147483647 + 1 > 0", "-- comment\n gear /* x */ > 1"} {
+		f.Add(s)
+	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	r := randomRows(rng, 20, false)
 	f.Fuzz(func(t *testing.T, text string) {
@@ -268,8 +335,15 @@ func FuzzCompile(f *testing.F) {
 			}
 			return
 		}
-		matches := countMatches(t, flt, r)
-		if d := flt.Prune(statsOf(r)); d == None && matches > 0 || d == All && matches != r.n {
+		matches, err := countMatches(flt, r)
+		d := flt.Prune(statsOf(r))
+		if err != nil {
+			if !errors.Is(err, ErrValue) || d != Some {
+				t.Fatalf("%q: statistics say %s, evaluation: %v", text, d, err)
+			}
+			return
+		}
+		if d == None && matches > 0 || d == All && matches != r.n {
 			t.Fatalf("%q: statistics say %s, evaluation matched %d of %d rows", text, d, matches, r.n)
 		}
 	})

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Kind is the type of a value in the filter language. Column types map
-// onto kinds: int32 and int64 are KindInt, float32 and float64 KindFloat,
+// Kind is the kind of a value in column statistics. Column types map onto
+// kinds: int32 and int64 are KindInt, float32 and float64 KindFloat,
 // timestamps KindTimestamp (microseconds, UTC).
 type Kind uint8
 
@@ -118,20 +118,4 @@ func compareValues(a, b Value) int {
 		return 1
 	}
 	return 0
-}
-
-func (op cmpOp) holds(c int) bool {
-	switch op {
-	case opEQ:
-		return c == 0
-	case opNE:
-		return c != 0
-	case opLT:
-		return c < 0
-	case opLE:
-		return c <= 0
-	case opGT:
-		return c > 0
-	}
-	return c >= 0
 }

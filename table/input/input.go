@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/framefs/framefs/internal/regfile"
 	"github.com/framefs/framefs/table/storage"
 )
 
@@ -214,7 +215,9 @@ type localFile struct {
 }
 
 func openLocal(ctx context.Context, p string, r Range) (*localFile, error) {
-	f, err := os.Open(p)
+	// A FIFO or a device is refused before it is opened: opening a FIFO
+	// blocks until someone writes to it.
+	f, err := regfile.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s: no such file", storage.ErrNotFound, p)
@@ -225,10 +228,6 @@ func openLocal(ctx context.Context, p string, r Range) (*localFile, error) {
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("input: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("input: %s is not a regular file", p)
 	}
 	off, n, err := r.resolve(p, st.Size())
 	if err != nil {
@@ -261,7 +260,7 @@ func (l *localFile) check(f *os.File) error {
 
 // open returns a newly opened file checked against the pinned version.
 func (l *localFile) open() (*os.File, error) {
-	f, err := os.Open(l.path)
+	f, err := regfile.Open(l.path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s was removed", storage.ErrChanged, l.path)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -162,6 +163,31 @@ func TestSourceChanged(t *testing.T) {
 				t.Fatalf("read of a replaced source: %v", err)
 			}
 		})
+	}
+}
+
+// TestLocalFileFIFO: a FIFO given as a video is refused at once, with
+// an error naming it, never opened (which would wait for a writer).
+func TestLocalFileFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "cam.mp4")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := input.NewOpener(storage.S3Options{}).Open(context.Background(), fifo, input.Range{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), fifo+" is a FIFO") {
+			t.Fatalf("open of a FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		t.Fatalf("open of a FIFO blocked for 10 s (then: %v)", <-done)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,6 +163,22 @@ func TestProjection(t *testing.T) {
 			light.FirstRowID != e.FirstRowID || light.Rows != e.Rows || (light.Stats == nil) != (e.Stats == nil) ||
 			string(light.Stats["speed"].Max) != string(e.Stats["speed"].Max) || light.Partition["shift"] != e.Partition["shift"] {
 			t.Fatalf("entry %d: light entry %+v of %+v", i, light, e)
+		}
+	}
+}
+
+// TestProjectionOfUnknownColumns: statistics asked of columns the
+// manifest has none of are unknown, when no statistics column is read at
+// all too.
+func TestProjectionOfUnknownColumns(t *testing.T) {
+	r, _, _, want := encoded(t, 30)
+	for _, proj := range []Projection{{Stats: []string{"nosuch"}}, {Stats: []string{"nosuch"}, Locations: true}} {
+		b, err := r.Read(context.Background(), proj)
+		if err != nil {
+			t.Fatalf("%+v: %v", proj, err)
+		}
+		if b.Len != len(want) || slices.Contains(b.Stats["nosuch"].Known, true) {
+			t.Errorf("%+v: %d entries, known %v", proj, b.Len, b.Stats["nosuch"].Known)
 		}
 	}
 }

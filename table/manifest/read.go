@@ -272,11 +272,18 @@ func (r *Reader) Read(ctx context.Context, proj Projection) (b *Batch, err error
 	}
 	if len(proj.Stats) > 0 {
 		b.Stats = map[string]EntryStats{}
-		stats, _ := cols[colStats].(*array.Struct)
+		// No statistics column at all when none of proj.Stats is one.
+		var stats *array.Struct
+		if a, ok := cols[colStats].(*array.Struct); ok {
+			stats = a
+		}
 		for _, c := range proj.Stats {
 			es := EntryStats{Known: make([]bool, n), Stats: make([]Stats, n)}
-			col := structChild(stats, c)
-			for i := 0; i < n && stats != nil; i++ {
+			var col arrow.Array
+			if stats != nil {
+				col = structChild(stats, c)
+			}
+			for i := 0; i < n && col != nil; i++ {
 				if stats.IsNull(i) {
 					continue
 				}

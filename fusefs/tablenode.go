@@ -3,11 +3,8 @@ package fusefs
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,145 +13,11 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
 
-// Warehouse is what a mount of several tables needs from them.
-type Warehouse interface {
-	// Tables lists the table names.
-	Tables(ctx context.Context) ([]string, error)
-	// Open opens a table by name.
-	Open(ctx context.Context, name string) (*table.Table, error)
-	// Create makes a new, empty table (no columns but the episode id
-	// and the video; its first sidecars add the rest).
-	Create(ctx context.Context, name string) (*table.Table, error)
-	// Location names a table's storage as its Table.String() does,
-	// without opening it.
-	Location(name string) string
-}
-
-// mountFS holds what every node of one mount shares.
-type mountFS struct {
-	opts    Options
-	frames  FrameServer
-	stats   *stats
-	started time.Time
-	uid     uint32
-	gid     uint32
-	// extraStats adds decoder and cache counters to .stats.
-	extraStats func(b *strings.Builder)
-
-	mu       sync.Mutex // guards catalogs
-	catalogs []*catalog
-
-	// The stagers of write directories run until bg ends (at unmount).
-	bg      context.Context
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	stagers []stagerRef
-}
-
-// closeCatalogs releases what the tables' catalogs hold open.
-func (m *mountFS) closeCatalogs() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, c := range m.catalogs {
-		c.close()
-	}
-	m.catalogs = nil
-}
-
-func (m *mountFS) owner(a *fuse.Attr) {
-	a.Uid, a.Gid = m.uid, m.gid
-}
-
-// ino derives a stable inode number from a node's path in the mount.
-func ino(path string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(path))
-	v := h.Sum64()
-	if v <= 1 {
-		v += 2 // 1 is the root
-	}
-	return v
-}
-
-func dirAttr(m *mountFS, out *fuse.Attr, mtime time.Time) {
-	out.Mode = fuse.S_IFDIR | 0o555
-	out.Nlink = 2
-	m.owner(out)
-	out.SetTimes(nil, &mtime, &mtime)
-}
-
 // --- root: the warehouse ------------------------------------------------
-
-type rootNode struct {
-	fs.Inode
-	readOnly
-	m  *mountFS
-	wh Warehouse
-
-	mu     sync.Mutex // guards tables, and opening one
-	tables map[string]*tableNode
-}
-
-const statsName = ".stats"
-
-func (n *rootNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	dirAttr(n.m, &out.Attr, n.m.started)
-	return 0
-}
-
-func (n *rootNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	names, err := n.wh.Tables(ctx)
-	if err != nil {
-		return nil, errno("list tables", err)
-	}
-	entries := []fuse.DirEntry{{Name: statsName, Mode: fuse.S_IFREG, Ino: ino("/" + statsName)}}
-	for _, name := range names {
-		entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFDIR, Ino: ino("/" + name)})
-	}
-	return fs.NewListDirStream(entries), 0
-}
-
-func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n.m.stats.lookups.Add(1)
-	if name == statsName {
-		return n.NewInode(ctx, &statsNode{m: n.m}, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino("/" + statsName)}), 0
-	}
-	if table.CheckName("table", name) != nil {
-		return nil, syscall.ENOENT
-	}
-	tn, err := n.table(ctx, name)
-	if err != nil {
-		return nil, errno("open table "+name, err)
-	}
-	dirAttr(n.m, &out.Attr, n.m.started)
-	in := n.NewInode(ctx, tn, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(tn.path)})
-	tn.live.Store(true)
-	return in, 0
-}
-
-// table returns the node of a table, opening the table on first use.
-// There is one node per table for the life of the mount, so one set of
-// write directories (two stagers on one directory would commit twice).
-func (n *rootNode) table(ctx context.Context, name string) (*tableNode, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if tn := n.tables[name]; tn != nil {
-		return tn, nil
-	}
-	tbl, err := n.wh.Open(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	tn, err := newTableNode(ctx, n.m, tbl, "/"+name)
-	if err != nil {
-		return nil, err
-	}
-	n.tables[name] = tn
-	return tn, nil
-}
 
 // --- a table ----------------------------------------------------------------
 
@@ -164,7 +27,7 @@ type tableNode struct {
 	readOnly
 	m    *mountFS
 	tbl  *table.Table
-	cat  *catalog
+	cat  *mounttree.Catalog
 	path string
 	// withStats adds .stats (the root of a one-table mount).
 	withStats bool
@@ -180,7 +43,6 @@ type tableNode struct {
 	ids       []int64
 	tags      []table.Tag
 	refreshed time.Time
-	snaps     map[int64]*table.Snapshot
 }
 
 func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string) (*tableNode, error) {
@@ -192,12 +54,12 @@ func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string
 	if err != nil {
 		return nil, err
 	}
-	cat := newCatalog(m.bg, tbl, m.frames, setting.Normalize(), m.stats)
+	tn := &tableNode{m: m, tbl: tbl, path: path}
+	tn.cat = mounttree.NewCatalog(m.bg, tbl, m.frames, setting.Normalize(), mounttree.CatalogOptions{
+		Counters: &m.stats.catalog, Budgets: m.opts.metadataBudgets, TreeDropped: tn.treeDropped})
 	m.mu.Lock()
-	m.catalogs = append(m.catalogs, cat)
+	m.catalogs = append(m.catalogs, tn.cat)
 	m.mu.Unlock()
-	tn := &tableNode{m: m, tbl: tbl, cat: cat, path: path, snaps: map[int64]*table.Snapshot{}}
-	cat.treeDropped = tn.treeDropped
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.startStaging(tn); err != nil {
@@ -274,7 +136,7 @@ func (n *tableNode) forgetFolder(id int64) {
 }
 
 // treeDropped is told when the catalog drops snapshot id's folder tree to
-// keep at most maxTrees. Folders the kernel still holds under snapshots/ID
+// keep at most MaxTrees. Folders the kernel still holds under snapshots/ID
 // keep the tree alive through their nodes, and the kernel keeps them
 // until memory runs short: a reader travelling through hundreds of
 // snapshots would hold all their trees. So the kernel is asked to drop
@@ -285,7 +147,7 @@ func (n *tableNode) treeDropped(id int64) {
 		return
 	}
 	go func() {
-		if _, back := n.cat.trees.Get(id); back {
+		if n.cat.KeepsTree(id) {
 			return // looked up again meanwhile
 		}
 		n.mu.Lock()
@@ -329,19 +191,11 @@ func (n *tableNode) snapshot(ctx context.Context, id int64) (*table.Snapshot, sy
 			return nil, syscall.ENOENT
 		}
 	}
-	n.mu.Lock()
-	s := n.snaps[id]
-	n.mu.Unlock()
-	if s != nil {
-		return s, 0
-	}
-	s, err = n.tbl.Snapshot(ctx, id)
+	// The table keeps the snapshots it read, within a byte bound.
+	s, err := n.tbl.Snapshot(ctx, id)
 	if err != nil {
 		return nil, errno(fmt.Sprintf("read snapshot %d", id), err)
 	}
-	n.mu.Lock()
-	n.snaps[id] = s
-	n.mu.Unlock()
 	return s, 0
 }
 
@@ -501,84 +355,6 @@ func (n *snapshotsNode) Lookup(ctx context.Context, name string, out *fuse.Entry
 		return nil, errno
 	}
 	path := n.path + "/" + name
-	dirAttr(n.t.m, &out.Attr, snap.Time)
 	// The snapshot's tree is built once, from its manifests, on first use.
-	node := &snapshotDir{t: n.t, snap: snap, path: path}
-	return n.NewInode(ctx, node, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
-}
-
-// tagsNode is tags/: one symlink per tag.
-type tagsNode struct {
-	fs.Inode
-	readOnly
-	t    *tableNode
-	path string
-}
-
-func (n *tagsNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	dirAttr(n.t.m, &out.Attr, n.t.m.started)
-	return 0
-}
-
-func (n *tagsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	_, tags, err := n.t.refresh(ctx, false)
-	if err != nil {
-		return nil, errno("list tags", err)
-	}
-	entries := make([]fuse.DirEntry, len(tags))
-	for i, tg := range tags {
-		entries[i] = fuse.DirEntry{Name: tg.Name, Mode: fuse.S_IFLNK, Ino: ino(n.path + "/" + tg.Name)}
-	}
-	return fs.NewListDirStream(entries), 0
-}
-
-func (n *tagsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n.t.m.stats.lookups.Add(1)
-	_, tags, err := n.t.refresh(ctx, false)
-	if err != nil {
-		return nil, errno("list tags", err)
-	}
-	i := slices.IndexFunc(tags, func(tg table.Tag) bool { return tg.Name == name })
-	if i < 0 {
-		_, tags, err = n.t.refresh(ctx, true)
-		if err != nil {
-			return nil, errno("list tags", err)
-		}
-		if i = slices.IndexFunc(tags, func(tg table.Tag) bool { return tg.Name == name }); i < 0 {
-			return nil, syscall.ENOENT
-		}
-	}
-	target := "../" + nameSnapshots + "/" + strconv.FormatInt(tags[i].Snapshot, 10)
-	ln := &symlinkNode{m: n.t.m, target: target, mtime: tags[i].Time}
-	ln.fill(&out.Attr)
-	return n.NewInode(ctx, ln, fs.StableAttr{Mode: fuse.S_IFLNK, Ino: ino(n.path + "/" + name + "->" + target)}), 0
-}
-
-// symlinkNode is a fixed symlink.
-type symlinkNode struct {
-	fs.Inode
-	readOnly
-	m      *mountFS
-	target string
-	mtime  time.Time
-}
-
-func (n *symlinkNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
-	return []byte(n.target), 0
-}
-
-func (n *symlinkNode) fill(a *fuse.Attr) {
-	a.Mode = fuse.S_IFLNK | 0o777
-	a.Size = uint64(len(n.target))
-	n.m.owner(a)
-	a.SetTimes(nil, &n.mtime, &n.mtime)
-}
-
-func (n *symlinkNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fill(&out.Attr)
-	return 0
-}
-
-func currentOwner() (uint32, uint32) {
-	return uint32(os.Getuid()), uint32(os.Getgid())
+	return n.t.m.child(ctx, &n.Inode, ino(path), fuse.S_IFDIR, out, func() treeNode { return &snapshotDir{t: n.t, snap: snap, path: path} })
 }

@@ -121,6 +121,9 @@ func (n *stagingNode) OpendirHandle(ctx context.Context, flags uint32) (fs.FileH
 	}
 	defer ds.Close()
 	entries := []fuse.DirEntry{{Name: nameStatus, Mode: fuse.S_IFREG, Ino: ino(n.st.Dir() + "/" + nameStatus)}}
+	for _, name := range n.st.ErrorFiles() {
+		entries = append(entries, fuse.DirEntry{Name: name, Mode: fuse.S_IFREG, Ino: ino(n.st.Dir() + "/" + name)})
+	}
 	for ds.HasNext() {
 		e, errno := ds.Next()
 		if errno != 0 {

@@ -1,4 +1,4 @@
-package fusefs
+package mounttree
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/table"
 )
 
@@ -48,24 +49,6 @@ func TestUnescapeHTML(t *testing.T) {
 	}
 }
 
-// oldXattrs is how a frame's xattrs were made from decoded rows: a string
-// as itself, other values as their JSON, nulls left out. The compact rows
-// must give the same bytes.
-func oldXattrs(row table.Row) map[string][]byte {
-	out := map[string][]byte{}
-	for k, v := range row {
-		switch x := v.(type) {
-		case nil:
-		case string:
-			out[userXattrPrefix+k] = []byte(x)
-		default:
-			b, _ := json.Marshal(x)
-			out[userXattrPrefix+k] = b
-		}
-	}
-	return out
-}
-
 // TestEpisodeRowsCompact: the compact rows give each row's xattrs and
 // frames.jsonl line byte for byte as the decoded rows did, for values of
 // every column type.
@@ -77,7 +60,7 @@ func TestEpisodeRowsCompact(t *testing.T) {
 			"episode_id": "ep<1>", "note": s, "names": []any{s, "x"}, "ts": ts.Add(time.Duration(i) * time.Microsecond),
 			"f32": 0.1, "f64": 1e-7 * float64(i), "big": int64(9007199254740993) + int64(i), "flag": i%2 == 0,
 			"opt": nil, "vec": []any{float64(i), 1.5}, "video": table.FrameRef{Pack: "packs/a&b.mp4", Offset: 7, Length: 9, Frame: int64(i)},
-			table.RowIDColumn: int64(100 + i), table.OrdinalColumn: int64(i),
+			table.RowIDColumn: int64(100 + i), table.FrameColumn: int64(i),
 		})
 	}
 	r, err := newEpisodeRows(rows)
@@ -92,7 +75,7 @@ func TestEpisodeRowsCompact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := oldXattrs(row)
+		want := treetest.RowXattrs(row)
 		if len(got) != len(want) {
 			t.Errorf("row %d: %d xattrs, want %d", i, len(got), len(want))
 		}

@@ -2,9 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,7 +14,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/internal/safetext"
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/query/filter"
 	"github.com/framefs/framefs/table"
@@ -46,170 +44,19 @@ const (
 	errorSuffix = ".error"
 )
 
-// viewContent is what a view's folder needs: the view object and its
-// image setting.
-type viewContent struct {
-	def table.View
-	// version names the view object's content, so that a view deleted and
-	// created again with another filter gets folders of other names
-	// (the kernel caches what it saw under the old ones).
-	version string
-	image   *viewImage
-}
-
-func newViewContent(v table.View) *viewContent {
-	data, _ := json.Marshal(v)
-	sum := sha256.Sum256(data)
-	vc := &viewContent{def: v, version: hex.EncodeToString(sum[:4])}
-	if v.Image != nil {
-		vc.image = &viewImage{ViewImage: *v.Image}
-	}
-	return vc
-}
-
-// folder is the name of the view's folder for a snapshot.
-func (vc *viewContent) folder(snap int64) string {
-	return fmt.Sprintf(".%s@%d-%s", vc.def.Name, snap, vc.version)
-}
-
-// parseViewFolder splits ".NAME@N-V" into its parts.
-func parseViewFolder(name string) (view string, snap int64, version string, ok bool) {
-	rest, ok := strings.CutPrefix(name, ".")
-	if !ok {
-		return "", 0, "", false
-	}
-	at := strings.LastIndexByte(rest, '@')
-	if at <= 0 {
-		return "", 0, "", false
-	}
-	ids, version, ok := strings.Cut(rest[at+1:], "-")
-	if !ok {
-		return "", 0, "", false
-	}
-	snap, err := strconv.ParseInt(ids, 10, 64)
-	if err != nil || snap <= 0 || strconv.FormatInt(snap, 10) != ids {
-		return "", 0, "", false
-	}
-	return rest[:at], snap, version, true
-}
-
-// viewImage is a view's own image setting over the mount's.
-type viewImage struct {
-	table.ViewImage
-}
-
-func (v *viewImage) format(base media.ImageSetting) media.ImageFormat {
-	if v.Format == "" {
-		return base.Format
-	}
-	f, err := media.ParseImageFormat(v.Format)
-	if err != nil {
-		return base.Format // checked when the view was created
-	}
-	return f
-}
-
-// forVideo returns the setting for frames of a video coded at w x h.
-func (v *viewImage) forVideo(base media.ImageSetting, w, h int) media.ImageSetting {
-	s := base
-	if f := v.format(base); f != base.Format {
-		s.Format, s.JPEGQuality = f, 0
-	}
-	if v.JPEGQuality != 0 {
-		s.JPEGQuality = v.JPEGQuality
-	}
-	if v.Width != 0 || v.Height != 0 {
-		s.Width, s.Height = v.Width, v.Height
-	}
-	if v.MaxSide != 0 {
-		// Shrink (never enlarge) so that the longer side is MaxSide; the
-		// decoder works out the other side from the display aspect ratio.
-		s.Width, s.Height = 0, 0
-		switch {
-		case w >= h && w > v.MaxSide:
-			s.Width = v.MaxSide
-		case h > w && h > v.MaxSide:
-			s.Height = v.MaxSide
-		}
-	}
-	return s.Normalize()
-}
-
-// viewTree returns the folders of a view over a snapshot: the matching
-// frames under the snapshot's partition folders, or under COL=VALUE
-// folders of the view's group-by columns.
-func (c *catalog) viewTree(ctx context.Context, vc *viewContent, snap *table.Snapshot) (*snapshotTree, error) {
-	ctx = uninterrupted(ctx)
-	key := vc.folder(snap.ID)
-	return cached(c, c.views, key, "view "+key, func() (*snapshotTree, error) {
-		schema, err := c.tbl.Schema(ctx, snap.SchemaID)
-		if err != nil {
-			return nil, err
-		}
-		f, err := query.CompileFilter(ctx, c.tbl, snap, vc.def.Where)
-		if err != nil {
-			return nil, err
-		}
-		if w := vc.def.Window; w != nil {
-			cs, err := query.SelectClips(ctx, c.tbl, snap, f, *w, query.SelectOptions{GroupBy: vc.def.GroupBy})
-			if err != nil {
-				return nil, err
-			}
-			root, clips := buildClipTree(schema, cs, vc.def.GroupBy)
-			return &snapshotTree{schema: schema, root: root, clips: clips}, nil
-		}
-		sel, err := query.Select(ctx, c.tbl, snap, f, query.SelectOptions{GroupBy: vc.def.GroupBy})
-		if err != nil {
-			return nil, err
-		}
-		return &snapshotTree{schema: schema, root: buildViewTree(schema, sel, vc.def.GroupBy)}, nil
-	})
-}
-
-func buildViewTree(s *table.Schema, sel *query.Selection, groupBy []string) *treeDir {
-	root := &treeDir{subdirs: map[string]*treeDir{}}
-	for i := range sel.Episodes {
-		se := &sel.Episodes[i]
-		e := &se.Entry
-		for _, part := range se.Parts {
-			d := root
-			if len(groupBy) > 0 {
-				for _, folder := range strings.Split(part.Group, "/") {
-					d = d.child(folder)
-				}
-			} else {
-				for _, p := range s.PartitionColumns {
-					d = d.child(p + "=" + e.Partition[p])
-				}
-			}
-			ep := d.child(e.Episode)
-			ep.episode, ep.rows = e, part.Ordinals
-			if len(s.VideoColumns) > 1 {
-				for _, col := range s.VideoColumns {
-					c := ep.child(col)
-					c.episode, c.column, c.rows = e, col, part.Ordinals
-				}
-			} else {
-				ep.column = s.VideoColumns[0]
-			}
-		}
-	}
-	return root
-}
-
 // viewList is a table's views as last listed, with the errors of filters
 // written from a shell that made no view.
 type viewList struct {
 	mu        sync.Mutex // guards the fields below
 	refreshed time.Time
-	views     map[string]*viewContent
+	views     map[string]*mounttree.View
 	broken    map[string]string // views this framefs cannot read: why
 	failed    map[string]string // NAME -> NAME.error content
 }
 
 // views returns the table's views, re-listed when older than the refresh
 // interval (or force is set).
-func (n *tableNode) views(ctx context.Context, force bool) (map[string]*viewContent, error) {
+func (n *tableNode) views(ctx context.Context, force bool) (map[string]*mounttree.View, error) {
 	l := &n.viewList
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -220,24 +67,28 @@ func (n *tableNode) views(ctx context.Context, force bool) (map[string]*viewCont
 	if err != nil {
 		return nil, err
 	}
-	fresh := map[string]*viewContent{}
+	fresh := map[string]*mounttree.View{}
 	broken := map[string]string{}
 	for i, v := range views {
 		if errs[i] != nil {
 			broken[v.Name] = errs[i].Error()
 			continue
 		}
-		if old := l.views[v.Name]; old != nil && old.def.Time.Equal(v.Time) && old.def.Where == v.Where {
+		if old := l.views[v.Name]; old != nil && old.Def.Time.Equal(v.Time) && old.Def.Where == v.Where {
 			fresh[v.Name] = old // keep its cached trees' identity
 			continue
 		}
-		fresh[v.Name] = newViewContent(v)
+		fresh[v.Name] = mounttree.NewView(v)
 	}
 	l.views, l.broken, l.refreshed = fresh, broken, time.Now()
 	return fresh, nil
 }
 
+// viewFailed sets the text of NAME.error ("" removes it); what it echoes
+// of the user's filter or name is escaped, so that cat NAME.error shows
+// control characters rather than acting on them.
 func (n *tableNode) viewFailed(name, msg string) {
+	msg = safetext.Escape(msg)
 	n.viewList.mu.Lock()
 	defer n.viewList.mu.Unlock()
 	if n.viewList.failed == nil {
@@ -258,9 +109,9 @@ func (n *tableNode) viewFailure(name string) (string, bool) {
 }
 
 // viewSnapshot returns the snapshot a view shows now.
-func (n *tableNode) viewSnapshot(ctx context.Context, vc *viewContent) (int64, syscall.Errno) {
-	if vc.def.Snapshot != 0 {
-		return vc.def.Snapshot, 0
+func (n *tableNode) viewSnapshot(ctx context.Context, vc *mounttree.View) (int64, syscall.Errno) {
+	if vc.Def.Snapshot != 0 {
+		return vc.Def.Snapshot, 0
 	}
 	ids, _, err := n.refresh(ctx, false)
 	if err != nil {
@@ -326,7 +177,7 @@ func (n *viewsNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 
 // view returns a view by name, listing the views again if it is not
 // known yet.
-func (n *viewsNode) view(ctx context.Context, name string) (*viewContent, syscall.Errno) {
+func (n *viewsNode) view(ctx context.Context, name string) (*mounttree.View, syscall.Errno) {
 	views, err := n.t.views(ctx, false)
 	if err != nil {
 		return nil, errno("list views", err)
@@ -347,15 +198,15 @@ func (n *viewsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	m := n.t.m
 	m.stats.lookups.Add(1)
 	path := n.path + "/" + name
-	if view, snapID, version, ok := parseViewFolder(name); ok {
+	if view, snapID, version, ok := mounttree.ParseViewFolder(name); ok {
 		vc, errno := n.view(ctx, view)
 		if errno != 0 {
 			return nil, errno
 		}
-		if vc.version != version {
+		if vc.Version != version {
 			return nil, syscall.ENOENT // an earlier view of that name
 		}
-		if vc.def.Snapshot != 0 && vc.def.Snapshot != snapID {
+		if vc.Def.Snapshot != 0 && vc.Def.Snapshot != snapID {
 			return nil, syscall.ENOENT
 		}
 		snap, errno := n.t.snapshot(ctx, snapID)
@@ -365,9 +216,7 @@ func (n *viewsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		// A view of one snapshot never changes: let the kernel cache it.
 		out.SetEntryTimeout(immutableTimeout)
 		out.SetAttrTimeout(immutableTimeout)
-		dirAttr(m, &out.Attr, snap.Time)
-		node := &snapshotDir{t: n.t, snap: snap, path: path, view: vc}
-		return n.NewInode(ctx, node, fs.StableAttr{Mode: fuse.S_IFDIR, Ino: ino(path)}), 0
+		return m.child(ctx, &n.Inode, ino(path), fuse.S_IFDIR, out, func() treeNode { return &snapshotDir{t: n.t, snap: snap, path: path, view: vc} })
 	}
 	out.SetEntryTimeout(m.opts.Refresh / 2)
 	out.SetAttrTimeout(m.opts.Refresh / 2)
@@ -385,9 +234,9 @@ func (n *viewsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		if errno != 0 {
 			return nil, errno
 		}
-		f := &viewTextNode{m: m, text: vc.def.Where + "\n", mtime: vc.def.Time}
+		f := &viewTextNode{m: m, text: vc.Def.Where + "\n", mtime: vc.Def.Time}
 		f.fill(&out.Attr)
-		return n.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path + "@" + vc.version)}), 0
+		return n.NewInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG, Ino: ino(path + "@" + vc.Version)}), 0
 	}
 	vc, errno := n.view(ctx, name)
 	if errno != 0 {
@@ -397,8 +246,8 @@ func (n *viewsNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	if errno != 0 {
 		return nil, errno
 	}
-	target := vc.folder(snapID)
-	ln := &symlinkNode{m: m, target: target, mtime: vc.def.Time}
+	target := vc.FolderName(snapID)
+	ln := &symlinkNode{m: m, target: target, mtime: vc.Def.Time}
 	ln.fill(&out.Attr)
 	// One inode per target, as for latest: the kernel caches symlink
 	// targets by inode.
@@ -416,7 +265,11 @@ func (n *viewsNode) Create(ctx context.Context, name string, flags uint32, mode 
 		return nil, nil, 0, syscall.EPERM // only NAME.where files are made here
 	}
 	if err := table.CheckViewName(base); err != nil {
-		n.t.viewFailed(base, err.Error()+"\n")
+		// A name that changes how listings read (U+202E, ...) gets no
+		// NAME.error beside it: it is not shown at all.
+		if !strings.ContainsFunc(base, safetext.Hidden) {
+			n.t.viewFailed(base, err.Error()+"\n")
+		}
 		return nil, nil, 0, syscall.EINVAL
 	}
 	if _, errno := n.view(ctx, base); errno == 0 {
@@ -509,6 +362,10 @@ type whereFileNode struct {
 
 	mu   sync.Mutex // guards the fields below
 	data []byte
+	// refused is the largest size a write or truncation asked for that
+	// went over maxWhereBytes (0: none): the file holds a part of what was
+	// written, which must not become a view.
+	refused int64
 	// done is set once the view was created: the file is its filter now.
 	done bool
 }
@@ -542,6 +399,7 @@ func (n *whereFileNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.S
 			return syscall.EEXIST
 		}
 		if size > maxWhereBytes {
+			n.refused = max(n.refused, int64(size))
 			n.mu.Unlock()
 			return syscall.EFBIG
 		}
@@ -575,6 +433,7 @@ func (h *whereHandle) Write(ctx context.Context, data []byte, off int64) (uint32
 	}
 	end := off + int64(len(data))
 	if end > maxWhereBytes {
+		n.refused = max(n.refused, end)
 		return 0, syscall.EFBIG
 	}
 	if end > int64(len(n.data)) {
@@ -599,10 +458,14 @@ func (h *whereHandle) Flush(ctx context.Context) syscall.Errno {
 		return 0
 	}
 	text := strings.TrimSpace(string(n.data))
+	refused := n.refused
 	n.mu.Unlock()
 	t := n.views.t
-	_, err := query.CreateView(ctx, t.tbl, table.View{Name: n.name, Where: text})
-	if err != nil {
+	if refused > 0 {
+		// What the file holds is a part of the filter: no view.
+		t.viewFailed(n.name, fmt.Sprintf("the filter written to %s.where is longer than the %d bytes a filter may have (a write up to byte %d was refused with EFBIG); no view was made\n",
+			n.name, filter.MaxLength, refused))
+	} else if _, err := query.CreateView(ctx, t.tbl, table.View{Name: n.name, Where: text}); err != nil {
 		msg := err.Error()
 		if errors.Is(err, table.ErrExists) {
 			msg = fmt.Sprintf("view %q exists already; delete it (rm -r views/%s) to define it anew", n.name, n.name)

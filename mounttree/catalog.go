@@ -1,4 +1,4 @@
-package fusefs
+package mounttree
 
 import (
 	"bytes"
@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sync/singleflight"
@@ -30,12 +30,12 @@ type FrameServer interface {
 	Identity(setting media.ImageSetting) string
 }
 
-// catalog answers the questions the filesystem asks about one table's
-// episodes (rows, frame sizes, frame bytes) and caches the answers, which
-// never change for a given episode version. It has no FUSE in it. Its work
-// is not cancelled when the request that asked for it is interrupted (see
-// uninterrupted).
-type catalog struct {
+// Catalog answers the questions the filesystem asks about one table:
+// the trees of its snapshots and views, and its episodes' rows, frame
+// sizes and frame bytes. It caches the answers, which never change for a
+// given snapshot, view or episode version. Its work is not cancelled when
+// the request that asked for it is interrupted (see uninterrupted).
+type Catalog struct {
 	// life is the mount's context: payloads stay open past the request
 	// that opened them, so they are opened under it, and their reads stop
 	// at unmount.
@@ -44,7 +44,7 @@ type catalog struct {
 	frames   FrameServer
 	setting  media.ImageSetting
 	identity string // frames.Identity(setting), asked on every frame lookup
-	stats    *stats
+	counters *Counters
 
 	// The caches of per-episode metadata are bounded in bytes (see
 	// docs/CACHES.md, "Metadata caches"); a value larger than its whole
@@ -60,12 +60,17 @@ type catalog struct {
 	// rendered, by file key, so that stat needs no content after the
 	// content was evicted.
 	fileSizes *sizedLRU[string, int64]
-	trees     *sizedLRU[int64, *snapshotTree] // by snapshot id
+	// trees holds the trees of snapshots, by snapshot id, and views the
+	// trees of views, by view version and snapshot: each bounded in
+	// bytes (their indexes; the records of episodes they share are
+	// counted apart) and to MaxTrees trees.
+	trees *sizedLRU[int64, *Tree]
+	views *sizedLRU[string, *Tree]
 	// treeDropped, if set, is told of every snapshot whose tree left
-	// trees (set once, before the catalog is used).
+	// trees.
 	treeDropped func(id int64)
-	// views holds the trees of views, by view version and snapshot.
-	views *sizedLRU[string, *snapshotTree]
+	// records hands out the records of the episodes the trees show.
+	records episodeRecords
 	// identities caches frames.Identity of the settings views use.
 	identities sync.Map // media.ImageSetting -> string
 	// flight runs one computation per cache key at a time; concurrent
@@ -73,39 +78,60 @@ type catalog struct {
 	flight singleflight.Group
 }
 
-// snapshotTree is what a snapshot directory shows: the snapshot's schema
-// and its folders, built from its manifests alone.
-type snapshotTree struct {
-	schema *table.Schema
-	root   *treeDir
-	// clips lists a clip view's clips (nil for other trees).
-	clips *clipIndex
-}
-
-// maxTrees bounds the snapshot trees a catalog keeps (about 200 bytes per
+// MaxTrees bounds the snapshot trees a catalog keeps (about 200 bytes per
 // episode each), so that a snapshot directory the kernel forgot and looks
 // up again does not read its manifests again. The folders the kernel
 // holds keep their tree too; the table node asks the kernel to drop the
 // folder of a snapshot whose tree leaves the cache (tableNode.treeDropped).
-const maxTrees = 16
+const MaxTrees = 16
 
-func newCatalog(life context.Context, tbl *table.Table, frames FrameServer, setting media.ImageSetting, st *stats) *catalog {
+// Counters count what catalogs do, for the mount's .stats; catalogs may
+// share them.
+type Counters struct {
+	// SizeComputations counts videos decoded to work out frame sizes not
+	// stored at ingest.
+	SizeComputations atomic.Int64
+	// RowsFilesMade counts rows files (frames.jsonl, frames.parquet) and
+	// clip.json files made from rows.
+	RowsFilesMade atomic.Int64
+}
+
+// CatalogOptions configure a Catalog.
+type CatalogOptions struct {
+	// Counters, if set, count the catalog's work.
+	Counters *Counters
+	// Budgets bound the metadata caches.
+	Budgets Budgets
+	// TreeDropped, if set, is told of every snapshot whose tree the
+	// catalog stopped keeping (see MaxTrees). The catalog's lock may be
+	// held: it must not call the catalog.
+	TreeDropped func(id int64)
+}
+
+// NewCatalog returns the catalog of tbl, whose frames are made by frames
+// with setting. life is the mount's context: payloads stay open past the
+// request that opened them, and their reads stop when it ends.
+func NewCatalog(life context.Context, tbl *table.Table, frames FrameServer, setting media.ImageSetting, opts CatalogOptions) *Catalog {
 	// Payloads stay open: the decoder's read-ahead reads them after the
 	// request that opened them returned. Evicted ones are closed; a
 	// read-ahead still reading one fails quietly and the frame is decoded
 	// on demand instead.
-	b := catalogBudgets
-	videos := newSizedLRU(b.videos, maxOpenVideos, videoBytes, func(_ string, v *table.Video) { v.Close() })
+	b := opts.Budgets.withDefaults()
+	videos := newSizedLRU(b.Videos, maxOpenVideos, videoBytes, func(_ string, v *table.Video) { v.Close() })
 	videos.owned = true
-	c := &catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: frames.Identity(setting), stats: st,
+	if opts.Counters == nil {
+		opts.Counters = &Counters{}
+	}
+	c := &Catalog{life: life, tbl: tbl, frames: frames, setting: setting, identity: frames.Identity(setting), counters: opts.Counters, treeDropped: opts.TreeDropped,
 		videos:    videos,
-		sizes:     newSizedLRU[string, []int64](b.frameSizes, 0, func(s []int64) int64 { return 8 * int64(len(s)) }, nil),
-		rows:      newSizedLRU[string, *episodeRows](b.rows, 0, (*episodeRows).bytes, nil),
-		files:     newSizedLRU[string, []byte](b.rowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
-		fileSizes: newSizedLRU[string, int64](b.fileSizes, 0, func(int64) int64 { return 8 }, nil),
-		views:     newSizedLRU[string, *snapshotTree](math.MaxInt64, maxTrees, func(*snapshotTree) int64 { return 0 }, nil)}
-	// Snapshot trees are bounded by count (see maxTrees).
-	c.trees = newSizedLRU(math.MaxInt64, maxTrees, func(*snapshotTree) int64 { return 0 }, func(id int64, _ *snapshotTree) {
+		sizes:     newSizedLRU[string, []int64](b.FrameSizes, 0, func(s []int64) int64 { return 8 * int64(len(s)) }, nil),
+		rows:      newSizedLRU[string, *episodeRows](b.Rows, 0, (*episodeRows).bytes, nil),
+		files:     newSizedLRU[string, []byte](b.RowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
+		fileSizes: newSizedLRU[string, int64](b.FileSizes, 0, func(int64) int64 { return 8 }, nil),
+		views:     newSizedLRU[string, *Tree](b.Trees, MaxTrees, (*Tree).bytes, nil)}
+	// A snapshot's tree is charged its index once it is read (see
+	// snapshotIndex.load).
+	c.trees = newSizedLRU(b.Trees, MaxTrees, (*Tree).bytes, func(id int64, _ *Tree) {
 		if c.treeDropped != nil {
 			c.treeDropped(id)
 		}
@@ -113,33 +139,42 @@ func newCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 	return c
 }
 
-// metadataBudgets are the byte budgets of a catalog's per-episode
-// metadata caches (docs/CACHES.md lists them). Together they bound what
-// the daemon keeps of the episodes it visited, whatever their number and
-// length.
-type metadataBudgets struct {
-	// videos bounds the frame indexes of open payloads (about 40 bytes
-	// a frame), besides their number (maxOpenVideos).
-	videos int64
-	// frameSizes bounds the frame size tables (8 bytes a frame).
-	frameSizes int64
-	// rows bounds the episodes' rows (their frames.jsonl, about 200
-	// bytes a frame, plus 8 bytes a frame of line ends).
-	rows int64
-	// rowsFiles bounds frames.parquet files and views' rows files.
-	rowsFiles int64
-	// fileSizes bounds the remembered sizes of rows files and clip.json
-	// (about 250 bytes each with their keys).
-	fileSizes int64
+// Budgets are the byte budgets of a catalog's per-episode metadata
+// caches (docs/CACHES.md lists them). Together they bound what the daemon
+// keeps of the episodes it visited, whatever their number and length. A
+// field left zero takes its default.
+type Budgets struct {
+	// Videos bounds the frame indexes of open payloads (about 40 bytes
+	// a frame), besides their number (maxOpenVideos). Default 32 MiB.
+	Videos int64
+	// FrameSizes bounds the frame size tables (8 bytes a frame).
+	// Default 32 MiB.
+	FrameSizes int64
+	// Rows bounds the episodes' rows (their frames.jsonl, about 200
+	// bytes a frame, plus 8 bytes a frame of line ends). Default 32 MiB.
+	Rows int64
+	// RowsFiles bounds frames.parquet files and views' rows files.
+	// Default 16 MiB.
+	RowsFiles int64
+	// FileSizes bounds the remembered sizes of rows files and clip.json
+	// (about 250 bytes each with their keys). Default 1 MiB.
+	FileSizes int64
+	// Trees bounds the trees of snapshots and, apart, of views: their
+	// indexes, 8 bytes an episode in a snapshot's (more in a view's, with
+	// the rows it shows), besides their number (MaxTrees). Default 16 MiB.
+	Trees int64
 }
 
-// catalogBudgets are the budgets of new catalogs; tests lower them.
-var catalogBudgets = metadataBudgets{
-	videos:     32 << 20,
-	frameSizes: 32 << 20,
-	rows:       32 << 20,
-	rowsFiles:  16 << 20,
-	fileSizes:  1 << 20,
+func (b Budgets) withDefaults() Budgets {
+	for _, f := range []struct {
+		v   *int64
+		def int64
+	}{{&b.Videos, 32 << 20}, {&b.FrameSizes, 32 << 20}, {&b.Rows, 32 << 20}, {&b.RowsFiles, 16 << 20}, {&b.FileSizes, 1 << 20}, {&b.Trees, 16 << 20}} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	return b
 }
 
 // videoBytes estimates the memory of an open payload: its frame index
@@ -203,7 +238,7 @@ func payloadKey(ref table.VideoRef) string {
 
 // cached returns the value under key in lru, computing it with compute
 // and adding it on a miss. Concurrent misses on one key compute it once.
-func cached[K comparable, V any](c *catalog, lru *sizedLRU[K, V], key K, flightKey string, compute func() (V, error)) (V, error) {
+func cached[K comparable, V any](c *Catalog, lru *sizedLRU[K, V], key K, flightKey string, compute func() (V, error)) (V, error) {
 	if v, ok := lru.Get(key); ok {
 		return v, nil
 	}
@@ -225,20 +260,34 @@ func cached[K comparable, V any](c *catalog, lru *sizedLRU[K, V], key K, flightK
 	return r.(V), nil
 }
 
-// snapshotTree returns the folders of a snapshot.
-func (c *catalog) snapshotTree(ctx context.Context, snap *table.Snapshot) (*snapshotTree, error) {
+// SnapshotTree returns the tree of a snapshot. Its folders are read from
+// the snapshot's manifests when they are first listed or looked up.
+func (c *Catalog) SnapshotTree(ctx context.Context, snap *table.Snapshot) (*Tree, error) {
 	ctx = uninterrupted(ctx)
-	return cached(c, c.trees, snap.ID, fmt.Sprintf("tree %d", snap.ID), func() (*snapshotTree, error) {
+	return cached(c, c.trees, snap.ID, fmt.Sprintf("tree %d", snap.ID), func() (*Tree, error) {
 		schema, err := c.tbl.Schema(ctx, snap.SchemaID)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
 		}
-		eps, err := c.tbl.Episodes(ctx, snap)
-		if err != nil {
-			return nil, err
-		}
-		return &snapshotTree{schema: schema, root: buildTree(schema, eps)}, nil
+		return newTree(c, snap, schema, nil, &snapshotIndex{cat: c, snap: snap, schema: schema}), nil
 	})
+}
+
+// CacheBytes is what the catalog's caches hold, by the sizes they are
+// charged (docs/CACHES.md, "Metadata caches"), the table's caches of
+// decoded metadata included.
+func (c *Catalog) CacheBytes() int64 {
+	n := c.tbl.CacheBytes()
+	for _, b := range []interface{ Bytes() int64 }{c.videos, c.sizes, c.rows, c.files, c.fileSizes, c.trees, c.views} {
+		n += b.Bytes()
+	}
+	return n
+}
+
+// KeepsTree reports whether the catalog keeps snapshot id's tree.
+func (c *Catalog) KeepsTree(id int64) bool {
+	_, ok := c.trees.Get(id)
+	return ok
 }
 
 // maxOpenVideos bounds the payloads (pack objects) a table keeps open.
@@ -246,7 +295,7 @@ const maxOpenVideos = 128
 
 // openVideo returns a stored video ready for the decoder. It stays open
 // (and cached) after the call.
-func (c *catalog) openVideo(ctx context.Context, ref table.VideoRef) (media.Video, error) {
+func (c *Catalog) openVideo(ctx context.Context, ref table.VideoRef) (media.Video, error) {
 	ctx = uninterrupted(ctx)
 	key := payloadKey(ref)
 	v, err := cached(c, c.videos, key, "open "+key, func() (*table.Video, error) {
@@ -269,19 +318,19 @@ func (c *catalog) openVideo(ctx context.Context, ref table.VideoRef) (media.Vide
 	return dv, nil
 }
 
-// close releases the open payloads.
-func (c *catalog) close() { c.videos.Purge() }
+// Close releases the open payloads.
+func (c *Catalog) Close() { c.videos.Purge() }
 
 // frameSizes returns the encoded size of every frame of a video for the
 // served setting: stored at ingest when the identity matches, else worked
 // out once by decoding the video and remembered.
-func (c *catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, error) {
+func (c *Catalog) frameSizes(ctx context.Context, ref table.VideoRef) ([]int64, error) {
 	return c.frameSizesFor(ctx, ref, c.setting, c.identity)
 }
 
 // frameSizesFor is frameSizes for another image setting (a view's), whose
 // identity is given.
-func (c *catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting media.ImageSetting, identity string) ([]int64, error) {
+func (c *Catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting media.ImageSetting, identity string) ([]int64, error) {
 	ctx = uninterrupted(ctx)
 	key := payloadKey(ref) + "|" + identity
 	return cached(c, c.sizes, key, "sizes "+key, func() ([]int64, error) {
@@ -289,7 +338,7 @@ func (c *catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting
 		if err != nil || ok {
 			return sizes, err
 		}
-		c.stats.sizeComputations.Add(1)
+		c.counters.SizeComputations.Add(1)
 		dv, err := c.openVideo(ctx, ref)
 		if err != nil {
 			return nil, err
@@ -299,7 +348,7 @@ func (c *catalog) frameSizesFor(ctx context.Context, ref table.VideoRef, setting
 }
 
 // identityOf returns frames.Identity(setting), remembered per setting.
-func (c *catalog) identityOf(setting media.ImageSetting) string {
+func (c *Catalog) identityOf(setting media.ImageSetting) string {
 	if setting == c.setting {
 		return c.identity
 	}
@@ -313,12 +362,12 @@ func (c *catalog) identityOf(setting media.ImageSetting) string {
 
 // frame returns the image of frame ordinal of a stored video whose
 // episode has rows frames from ref.FirstFrame on.
-func (c *catalog) frame(ctx context.Context, ref table.VideoRef, rows int64, ordinal int) ([]byte, error) {
+func (c *Catalog) frame(ctx context.Context, ref table.VideoRef, rows int64, ordinal int) ([]byte, error) {
 	return c.frameFor(ctx, ref, rows, ordinal, c.setting)
 }
 
 // frameFor is frame with another image setting (a view's).
-func (c *catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting media.ImageSetting) ([]byte, error) {
+func (c *Catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting media.ImageSetting) ([]byte, error) {
 	ctx = uninterrupted(ctx)
 	dv, err := c.openVideo(ctx, ref)
 	if err != nil {
@@ -331,12 +380,12 @@ func (c *catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, 
 
 // episodeKey names an episode version read with a snapshot's schema in
 // cache keys.
-func episodeKey(snap *table.Snapshot, e table.EpisodeEntry) string {
-	return fmt.Sprintf("%s#%d@%d", e.DataFile, e.RowGroup, snap.SchemaID)
+func episodeKey(snap *table.Snapshot, e *episode) string {
+	return fmt.Sprintf("%s#%d@%d", e.dataFile, e.rowGroup, snap.SchemaID)
 }
 
 // episodeRows returns an episode's rows (with row ids and ordinals).
-func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) (*episodeRows, error) {
+func (c *Catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e *episode) (*episodeRows, error) {
 	ctx = uninterrupted(ctx)
 	key := episodeKey(snap, e)
 	return cached(c, c.rows, key, "rows "+key, func() (*episodeRows, error) {
@@ -345,25 +394,25 @@ func (c *catalog) episodeRows(ctx context.Context, snap *table.Snapshot, e table
 }
 
 // readRows reads an episode's rows, without keeping them.
-func (c *catalog) readRows(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry) (*episodeRows, error) {
+func (c *Catalog) readRows(ctx context.Context, snap *table.Snapshot, e *episode) (*episodeRows, error) {
 	// Rows are read with the snapshot's schema: a column added later
 	// shows as null.
-	rows, err := c.tbl.Rows(ctx, snap, e)
+	rows, err := c.tbl.Rows(ctx, snap, e.entry())
 	if err != nil {
 		return nil, err
 	}
 	r, err := newEpisodeRows(rows)
 	if err != nil {
-		return nil, fmt.Errorf("episode %q: %w", e.Episode, err)
+		return nil, fmt.Errorf("episode %q: %w", e.name, err)
 	}
-	c.fileSizes.keep(rowsFileKey(snap, e, rowsJSONL, nil), int64(len(r.jsonl)))
+	c.fileSizes.keep(rowsFileKey(snap, e, RowsJSONL, nil), int64(len(r.jsonl)))
 	return r, nil
 }
 
 // rowsFileKey names an episode's frames.jsonl or frames.parquet in cache
 // keys: of the rows at ordinals (a view's selection), or of every row when
 // ordinals is nil.
-func rowsFileKey(snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) string {
+func rowsFileKey(snap *table.Snapshot, e *episode, name string, ordinals []int64) string {
 	key := episodeKey(snap, e) + "/" + name
 	if ordinals != nil {
 		key += "/" + ordinalsKey(ordinals)
@@ -374,10 +423,10 @@ func rowsFileKey(snap *table.Snapshot, e table.EpisodeEntry, name string, ordina
 // rowsFile returns the content of an episode's frames.jsonl or
 // frames.parquet: of the rows at ordinals (a view's selection), or of
 // every row when ordinals is nil.
-func (c *catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) ([]byte, error) {
+func (c *Catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e *episode, name string, ordinals []int64) ([]byte, error) {
 	ctx = uninterrupted(ctx)
 	rows := func() (*episodeRows, error) { return c.episodeRows(ctx, snap, e) }
-	if name == rowsJSONL && ordinals == nil {
+	if name == RowsJSONL && ordinals == nil {
 		// The rows' own encoding, kept once, with the rows.
 		return c.renderRowsFile(ctx, snap, e, name, nil, rows)
 	}
@@ -389,29 +438,30 @@ func (c *catalog) rowsFile(ctx context.Context, snap *table.Snapshot, e table.Ep
 
 // renderRowsFile makes rowsFile's file, taking the episode's rows from
 // rows, and remembers its size.
-func (c *catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64,
+func (c *Catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e *episode, name string, ordinals []int64,
 	rows func() (*episodeRows, error)) ([]byte, error) {
 	var data []byte
 	switch name {
-	case rowsJSONL:
+	case RowsJSONL:
 		r, err := rows()
 		if err != nil {
 			return nil, err
 		}
 		data = r.jsonl
 		if ordinals != nil {
-			if data, err = r.jsonlOf(e.Episode, ordinals); err != nil {
+			if data, err = r.jsonlOf(e.name, ordinals); err != nil {
 				return nil, err
 			}
 		}
-	case rowsParquet:
+	case RowsParquet:
 		var err error
-		if data, err = c.tbl.EpisodeParquetRows(ctx, snap, e, ordinals); err != nil {
+		if data, err = c.tbl.EpisodeParquetRows(ctx, snap, e.entry(), ordinals); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, fmt.Errorf("%w: %s", table.ErrNotFound, name)
 	}
+	c.counters.RowsFilesMade.Add(1)
 	c.fileSizes.keep(rowsFileKey(snap, e, name, ordinals), int64(len(data)))
 	return data, nil
 }
@@ -424,7 +474,7 @@ func (c *catalog) renderRowsFile(ctx context.Context, snap *table.Snapshot, e ta
 // fill the caches with rows nobody reads. A frames.parquet is kept within
 // its budget like a read one, since the read that usually follows a stat
 // (cp, rsync, tar) would otherwise read and encode the rows again.
-func (c *catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, name string, ordinals []int64) (int64, error) {
+func (c *Catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e *episode, name string, ordinals []int64) (int64, error) {
 	ctx = uninterrupted(ctx)
 	key := rowsFileKey(snap, e, name, ordinals)
 	if size, ok := c.fileSizes.Get(key); ok {
@@ -434,7 +484,7 @@ func (c *catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e tabl
 		if size, ok := c.fileSizes.Get(key); ok {
 			return size, nil
 		}
-		if name == rowsParquet {
+		if name == RowsParquet {
 			data, err := c.rowsFile(ctx, snap, e, name, ordinals)
 			return int64(len(data)), err
 		}
@@ -453,14 +503,14 @@ func (c *catalog) rowsFileSize(ctx context.Context, snap *table.Snapshot, e tabl
 }
 
 // clipJSONKey names a clip's clip.json in cache keys.
-func clipJSONKey(snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) string {
-	return fmt.Sprintf("%s/%s/%d/%s", episodeKey(snap, e), clipJSON, clip.start, ordinalsKey(clip.frames))
+func clipJSONKey(snap *table.Snapshot, e *episode, clip *clipWindow) string {
+	return fmt.Sprintf("%s/%s/%d/%s", episodeKey(snap, e), ClipJSON, clip.start, ordinalsKey(clip.frames))
 }
 
 // clipJSON renders a clip's clip.json from its episode's (cached) rows.
 // It is not kept (a clip view has a clip.json per window, each cheap to
 // render); its size is.
-func (c *catalog) clipJSON(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) ([]byte, error) {
+func (c *Catalog) clipJSON(ctx context.Context, snap *table.Snapshot, e *episode, clip *clipWindow) ([]byte, error) {
 	rows, err := c.episodeRows(ctx, snap, e)
 	if err != nil {
 		return nil, err
@@ -470,9 +520,9 @@ func (c *catalog) clipJSON(ctx context.Context, snap *table.Snapshot, e table.Ep
 		Start        int64             `json:"start"`
 		FrameIndices []int64           `json:"frame_indices"`
 		Rows         []json.RawMessage `json:"rows"`
-	}{Episode: e.Episode, Start: clip.start, FrameIndices: clip.frames}
+	}{Episode: e.name, Start: clip.start, FrameIndices: clip.frames}
 	for _, f := range clip.frames {
-		if err := rows.check(e.Episode, f); err != nil {
+		if err := rows.check(e.name, f); err != nil {
 			return nil, err
 		}
 		doc.Rows = append(doc.Rows, rows.unescapedRow(f))
@@ -484,12 +534,13 @@ func (c *catalog) clipJSON(ctx context.Context, snap *table.Snapshot, e table.Ep
 	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
+	c.counters.RowsFilesMade.Add(1)
 	c.fileSizes.keep(clipJSONKey(snap, e, clip), int64(b.Len()))
 	return b.Bytes(), nil
 }
 
 // clipJSONSize is the size of clipJSON's file, remembered.
-func (c *catalog) clipJSONSize(ctx context.Context, snap *table.Snapshot, e table.EpisodeEntry, clip *clipWindow) (int64, error) {
+func (c *Catalog) clipJSONSize(ctx context.Context, snap *table.Snapshot, e *episode, clip *clipWindow) (int64, error) {
 	if size, ok := c.fileSizes.Get(clipJSONKey(snap, e, clip)); ok {
 		return size, nil
 	}
@@ -510,6 +561,6 @@ func ordinalsKey(ordinals []int64) string {
 
 // Names of the per-episode row files.
 const (
-	rowsJSONL   = "frames.jsonl"
-	rowsParquet = "frames.parquet"
+	RowsJSONL   = "frames.jsonl"
+	RowsParquet = "frames.parquet"
 )

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path"
-	"strings"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
 
@@ -22,82 +21,59 @@ import (
 // the file is the whole video; frames.jsonl says which frames are the
 // episode's.
 
-// videoFileName is the name of a video column's file: the column and the
-// extension of the file it was ingested from (MP4 and its kin, Matroska,
-// WebM), .mp4 when that is unknown.
-func videoFileName(column string, ref table.VideoRef) string {
-	switch ext := strings.ToLower(path.Ext(ref.SourceName)); ext {
-	case ".mp4", ".m4v", ".mov", ".mkv", ".webm":
-		return column + ext
-	}
-	return column + ".mp4"
-}
-
-// videoColumnOf returns the video column whose file is name in an episode
-// folder of e.
-func videoColumnOf(e *table.EpisodeEntry, name string) (string, bool) {
-	for col, ref := range e.Videos {
-		if videoFileName(col, ref) == name {
-			return col, true
-		}
-	}
-	return "", false
-}
-
-// videoIno is the inode number of a stored video's file: every episode
-// folder showing the same payload shows the same file.
-func videoIno(ref table.VideoRef) uint64 {
-	return ino(fmt.Sprintf("video|%s@%d+%d|%s", ref.Pack, ref.Offset, ref.Length, ref.SHA256))
-}
-
 // videoFileNode is one stored video.
 type videoFileNode struct {
 	fs.Inode
 	readOnly
-	s      *snapshotDir
-	e      *table.EpisodeEntry
-	column string
-	ref    table.VideoRef
+	m *mountFS
+	f *mounttree.File
 }
 
-func (n *videoFileNode) OnForget() { n.s.t.m.stats.nodes.released() }
+func (n *videoFileNode) OnForget() { n.m.forgotten(n) }
+
+func (n *videoFileNode) attr(ctx context.Context, a *fuse.Attr) syscall.Errno {
+	return fileAttr(ctx, n.m, n.f, a)
+}
 
 func (n *videoFileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fileAttr(n.s, n.e, &out.Attr, n.ref.Length)
 	out.SetTimeout(immutableTimeout)
-	return 0
+	return n.attr(ctx, &out.Attr)
 }
 
 func (n *videoFileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	v, err := n.s.t.cat.openVideo(ctx, n.ref)
+	size, err := n.f.Size(ctx)
+	if err != nil {
+		return nil, 0, errno(n.f.String(), err)
+	}
+	r, err := n.f.Video(ctx)
 	if err != nil {
 		return nil, 0, errno("open stored video", err)
 	}
-	return &videoHandle{n: n, r: v.R}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
+	return &videoHandle{n: n, r: r, size: size}, fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_NOFLUSH, 0
 }
 
 // videoHandle reads an open stored video from its pack.
 type videoHandle struct {
-	n *videoFileNode
-	r io.ReaderAt
+	n    *videoFileNode
+	r    io.ReaderAt
+	size int64
 }
 
 func (h *videoHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	size := h.n.ref.Length
-	if off >= size {
+	if off >= h.size {
 		return fuse.ReadResultData(nil), 0
 	}
-	want := min(int64(len(dest)), size-off)
+	want := min(int64(len(dest)), h.size-off)
 	got, err := h.r.ReadAt(dest[:want], off)
 	if int64(got) < want {
 		if err == nil {
 			err = fmt.Errorf("%w: short read of a stored video", table.ErrCorrupt)
 		}
-		return nil, errno(fmt.Sprintf("read %s of episode %q", videoFileName(h.n.column, h.n.ref), h.n.e.Episode), err)
+		return nil, errno("read "+h.n.f.String(), err)
 	}
-	h.n.s.t.m.stats.videoBytes.Add(int64(got))
+	h.n.m.stats.videoBytes.Add(int64(got))
 	return fuse.ReadResultData(dest[:got]), 0
 }

@@ -9,19 +9,22 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/framefs/framefs/mounttree"
 )
 
 // stats counts what the mount does; .stats shows them in the Prometheus
 // text format.
 type stats struct {
-	framesServed     atomic.Int64
-	bytesServed      atomic.Int64
-	frameErrors      atomic.Int64
-	sizeComputations atomic.Int64
-	lookups          atomic.Int64
-	frameReads       atomic.Int64
-	videoBytes       atomic.Int64
-	nodes            nodeCounts
+	framesServed atomic.Int64
+	bytesServed  atomic.Int64
+	frameErrors  atomic.Int64
+	lookups      atomic.Int64
+	frameReads   atomic.Int64
+	videoBytes   atomic.Int64
+	nodesMade    atomic.Int64
+	nodes        nodeCounts
+	catalog      mounttree.Counters
 }
 
 func (s *stats) text(extra func(*strings.Builder)) []byte {
@@ -32,10 +35,12 @@ func (s *stats) text(extra func(*strings.Builder)) []byte {
 	counter("frames_served_total", "Frame images opened.", s.framesServed.Load())
 	counter("bytes_served_total", "Bytes of frame images handed to the kernel (at open, and for READs of dropped pages).", s.bytesServed.Load())
 	counter("frame_errors_total", "Frames that failed to decode (served as EIO).", s.frameErrors.Load())
-	counter("size_computations_total", "Videos decoded to work out frame sizes not stored at ingest.", s.sizeComputations.Load())
+	counter("size_computations_total", "Videos decoded to work out frame sizes not stored at ingest.", s.catalog.SizeComputations.Load())
+	counter("rows_files_made_total", "Rows files (frames.jsonl, frames.parquet) and clip.json files made from rows.", s.catalog.RowsFilesMade.Load())
 	counter("lookups_total", "Directory lookups.", s.lookups.Load())
 	counter("frame_read_requests_total", "READ requests for frame images (most reads are served from the page cache).", s.frameReads.Load())
 	counter("video_file_bytes_total", "Bytes read from the stored videos shown in episode folders.", s.videoBytes.Load())
+	counter("nodes_made_total", "Snapshot files and folders given a node at a lookup (a lookup of one the daemon has reuses its node).", s.nodesMade.Load())
 	counter("nodes_forgotten_total", "Snapshot files and folders released after the kernel forgot them.", s.nodes.forgotten.Load())
 	counter("memory_trims_total", "Times memory was given back to the system after many nodes were released.", s.nodes.trims.Load())
 	if extra != nil {
@@ -66,8 +71,16 @@ func (n *statsNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 	return &bytesHandle{data: n.m.stats.text(n.m.statsExtra)}, fuse.FOPEN_DIRECT_IO, 0
 }
 
-// statsExtra adds the write directories' and the decoder's counters.
+// statsExtra adds the metadata caches' bytes, and the write directories'
+// and the decoder's counters.
 func (m *mountFS) statsExtra(b *strings.Builder) {
+	m.mu.Lock()
+	var cached int64
+	for _, c := range m.catalogs {
+		cached += c.CacheBytes()
+	}
+	m.mu.Unlock()
+	fmt.Fprintf(b, "# HELP framefs_metadata_cache_bytes What the tables' metadata caches hold (rows, rows files, sizes, open videos, trees, manifests, snapshots).\n# TYPE framefs_metadata_cache_bytes gauge\nframefs_metadata_cache_bytes %d\n", cached)
 	m.stagingStats(b)
 	if m.extraStats != nil {
 		m.extraStats(b)

@@ -1,4 +1,4 @@
-package fusefs
+package mounttree
 
 import (
 	"bytes"
@@ -161,7 +161,7 @@ func (r *episodeRows) xattrs(episode string, i int64) (map[string][]byte, error)
 			}
 			v = []byte(s)
 		}
-		out[userXattrPrefix+k] = v
+		out[UserXattrPrefix+k] = v
 	}
 	return out, nil
 }

@@ -1,0 +1,150 @@
+package fusefs
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/media"
+	"github.com/framefs/framefs/query"
+	"github.com/framefs/framefs/serving"
+	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/videoidx"
+)
+
+// TestShuffledEpochDecodesOnce reads every frame of a view in a shuffled
+// order through a real mount, as a training epoch does, for every image
+// format at full size, scaled and with a maximum side, with an image cache
+// many times smaller than the view's images: each frame is decoded about
+// once (at most 1.05 pictures per frame served), and every frame is the
+// image the frame server makes of it without any cache, which is what
+// `framefs frame` writes.
+func TestShuffledEpochDecodesOnce(t *testing.T) {
+	requireFUSE(t)
+	ctx := context.Background()
+	wh := t.TempDir()
+	src := filepath.Join(t.TempDir(), "train.mp4")
+	run(t, "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-frames:v", "600",
+		"-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0",
+		"-pix_fmt", "yuv420p", src)
+	store, err := storage.NewLocal(filepath.Join(wh, "train"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ingest stores the JPEG frames' sizes, as `framefs ingest` does.
+	sizer := serving.New(decoder.Codec{}, serving.Options{CacheBytes: -1, Readahead: -1})
+	defer sizer.Close()
+	opts := tableOptions()
+	opts.Sizer = ingestSizer{sizer}
+	tbl, err := table.Create(ctx, store, table.Schema{Columns: []table.Column{{Name: "note", Type: "string", Nullable: true}}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.AddEpisodes(ctx, []table.EpisodeInput{{Videos: map[string]table.VideoFile{"": {Path: src}}}}, table.AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	views := []struct {
+		name    string
+		image   *table.ViewImage
+		setting media.ImageSetting
+	}{
+		{"bmp", &table.ViewImage{Format: "bmp"}, media.ImageSetting{Format: media.FormatBMP}},
+		{"npy", &table.ViewImage{Format: "npy"}, media.ImageSetting{Format: media.FormatNPY}},
+		{"bmp112", &table.ViewImage{Format: "bmp", Width: 112, Height: 112}, media.ImageSetting{Format: media.FormatBMP, Width: 112, Height: 112}},
+		{"jpg112", &table.ViewImage{Format: "jpg", JPEGQuality: 90, Width: 112, Height: 112}, media.ImageSetting{JPEGQuality: 90, Width: 112, Height: 112}},
+		{"bmp160", &table.ViewImage{Format: "bmp", MaxSide: 160}, media.ImageSetting{Format: media.FormatBMP, Width: 160}},
+	}
+	for _, v := range views {
+		if _, err := query.CreateView(ctx, tbl, table.View{Name: v.name, Where: "TRUE", Image: v.image}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	schema, err := tbl.LatestSchema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jpg, err := media.SettingFor(schema.Image.Format, schema.Image.JPEGQuality)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The references: each frame made alone, with nothing cached.
+	fh, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	st, _ := fh.Stat()
+	ix, err := decoder.IndexVideo(ctx, fh, st.Size(), videoidx.BestStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := serving.New(decoder.Codec{}, serving.Options{CacheBytes: -1, PictureCacheBytes: -1, Readahead: -1, NoFill: true})
+	defer ref.Close()
+	dv := media.Video{Key: media.VideoKey{Object: "reference", Length: st.Size()}, R: fh, Size: st.Size(), Index: ix}
+
+	// A mount of its own for each view, as a training job has, with 16 MiB
+	// of images: the BMP view alone is 600 x 230 KB, 8.6 times that. At GOP
+	// 30 a shuffled epoch has filled nearly every GOP a tenth of the way in,
+	// so it keeps most frames waiting for their reads: 600 packed pictures
+	// of this video take 15 MB.
+	const cacheBytes = 16 << 20
+	read := func(name, view string, setting media.ImageSetting) {
+		t.Helper()
+		f := &fixture{wh: wh, mnt: filepath.Join(t.TempDir(), "mnt")}
+		os.MkdirAll(f.mnt, 0o755)
+		f.frames = serving.New(decoder.Codec{}, serving.Options{CacheBytes: cacheBytes, DemoteServed: true})
+		f.mount(t, dirWarehouse(t, wh), Options{ReadOnly: true})
+		dir := f.path("train", view)
+		waitFor(t, func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }, "decoder sessions idle")
+		// The listing counts: a view's frame sizes are worked out by
+		// decoding when they are not stored.
+		before := f.frames.PoolStats().Decoded
+		ep := filepath.Join(dir, "train")
+		var files []string
+		for _, n := range names(t, ep) {
+			if !strings.HasPrefix(n, "frames.") && !strings.HasSuffix(n, ".mp4") {
+				files = append(files, n)
+			}
+		}
+		if len(files) != 600 {
+			t.Fatalf("%s: %d frame files, want 600", name, len(files))
+		}
+		rand.New(rand.NewPCG(7, 7)).Shuffle(len(files), func(i, j int) { files[i], files[j] = files[j], files[i] })
+		for _, n := range files {
+			got, err := os.ReadFile(filepath.Join(ep, n))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			i, err := strconv.Atoi(strings.TrimLeft(n[:strings.IndexByte(n, '.')], "0") + "0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			i /= 10
+			want, err := ref.Frame(ctx, dv, i, setting)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s %s: %d bytes, not the frame's own image (%d bytes)", name, n, len(got), len(want))
+			}
+		}
+		waitFor(t, func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }, "decoder sessions idle")
+		decoded := f.frames.PoolStats().Decoded - before
+		t.Logf("%s: %d pictures decoded for 600 frames served; fills %+v", name, decoded, f.frames.FillStats())
+		if float64(decoded) > 1.05*600 {
+			t.Errorf("%s: %d pictures decoded for 600 frames served (fills %+v), want at most 1.05 a frame", name, decoded, f.frames.FillStats())
+		}
+	}
+	read("latest (jpg)", "latest", jpg)
+	for _, v := range views {
+		read(v.name, filepath.Join("views", v.name), v.setting)
+	}
+}

@@ -1,0 +1,248 @@
+package fusefs
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/framefs/framefs/mounttree"
+	"github.com/framefs/framefs/table"
+)
+
+// The memory targets of a long-running mount, which the soaks check and
+// print every minute and at their end (anonymous memory: the process's
+// private pages, Go's and FFmpeg's heaps and the stacks; memory mapped
+// from files is shared and reclaimable, and is reported beside it):
+//
+//   - bound: anonymous memory ≤ the caches configured (--cache-bytes +
+//     --picture-cache-bytes) + 150 MB + bytes per head episode × episodes
+//     in the head;
+//   - no growth (soak-write): the peak of the second half of the run ≤
+//     1.1 × the peak of its second to fifth tenth (minutes 2-5 of 10),
+//     after subtracting the head-episode term (and, in runs shorter than
+//     10 minutes, whose caches are still filling in their second tenth,
+//     what the caches hold);
+//   - follower: after the first minute, anonymous memory less what the
+//     caches hold (image, picture and metadata caches) grows by no more
+//     than 10% plus 2 KB per episode added.
+const (
+	memorySlack             = 150 << 20
+	memoryGrowth            = 1.1
+	followerBytesPerEpisode = 2 << 10
+	// shortGrowth is the growth the rules allow in runs shorter than 10
+	// minutes (make test's 2-minute ones): the decoder's sessions and
+	// reused picture buffers and the collector's headroom fill during the
+	// first 2 or 3 minutes, which such runs cannot tell from growth with
+	// time. It still fails a mount that grows as before these rules (1.5x
+	// to 1.6x from the second to the third minute of soak-write).
+	shortGrowth = 1.5
+)
+
+// memorySample is what memoryWatch saw at one time.
+type memorySample struct {
+	at         time.Duration
+	anon, file int64 // RssAnon and RssFile
+	// caches is what the image, picture and metadata caches held
+	// (.stats).
+	caches   int64
+	episodes int64 // in the head
+}
+
+// headTerm is the memory the head's episodes may take.
+func (s memorySample) headTerm() int64 { return s.episodes * mounttree.BytesPerHeadEpisode }
+
+// memoryWatch samples a daemon's memory while a soak runs.
+type memoryWatch struct {
+	t          *testing.T
+	name       string
+	pid        int
+	stats      string // the mount's .stats
+	configured int64  // the caches the daemon was given
+	tbl        *table.Table
+	start      time.Time
+
+	mu      sync.Mutex // guards samples
+	samples []memorySample
+}
+
+func newMemoryWatch(t *testing.T, name string, pid int, mnt string, configured int64, tbl *table.Table) *memoryWatch {
+	return &memoryWatch{t: t, name: name, pid: pid, stats: filepath.Join(mnt, statsName), configured: configured, tbl: tbl, start: time.Now()}
+}
+
+// run samples every half second, and logs a summary every minute, until
+// stop is closed.
+func (w *memoryWatch) run(stop chan struct{}) {
+	var episodes int64
+	lastEpisodes, lastLog := time.Time{}, time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		if time.Since(lastEpisodes) > 2*time.Second {
+			if head, err := w.tbl.Head(context.Background()); err == nil {
+				episodes = head.Episodes
+			}
+			lastEpisodes = time.Now()
+		}
+		s := memorySample{at: time.Since(w.start), anon: procStatusBytes(w.pid, "RssAnon:"), file: procStatusBytes(w.pid, "RssFile:"),
+			caches:   w.statsValue("framefs_image_cache_bytes") + w.statsValue("framefs_picture_cache_bytes") + w.statsValue("framefs_metadata_cache_bytes"),
+			episodes: episodes}
+		if s.anon == 0 {
+			continue // the daemon is gone
+		}
+		w.mu.Lock()
+		w.samples = append(w.samples, s)
+		w.mu.Unlock()
+		if time.Since(lastLog) >= time.Minute {
+			lastLog = time.Now()
+			w.t.Log(w.report(false))
+		}
+	}
+}
+
+// statsValue reads one value of .stats, 0 if it cannot.
+func (w *memoryWatch) statsValue(name string) int64 {
+	f, err := os.Open(w.stats)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// memoryRules is how the samples of a run fare against the targets.
+type memoryRules struct {
+	last memorySample
+	// peak is the sample of most anonymous memory over its bound, and
+	// bound that bound.
+	peak  memorySample
+	bound int64
+	// early and late are the peaks, less the head-episode term, of the
+	// run's second to fifth tenth and of its second half; earlyLessCaches
+	// and lateLessCaches the same less what the caches hold.
+	early, late, earlyLessCaches, lateLessCaches int64
+	// firstMinute is the peak of anonymous memory less the caches in the
+	// first minute (or half of a shorter run), at firstEpisodes episodes;
+	// follower is the sample after it that grew most over what the
+	// follower rule allows, by followerExcess bytes (≤ 0: within).
+	firstMinute, firstEpisodes int64
+	follower                   memorySample
+	followerExcess             int64
+}
+
+func (w *memoryWatch) rules() (memoryRules, bool) {
+	w.mu.Lock()
+	samples := append([]memorySample(nil), w.samples...)
+	w.mu.Unlock()
+	if len(samples) == 0 {
+		return memoryRules{}, false
+	}
+	r := memoryRules{last: samples[len(samples)-1]}
+	end := r.last.at
+	first := min(time.Minute, end/2)
+	r.followerExcess = -1 << 62
+	worst := int64(-1 << 62)
+	for _, s := range samples {
+		if over := s.anon - (w.configured + memorySlack + s.headTerm()); over > worst {
+			worst, r.peak, r.bound = over, s, w.configured+memorySlack+s.headTerm()
+		}
+		v := s.anon - s.headTerm()
+		switch {
+		case s.at >= end/2:
+			r.late, r.lateLessCaches = max(r.late, v), max(r.lateLessCaches, v-s.caches)
+		case s.at >= end/5:
+			r.early, r.earlyLessCaches = max(r.early, v), max(r.earlyLessCaches, v-s.caches)
+		}
+		if s.at <= first && s.anon-s.caches > r.firstMinute {
+			r.firstMinute, r.firstEpisodes = s.anon-s.caches, s.episodes
+		}
+	}
+	for _, s := range samples {
+		if s.at <= first {
+			continue
+		}
+		allowed := int64(memoryGrowth*float64(r.firstMinute)) + followerBytesPerEpisode*(s.episodes-r.firstEpisodes)
+		if excess := s.anon - s.caches - allowed; excess > r.followerExcess {
+			r.follower, r.followerExcess = s, excess
+		}
+	}
+	return r, true
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// report describes the run so far against the targets.
+func (w *memoryWatch) report(final bool) string {
+	r, ok := w.rules()
+	if !ok {
+		return w.name + ": no memory samples"
+	}
+	when := fmt.Sprintf("at %s", r.last.at.Round(time.Second))
+	if final {
+		when = "at the end"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s memory %s: anonymous %s (mapped from files %s), caches hold %s, %d episodes in the head\n", w.name, when,
+		mib(r.last.anon), mib(r.last.file), mib(r.last.caches), r.last.episodes)
+	fmt.Fprintf(&b, "  bound: peak anonymous %s at %s ≤ caches %s + 150 MB + %d B × %d head episodes = %s: %v\n",
+		mib(r.peak.anon), r.peak.at.Round(time.Second), mib(w.configured), mounttree.BytesPerHeadEpisode, r.peak.episodes, mib(r.bound), r.peak.anon <= r.bound)
+	if r.early > 0 && r.late > 0 {
+		fmt.Fprintf(&b, "  no growth: peak of the second half %s ≤ %.1f × peak of the second to fifth tenth %s (head term subtracted): %v (%.2fx); less the caches %s ≤ %.1f × %s: %v (%.2fx)\n",
+			mib(r.late), memoryGrowth, mib(r.early), float64(r.late) <= memoryGrowth*float64(r.early), float64(r.late)/float64(r.early),
+			mib(r.lateLessCaches), memoryGrowth, mib(r.earlyLessCaches), float64(r.lateLessCaches) <= memoryGrowth*float64(r.earlyLessCaches),
+			float64(r.lateLessCaches)/float64(r.earlyLessCaches))
+	}
+	if r.follower.at > 0 {
+		fmt.Fprintf(&b, "  follower: anonymous less caches %s at %s (%d episodes) ≤ %.1f × %s (first minute, %d episodes) + 2 KB per episode added: %v (%s over)",
+			mib(r.follower.anon-r.follower.caches), r.follower.at.Round(time.Second), r.follower.episodes, memoryGrowth, mib(r.firstMinute), r.firstEpisodes,
+			r.followerExcess <= 0, mib(r.followerExcess))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// check fails the test for the targets the soak holds to: the bound,
+// and the no-growth rule (growth) or the follower rule (follower), with
+// shortGrowth for memoryGrowth in runs shorter than 10 minutes.
+func (w *memoryWatch) check(growth, follower bool) {
+	t := w.t
+	t.Log(w.report(true))
+	r, ok := w.rules()
+	if !ok {
+		t.Error("no memory samples were taken")
+		return
+	}
+	if r.peak.anon > r.bound {
+		t.Errorf("%s: anonymous memory %d bytes at %s exceeds its bound %d", w.name, r.peak.anon, r.peak.at, r.bound)
+	}
+	late, early, allowed := r.late, r.early, memoryGrowth
+	short := r.last.at < 10*time.Minute
+	if short {
+		late, early, allowed = r.lateLessCaches, r.earlyLessCaches, shortGrowth
+	}
+	if growth && float64(late) > allowed*float64(early) {
+		t.Errorf("%s: memory grew with time: peak %d bytes in the second half, %d in the second to fifth tenth", w.name, late, early)
+	}
+	excess := r.followerExcess
+	if short {
+		excess -= int64((shortGrowth - memoryGrowth) * float64(r.firstMinute))
+	}
+	if follower && excess > 0 {
+		t.Errorf("%s: anonymous memory less caches grew %d bytes more than the follower rule allows", w.name, excess)
+	}
+}

@@ -1,0 +1,369 @@
+package filter
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// simplifier remembers which expressions are constant: asking again at
+// every level of a chain of 16,000 additions would take quadratic time.
+// (Simplifying never changes whether an expression reads a column.)
+type simplifier struct {
+	constant map[expr]bool
+}
+
+func (s *simplifier) isConstant(e expr) bool {
+	if c, ok := s.constant[e]; ok {
+		return c
+	}
+	c := true
+	if _, ok := e.(*colExpr); ok {
+		c = false
+	} else {
+		for _, ch := range children(e) {
+			if !s.isConstant(ch) {
+				c = false
+				break
+			}
+		}
+	}
+	s.constant[e] = c
+	return c
+}
+
+// simplify folds constants and decides comparisons of a column with a
+// constant on the column's own values where that is exact, as DuckDB's
+// optimizer does: count + 1 > 30 is count > 29, n32 * 2 = 21 is FALSE
+// (or NULL), CAST(big AS INTEGER) = 0 is big = 0. So such a filter never
+// fails on an overflow its answer does not depend on (DuckDB does not
+// either), and statistics of the column decide it.
+func (s *simplifier) simplify(e expr) expr {
+	for _, c := range childRefs(e) {
+		*c = s.simplify(*c)
+	}
+	if x, ok := e.(*cmpExpr); ok {
+		for s.moveConstants(x) || s.unwrapCast(x) {
+		}
+		if r := decideConstant(x); r != nil {
+			return r
+		}
+	}
+	if strictNulls(e) {
+		for _, c := range children(e) {
+			if isNullConst(c) {
+				// NULL in, NULL out: the other operands are not needed
+				// (nor can they fail), as DuckDB folds it.
+				return constant(nullConst(e.typ()), false)
+			}
+		}
+	}
+	if _, ok := e.(*constExpr); ok || !s.isConstant(e) {
+		return e
+	}
+	if v, ok := evalConstant(e); ok {
+		c := constant(v, false)
+		s.constant[c] = true
+		return c
+	}
+	// A constant that fails stays as it is: a comparison above may still
+	// decide without it (2147483647 + 1 > 0); checkConstants reports it
+	// otherwise.
+	return e
+}
+
+// strictNulls reports whether e is NULL wherever one of its operands is.
+func strictNulls(e expr) bool {
+	switch x := e.(type) {
+	case *cmpExpr, *arithExpr, *negExpr, *absExpr, *castExpr, *stringFunc, *lengthExpr, *listConcatExpr,
+		*containsExpr, *extractExpr, *likeExpr, *inExpr:
+		return true
+	case *concatExpr:
+		return !x.skipNulls
+	}
+	return false
+}
+
+// childRefs returns where e keeps its subexpressions, so that
+// simplifying can replace them.
+func childRefs(e expr) []*expr {
+	switch x := e.(type) {
+	case *cmpExpr:
+		return []*expr{&x.l, &x.r}
+	case *logicExpr:
+		return refsOf(x.terms)
+	case *notExpr:
+		return []*expr{&x.x}
+	case *isNullExpr:
+		return []*expr{&x.x}
+	case *isTruthExpr:
+		return []*expr{&x.x}
+	case *distinctExpr:
+		return []*expr{&x.l, &x.r}
+	case *inExpr:
+		return []*expr{&x.x}
+	case *likeExpr:
+		return []*expr{&x.x}
+	case *castExpr:
+		return []*expr{&x.x}
+	case *arithExpr:
+		return []*expr{&x.l, &x.r}
+	case *negExpr:
+		return []*expr{&x.x}
+	case *absExpr:
+		return []*expr{&x.x}
+	case *stringFunc:
+		return []*expr{&x.x}
+	case *lengthExpr:
+		return []*expr{&x.x}
+	case *coalesceExpr:
+		return refsOf(x.args)
+	case *concatExpr:
+		return refsOf(x.args)
+	case *listConcatExpr:
+		return []*expr{&x.l, &x.r}
+	case *listLitExpr:
+		return refsOf(x.elems)
+	case *containsExpr:
+		return []*expr{&x.list, &x.x}
+	case *extractExpr:
+		return []*expr{&x.list, &x.index}
+	case *constOrNullExpr:
+		return []*expr{&x.x}
+	}
+	return nil
+}
+
+func refsOf(es []expr) []*expr {
+	out := make([]*expr, len(es))
+	for i := range es {
+		out[i] = &es[i]
+	}
+	return out
+}
+
+// children returns the subexpressions of e.
+func children(e expr) []expr {
+	refs := childRefs(e)
+	out := make([]expr, len(refs))
+	for i, r := range refs {
+		out[i] = *r
+	}
+	return out
+}
+
+// isConstant reports whether e reads no column.
+func isConstant(e expr) bool {
+	if _, ok := e.(*colExpr); ok {
+		return false
+	}
+	for _, c := range children(e) {
+		if !isConstant(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// evalConstant evaluates an expression of constants; ok is false when its
+// value fails.
+func evalConstant(e expr) (*vec, bool) {
+	v := e.eval(&batch{n: 1, columns: func(string) arrow.Array { return nil }, cache: map[string]*vec{}})
+	if v.isBad(0) {
+		return v, false
+	}
+	v.step = 0
+	return v, true
+}
+
+// checkConstants reports a constant part of the filter whose value fails
+// ('abc'::INTEGER, 2147483647 + 1 IN (0)): every row would fail on it.
+func (s *simplifier) checkConstants(e expr) error {
+	if _, ok := e.(*constExpr); !ok && s.isConstant(e) {
+		if v, ok := evalConstant(e); !ok {
+			return invalid("%v", v.errAt(0))
+		}
+		return nil
+	}
+	for _, c := range children(e) {
+		if err := s.checkConstants(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// constValue returns the value of a constant expression that does not
+// fail.
+func (s *simplifier) constValue(e expr) (*vec, bool) {
+	if c, ok := e.(*constExpr); ok {
+		return c.v, true
+	}
+	if !s.isConstant(e) {
+		return nil, false
+	}
+	return evalConstant(e)
+}
+
+// constOrNullExpr is v where x is not NULL, NULL where it is: what a
+// comparison becomes when it can only be v or NULL (x * 2 = 21).
+type constOrNullExpr struct {
+	x expr
+	v bool
+}
+
+func (c *constOrNullExpr) typ() sqlType { return typBool }
+
+func (c *constOrNullExpr) eval(b *batch) *vec {
+	return predicate(c.x.eval(b), b.n, triN, func(int) bool { return c.v })
+}
+
+// decideConstant returns what a comparison moveConstants decided
+// becomes, or nil.
+func decideConstant(c *cmpExpr) expr {
+	if c.op == decided {
+		return &constOrNullExpr{x: c.l, v: c.r.(*constExpr).v.tri[0] == triT}
+	}
+	return nil
+}
+
+// decided is a pseudo-operator: the comparison is its right operand (a
+// BOOLEAN constant) where its left is not NULL.
+const decided cmpOp = 255
+
+// constantSide splits a comparison into its constant operand (a valid
+// value) and the other one; flipped is set when the constant is on the
+// left.
+func (s *simplifier) constantSide(c *cmpExpr) (k *vec, other expr, flipped bool, ok bool) {
+	if v, isC := s.constValue(c.r); isC && !v.isNull(0) {
+		return v, c.l, false, true
+	}
+	if v, isC := s.constValue(c.l); isC && !v.isNull(0) {
+		return v, c.r, true, true
+	}
+	return nil, nil, false, false
+}
+
+// setSides puts the constant k and x back into c, on the sides they came
+// from.
+func setSides(c *cmpExpr, k *vec, x expr, flipped bool) {
+	if flipped {
+		c.l, c.r = constant(k, false), x
+	} else {
+		c.l, c.r = x, constant(k, false)
+	}
+}
+
+// decide makes c the constant v where x is not NULL.
+func decide(c *cmpExpr, x expr, v bool) {
+	k := newVec(typBool, 1, 0)
+	k.tri[0] = boolTri(v)
+	c.op, c.l, c.r = decided, x, constant(k, false)
+}
+
+// moveConstants rewrites [x + c1] op c2 as x op [c2 - c1], and likewise
+// for -, c1 - x and * (when c2 divides exactly), on integers (DuckDB's
+// rule, for the same answers). It reports whether it changed c.
+func (s *simplifier) moveConstants(c *cmpExpr) bool {
+	if c.op == decided {
+		return false
+	}
+	k, other, flipped, ok := s.constantSide(c)
+	if !ok || !k.t.integer() {
+		return false
+	}
+	a, ok := other.(*arithExpr)
+	if !ok || !a.t.integer() || a.op != opAdd && a.op != opSub && a.op != opMul {
+		return false
+	}
+	var inner *vec
+	var x expr
+	innerRight := true
+	if v, isC := s.constValue(a.r); isC {
+		inner, x = v, a.l
+	} else if v, isC := s.constValue(a.l); isC {
+		inner, x, innerRight = v, a.r, false
+	} else {
+		return false
+	}
+	if inner.isNull(0) {
+		return false
+	}
+	outer, in := i128From(k.ints[0]), i128From(inner.ints[0])
+	var next i128
+	flip := false
+	switch {
+	case a.op == opAdd:
+		next = outer.sub(in)
+	case a.op == opSub && innerRight:
+		next = outer.add(in)
+	case a.op == opSub:
+		next, flip = in.sub(outer), true
+	default: // *
+		if in.isZero() {
+			return false
+		}
+		q, r := outer.quoRem(in)
+		if !r.isZero() {
+			switch c.op {
+			case opEQ, opNE:
+				decide(c, x, c.op == opNE)
+				return true
+			}
+			return false
+		}
+		next, flip = q, in.isNeg()
+	}
+	n, fits := next.int64()
+	if fits && a.t.id == tInt32 && (n < -1<<31 || n > 1<<31-1) {
+		fits = false
+	}
+	if !fits {
+		switch {
+		case c.op == opEQ:
+			decide(c, x, false)
+			return true
+		case c.op == opNE && a.op == opMul:
+			decide(c, x, true)
+			return true
+		}
+		return false
+	}
+	if flip {
+		c.op = c.op.flip()
+	}
+	setSides(c, constInt(n, a.t).v, x, flipped)
+	s.constant[c.l], s.constant[c.r] = s.isConstant(c.l), s.isConstant(c.r)
+	return true
+}
+
+// unwrapCast rewrites CAST(x AS T) op c as x op c' where the cast of
+// numbers cannot lose a digit (integers, decimals to at least as many
+// decimals) and c converts to x's type exactly (DuckDB's rule, for the
+// same answers: the cast, which could fail where the answer does not
+// depend on it, is spared).
+func (s *simplifier) unwrapCast(c *cmpExpr) bool {
+	if c.op == decided {
+		return false
+	}
+	k, other, flipped, ok := s.constantSide(c)
+	if !ok {
+		return false
+	}
+	cast, ok := other.(*castExpr)
+	if !ok || cast.try || s.isConstant(cast.x) {
+		return false // a cast of a constant is folded, or fails
+	}
+	from, to := cast.x.typ(), cast.to
+	exact := func(t sqlType) bool { return t.integer() || t.id == tDecimal }
+	if !exact(from) || !exact(to) || to.scale < from.scale {
+		return false
+	}
+	v := castVec(k, from, false)
+	if v.isBad(0) {
+		return false
+	}
+	if back := castVec(v, k.t, false); back.isBad(0) || compareValuesAt(back, 0, k, 0) != 0 {
+		return false // c has digits x's type cannot hold: 2.5 for an integer
+	}
+	setSides(c, v, cast.x, flipped)
+	return true
+}
