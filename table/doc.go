@@ -96,7 +96,7 @@
 //	stats.go         ColumnStats: the per-episode column statistics manifests carry
 //	names.go         CheckName: the names users may choose
 //	table.go         Options, Create, Open, cached metadata reads, Resolve
-//	manifests.go     reading a snapshot's manifests of either version (Episodes, EpisodesIn, PartitionValues, Episode, ReadManifest); writing and merging them by size tiers
+//	manifests.go     reading a snapshot's manifests of either version (Episodes, EpisodesIn, EachEpisodeIn, PartitionValues, Episode, EpisodeIn, ReadManifest); writing and merging them by size tiers
 //	manifestcache.go the byte-bounded cache of manifests and manifest lists, charged the memory each takes
 //	commit.go        the commit protocol: change, commit, conflicts, building a snapshot
 //	upgrade.go       Upgrade: a version-1 table to the current format version

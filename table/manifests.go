@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	fastjson "github.com/goccy/go-json"
 	"golang.org/x/sync/errgroup"
@@ -153,11 +154,13 @@ func (t *Table) Manifests(ctx context.Context, snap *Snapshot) ([]ManifestInfo, 
 	return out, nil
 }
 
-// manifestFile is one manifest, of either version, ready to read.
+// manifestFile is one manifest, of either version, ready to read. It is
+// used by one goroutine.
 type manifestFile struct {
 	key    string
 	layout manifest.Layout
 	*loadedManifest
+	r *manifest.Reader // a version-2 manifest's, once opened
 }
 
 func (t *Table) openManifest(ctx context.Context, key string, layout manifest.Layout) (*manifestFile, error) {
@@ -173,14 +176,24 @@ func (t *Table) openManifest(ctx context.Context, key string, layout manifest.La
 
 // reader opens a version-2 manifest; nil for a version-1 one.
 func (m *manifestFile) reader() (*manifest.Reader, error) {
-	if m.data == nil {
-		return nil, nil
+	if m.data == nil || m.r != nil {
+		return m.r, nil
 	}
 	r, err := manifest.NewReader(m.data)
 	if err != nil {
 		return nil, m.wrap(err)
 	}
+	m.r = r
 	return r, nil
+}
+
+// len is the number of entries.
+func (m *manifestFile) len() (int, error) {
+	r, err := m.reader()
+	if err != nil || r == nil {
+		return len(m.entries), err
+	}
+	return r.Len(), nil
 }
 
 func (m *manifestFile) wrap(err error) error {
@@ -304,7 +317,7 @@ func (t *Table) ManifestEntries(ctx context.Context, snap *Snapshot, key string,
 // and episode id. It reads every manifest of the snapshot (never rows):
 // for one partition or one episode, EpisodesIn and Episode read less.
 func (t *Table) Episodes(ctx context.Context, snap *Snapshot) ([]EpisodeEntry, error) {
-	return t.episodesWhere(ctx, snap, nil)
+	return t.EpisodesIn(ctx, snap, nil)
 }
 
 // EpisodesIn returns the episodes of a snapshot whose first len(values)
@@ -313,32 +326,46 @@ func (t *Table) Episodes(ctx context.Context, snap *Snapshot) ([]EpisodeEntry, e
 // episode id. It reads the manifests whose summaries may hold such
 // episodes, and of those whole entries only for the episodes it returns.
 func (t *Table) EpisodesIn(ctx context.Context, snap *Snapshot, values []string) ([]EpisodeEntry, error) {
-	if values == nil {
-		values = []string{}
+	var out []EpisodeEntry
+	err := t.EachEpisodeIn(ctx, snap, values, func(batch []EpisodeEntry) error {
+		out = append(out, batch...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return t.episodesWhere(ctx, snap, values)
-}
-
-// episodesWhere lists the episodes of a partition (all of them when
-// values is nil).
-func (t *Table) episodesWhere(ctx context.Context, snap *Snapshot, values []string) ([]EpisodeEntry, error) {
 	layout, err := t.snapshotLayout(ctx, snap)
 	if err != nil {
 		return nil, err
 	}
+	layout.Sort(out)
+	return out, nil
+}
+
+// EachEpisodeIn calls fn with the episodes of a snapshot that EpisodesIn
+// returns, a batch at a time (at most manifest.EntriesPerRowGroup entries
+// of one manifest), in no particular order, so that a caller that keeps
+// less of each episode than its whole entry never holds them all
+// decoded. fn is called by one goroutine at a time; the batch is its own.
+// An error fn returns stops the reading and is returned.
+func (t *Table) EachEpisodeIn(ctx context.Context, snap *Snapshot, values []string, fn func(batch []EpisodeEntry) error) error {
+	layout, err := t.snapshotLayout(ctx, snap)
+	if err != nil {
+		return err
+	}
 	if len(values) > len(layout.Partitions) {
-		return nil, fmt.Errorf("%w: %d partition values for a table of %d partition columns", ErrInvalidInput, len(values), len(layout.Partitions))
+		return fmt.Errorf("%w: %d partition values for a table of %d partition columns", ErrInvalidInput, len(values), len(layout.Partitions))
 	}
 	infos, err := t.Manifests(ctx, snap)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	parts := make([][]EpisodeEntry, len(infos))
+	var mu sync.Mutex // serializes fn
 	g, gctx := errgroup.WithContext(ctx)
 	// Manifests are read and decoded in parallel (decoding is most of
-	// the time a listing takes), then gathered in order.
+	// the time a listing takes).
 	g.SetLimit(4)
-	for i, info := range infos {
+	for _, info := range infos {
 		if info.Summary != nil && !info.Summary.MayHoldPartition(layout, values) {
 			continue
 		}
@@ -347,30 +374,49 @@ func (t *Table) episodesWhere(ctx context.Context, snap *Snapshot, values []stri
 			if err != nil {
 				return err
 			}
-			var positions []int
-			if len(values) > 0 {
-				b, err := m.read(gctx, manifest.Projection{Partitions: true})
-				if err != nil {
-					return err
-				}
-				positions = partitionPositions(layout, b, values)
-				if len(positions) == 0 {
-					return nil
-				}
-			}
-			parts[i], err = m.entriesAt(gctx, positions)
-			return err
+			return m.eachIn(gctx, values, func(batch []EpisodeEntry) error {
+				mu.Lock()
+				defer mu.Unlock()
+				return fn(batch)
+			})
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
+		return fmt.Errorf("snapshot %d: %w", snap.ID, err)
 	}
-	var out []EpisodeEntry
-	for _, p := range parts {
-		out = append(out, p...)
+	return nil
+}
+
+// eachIn calls fn with the entries whose first partition values are
+// values, in batches of at most manifest.EntriesPerRowGroup.
+func (m *manifestFile) eachIn(ctx context.Context, values []string, fn func([]EpisodeEntry) error) error {
+	var positions []int
+	if len(values) > 0 {
+		b, err := m.read(ctx, manifest.Projection{Partitions: true})
+		if err != nil {
+			return err
+		}
+		positions = partitionPositions(m.layout, b, values)
+	} else {
+		n, err := m.len()
+		if err != nil {
+			return err
+		}
+		positions = make([]int, n)
+		for i := range positions {
+			positions[i] = i
+		}
 	}
-	layout.Sort(out)
-	return out, nil
+	for start := 0; start < len(positions); start += manifest.EntriesPerRowGroup {
+		batch, err := m.entriesAt(ctx, positions[start:min(start+manifest.EntriesPerRowGroup, len(positions))])
+		if err != nil {
+			return err
+		}
+		if err := fn(batch); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // partitionPositions returns the positions of a batch's entries whose
@@ -464,11 +510,21 @@ func partitionText(b manifest.Bound) string {
 // Episode returns one episode of a snapshot. It reads the manifests whose
 // episode ranges hold the id, and one row group of the one that has it.
 func (t *Table) Episode(ctx context.Context, snap *Snapshot, id string) (EpisodeEntry, error) {
+	return t.EpisodeIn(ctx, snap, nil, id)
+}
+
+// EpisodeIn returns one episode of a snapshot if its first len(values)
+// partition columns hold these values (as EpisodesIn takes them), and
+// an error wrapping ErrNotFound if the snapshot has no such episode or
+// has it in another partition. It reads the manifests whose summaries
+// may hold the episode in that partition, and one row group of the one
+// that has it.
+func (t *Table) EpisodeIn(ctx context.Context, snap *Snapshot, values []string, id string) (EpisodeEntry, error) {
 	layout, err := t.snapshotLayout(ctx, snap)
 	if err != nil {
 		return EpisodeEntry{}, err
 	}
-	found, err := t.locate(ctx, snap, layout, []string{id})
+	found, err := t.locateIn(ctx, snap, layout, values, []string{id})
 	if err != nil {
 		return EpisodeEntry{}, err
 	}
@@ -481,15 +537,40 @@ func (t *Table) Episode(ctx context.Context, snap *Snapshot, id string) (Episode
 		if err != nil {
 			return EpisodeEntry{}, err
 		}
-		return es[0], nil
+		if inPartition(layout, &es[0], values) {
+			return es[0], nil
+		}
+	}
+	if len(values) > 0 {
+		return EpisodeEntry{}, fmt.Errorf("%w: episode %q in partition %s of snapshot %d", ErrNotFound, id, strings.Join(values, "/"), snap.ID)
 	}
 	return EpisodeEntry{}, fmt.Errorf("%w: episode %q in snapshot %d", ErrNotFound, id, snap.ID)
+}
+
+// inPartition reports whether e's first len(values) partition values are
+// values.
+func inPartition(layout manifest.Layout, e *EpisodeEntry, values []string) bool {
+	for k, v := range values {
+		if e.Partition[layout.Partitions[k].Name] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // locate finds the episodes of ids a snapshot holds: the positions of
 // their entries, by manifest key. It reads the episode ids of the
 // manifests whose ranges hold one of them.
 func (t *Table) locate(ctx context.Context, snap *Snapshot, layout manifest.Layout, ids []string) (map[string][]int, error) {
+	return t.locateIn(ctx, snap, layout, nil, ids)
+}
+
+// locateIn is locate among the manifests whose summaries may hold
+// episodes of the partition values (as EpisodesIn takes them) too.
+func (t *Table) locateIn(ctx context.Context, snap *Snapshot, layout manifest.Layout, values, ids []string) (map[string][]int, error) {
+	if len(values) > len(layout.Partitions) {
+		return nil, fmt.Errorf("%w: %d partition values for a table of %d partition columns", ErrInvalidInput, len(values), len(layout.Partitions))
+	}
 	infos, err := t.Manifests(ctx, snap)
 	if err != nil {
 		return nil, err
@@ -502,6 +583,9 @@ func (t *Table) locate(ctx context.Context, snap *Snapshot, layout manifest.Layo
 	out := map[string][]int{}
 	for _, info := range infos {
 		if s := info.Summary; s != nil {
+			if !s.MayHoldPartition(layout, values) {
+				continue
+			}
 			// The first id at or after the range's start must be inside.
 			i, _ := slices.BinarySearch(sorted, s.EpisodeMin)
 			if i == len(sorted) || !s.Covers(sorted[i]) {

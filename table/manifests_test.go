@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -277,6 +278,21 @@ func TestLookupsReadOnlyTheirManifests(t *testing.T) {
 		t.Errorf("a partition read %d manifests, %d of %d hold it", len(got), want, len(all))
 	}
 
+	// ep-0005 is in the range of pick's manifest, not in place's.
+	if _, err := fresh.EpisodeIn(ctx, snap, []string{"place"}, "ep-0005"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("EpisodeIn(place, ep-0005) of an episode of pick: %v", err)
+	}
+	if got := rec.manifestReads(); len(got) != 0 {
+		t.Errorf("a lookup in a partition no manifest of its range holds read %v", got)
+	}
+	e, err = fresh.EpisodeIn(ctx, snap, []string{"pick"}, "ep-0005")
+	if err != nil || e.Episode != "ep-0005" {
+		t.Fatalf("EpisodeIn(pick, ep-0005): %+v %v", e, err)
+	}
+	if got := rec.manifestReads(); len(got) != 1 {
+		t.Errorf("one episode's lookup in its partition read %d manifests: %v", len(got), got)
+	}
+
 	vals, err := fresh.PartitionValues(ctx, snap, nil)
 	if err != nil || !slices.Equal(vals, []string{"pick", "place", "stack"}) {
 		t.Fatalf("partition values %v, %v", vals, err)
@@ -333,6 +349,53 @@ func TestVerifySummaries(t *testing.T) {
 		}
 		if err := store.Delete(ctx, snapshotKey(lying.ID)); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestEachEpisodeInBatches: a manifest's entries come in batches of at
+// most a row group's, of either format version, all of them or one
+// partition's.
+func TestEachEpisodeInBatches(t *testing.T) {
+	ctx := context.Background()
+	layout := manifest.Layout{Partitions: []manifest.Column{{Name: "task", Type: "string"}}, Videos: []string{"video"}}
+	var entries []EpisodeEntry
+	for i := range 2*manifest.EntriesPerRowGroup + 100 {
+		entries = append(entries, EpisodeEntry{Episode: fmt.Sprintf("ep-%05d", i), Partition: map[string]string{"task": []string{"pick", "place"}[i%2]},
+			Rows: 3, DataFile: "data/d.parquet", Videos: map[string]VideoRef{"video": {Pack: "video/p.video", Length: 10, SHA256: strings.Repeat("0", 64), Frames: 3}}})
+	}
+	data, _, err := manifest.Encode(layout, slices.Clone(entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*manifestFile{
+		{key: "v1", layout: layout, loadedManifest: &loadedManifest{entries: entries}},
+		{key: "v2", layout: layout, loadedManifest: &loadedManifest{data: data}},
+	} {
+		for _, values := range [][]string{nil, {"place"}} {
+			var got []string
+			batches := 0
+			err := m.eachIn(ctx, values, func(batch []EpisodeEntry) error {
+				batches++
+				if len(batch) > manifest.EntriesPerRowGroup {
+					t.Errorf("%s %v: a batch of %d entries", m.key, values, len(batch))
+				}
+				for _, e := range batch {
+					if values != nil && e.Partition["task"] != values[0] {
+						t.Errorf("%s %v: %s of %s", m.key, values, e.Episode, e.Partition["task"])
+					}
+					got = append(got, e.Episode)
+				}
+				return nil
+			})
+			want := len(entries)
+			if values != nil {
+				want /= 2
+			}
+			slices.Sort(got)
+			if err != nil || len(got) != want || len(slices.Compact(got)) != want || batches < want/manifest.EntriesPerRowGroup {
+				t.Errorf("%s %v: %d episodes in %d batches, %v", m.key, values, len(got), batches, err)
+			}
 		}
 	}
 }
