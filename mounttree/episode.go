@@ -164,6 +164,14 @@ func (r *episodeRecords) record(e *table.EpisodeEntry) *episode {
 	return ep
 }
 
+// appendRecords appends the records of entries to eps.
+func (r *episodeRecords) appendRecords(eps []*episode, entries []table.EpisodeEntry) []*episode {
+	for i := range entries {
+		eps = append(eps, r.record(&entries[i]))
+	}
+	return eps
+}
+
 // nameAndRecord is what a collected record's cleanup needs to know.
 type nameAndRecord struct {
 	name   string

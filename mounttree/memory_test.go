@@ -1,7 +1,6 @@
 package mounttree
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -23,16 +22,7 @@ func TestBytesPerHeadEpisode(t *testing.T) {
 	if BytesPerHeadEpisode > 2<<10 {
 		t.Fatalf("BytesPerHeadEpisode is %d, over 2 KB", BytesPerHeadEpisode)
 	}
-	ctx := context.Background()
 	tbl := treetest.RobotTable(t)
-	head, err := tbl.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := tbl.Schema(ctx, head.SchemaID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	template := headEpisode(t, tbl, "ep1")
 	ref := template.Videos["video"]
 	ref.Sizes = []table.SizesRef{{Identity: "jpeg;q=90;size=native;framefs-image=2;lavc59.37.100,lavfi8.44.100,sws6.7.100,zlib1.2.13,libjpeg-turbo:05aa814a",
@@ -66,9 +56,11 @@ func TestBytesPerHeadEpisode(t *testing.T) {
 
 	var records episodeRecords
 	before := heapBytes()
-	var indexes []builtIndex
+	// What a tree keeps of a folder of its snapshot, read whole: the
+	// records of its episodes.
+	var indexes [][]*episode
 	for _, eps := range snapshots {
-		indexes = append(indexes, buildSnapshotIndex(&records, schema, eps))
+		indexes = append(indexes, records.appendRecords(nil, eps))
 	}
 	per := (heapBytes() - before) / episodes
 	t.Logf("%d bytes per head episode with %d trees read (%d records kept)", per, len(indexes), records.len())

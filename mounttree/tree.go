@@ -75,9 +75,7 @@ func (t *Tree) bytes() int64 {
 	case builtIndex:
 		n += x.bytes()
 	case *snapshotIndex:
-		x.mu.Lock()
-		n += x.built.bytes()
-		x.mu.Unlock()
+		n += x.bytes()
 	}
 	if t.clips != nil {
 		n += t.clips.bytes()

@@ -6,23 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
 )
-
-// countingStore counts the whole objects read under manifest/ that are
-// manifests (not lists).
-type countingStore struct {
-	storage.Store
-	manifests int
-}
-
-func (s *countingStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
-	if strings.HasPrefix(key, "manifest/") && !strings.HasPrefix(key, "manifest/list-") {
-		s.manifests++
-	}
-	return s.Store.ReadAll(ctx, key)
-}
 
 // TestSummariesDecideManifests: a filter that the manifest list's
 // summaries decide reads no manifest for a count, and only the manifests
@@ -60,7 +47,7 @@ func TestSummariesDecideManifests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rec := &countingStore{Store: local}
+	rec := &treetest.CountingStore{Store: local}
 	for _, tc := range []struct {
 		where          string
 		frames         int64
@@ -86,14 +73,15 @@ func TestSummariesDecideManifests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec.manifests = 0
+		rec.ManifestReads()
 		n, st, err := Count(ctx, fresh, snap, f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != tc.frames || st.Manifests != 2 || st.ManifestsRead != tc.manifestsRead || rec.manifests != tc.reads ||
+		reads := len(rec.ManifestReads())
+		if n != tc.frames || st.Manifests != 2 || st.ManifestsRead != tc.manifestsRead || reads != tc.reads ||
 			st.SkippedByManifest != tc.skipped || st.MatchedByManifest != tc.whole || st.Scanned != tc.scanned || st.Episodes != 10 {
-			t.Errorf("count %s: %d frames, %d manifests read, stats %+v", tc.where, n, rec.manifests, st)
+			t.Errorf("count %s: %d frames, %d manifests read, stats %+v", tc.where, n, reads, st)
 		}
 		// Select gives the same frames, its episodes in snapshot order.
 		sel, err := Select(ctx, fresh, snap, f, SelectOptions{})
