@@ -217,26 +217,43 @@ func (m *manifestFile) read(ctx context.Context, proj manifest.Projection) (*man
 
 // entriesAt returns the entries at positions (ascending), or all of them.
 func (m *manifestFile) entriesAt(ctx context.Context, positions []int) ([]EpisodeEntry, error) {
+	return m.entriesOf(ctx, positions, true)
+}
+
+// entriesOf is entriesAt, without the entries' column statistics unless
+// withStats.
+func (m *manifestFile) entriesOf(ctx context.Context, positions []int, withStats bool) ([]EpisodeEntry, error) {
 	r, err := m.reader()
 	if err != nil {
 		return nil, err
 	}
 	if r != nil {
-		out, err := r.Entries(ctx, positions)
+		read := r.Entries
+		if !withStats {
+			read = r.EntriesWithoutStats
+		}
+		out, err := read(ctx, positions)
 		if err != nil {
 			return nil, m.wrap(err)
 		}
 		return out, nil
 	}
+	var out []EpisodeEntry
 	if positions == nil {
-		return slices.Clone(m.entries), nil
-	}
-	out := make([]EpisodeEntry, len(positions))
-	for i, p := range positions {
-		if p < 0 || p >= len(m.entries) {
-			return nil, fmt.Errorf("manifest %s has no entry %d", m.key, p)
+		out = slices.Clone(m.entries)
+	} else {
+		out = make([]EpisodeEntry, len(positions))
+		for i, p := range positions {
+			if p < 0 || p >= len(m.entries) {
+				return nil, fmt.Errorf("manifest %s has no entry %d", m.key, p)
+			}
+			out[i] = m.entries[p]
 		}
-		out[i] = m.entries[p]
+	}
+	if !withStats {
+		for i := range out {
+			out[i].Stats = nil
+		}
 	}
 	return out, nil
 }
@@ -327,7 +344,7 @@ func (t *Table) Episodes(ctx context.Context, snap *Snapshot) ([]EpisodeEntry, e
 // episodes, and of those whole entries only for the episodes it returns.
 func (t *Table) EpisodesIn(ctx context.Context, snap *Snapshot, values []string) ([]EpisodeEntry, error) {
 	var out []EpisodeEntry
-	err := t.EachEpisodeIn(ctx, snap, values, func(batch []EpisodeEntry) error {
+	err := t.eachEpisodeIn(ctx, snap, values, true, func(batch []EpisodeEntry) error {
 		out = append(out, batch...)
 		return nil
 	})
@@ -343,12 +360,20 @@ func (t *Table) EpisodesIn(ctx context.Context, snap *Snapshot, values []string)
 }
 
 // EachEpisodeIn calls fn with the episodes of a snapshot that EpisodesIn
-// returns, a batch at a time (at most manifest.EntriesPerRowGroup entries
-// of one manifest), in no particular order, so that a caller that keeps
-// less of each episode than its whole entry never holds them all
-// decoded. fn is called by one goroutine at a time; the batch is its own.
-// An error fn returns stops the reading and is returned.
+// returns, without their column statistics (Stats is nil: a filter reads
+// them with ReadManifest), a batch at a time (at most
+// manifest.EntriesPerRowGroup entries of one manifest), in no particular
+// order, so that a caller that keeps less of each episode than its whole
+// entry never holds them all decoded. fn is called by one goroutine at a
+// time; the batch is its own. An error fn returns stops the reading and
+// is returned.
 func (t *Table) EachEpisodeIn(ctx context.Context, snap *Snapshot, values []string, fn func(batch []EpisodeEntry) error) error {
+	return t.eachEpisodeIn(ctx, snap, values, false, fn)
+}
+
+// eachEpisodeIn is EachEpisodeIn, with the entries' statistics if
+// withStats.
+func (t *Table) eachEpisodeIn(ctx context.Context, snap *Snapshot, values []string, withStats bool, fn func(batch []EpisodeEntry) error) error {
 	layout, err := t.snapshotLayout(ctx, snap)
 	if err != nil {
 		return err
@@ -374,7 +399,7 @@ func (t *Table) EachEpisodeIn(ctx context.Context, snap *Snapshot, values []stri
 			if err != nil {
 				return err
 			}
-			return m.eachIn(gctx, values, func(batch []EpisodeEntry) error {
+			return m.eachIn(gctx, values, withStats, func(batch []EpisodeEntry) error {
 				mu.Lock()
 				defer mu.Unlock()
 				return fn(batch)
@@ -388,8 +413,9 @@ func (t *Table) EachEpisodeIn(ctx context.Context, snap *Snapshot, values []stri
 }
 
 // eachIn calls fn with the entries whose first partition values are
-// values, in batches of at most manifest.EntriesPerRowGroup.
-func (m *manifestFile) eachIn(ctx context.Context, values []string, fn func([]EpisodeEntry) error) error {
+// values (with their statistics if withStats), in batches of at most
+// manifest.EntriesPerRowGroup.
+func (m *manifestFile) eachIn(ctx context.Context, values []string, withStats bool, fn func([]EpisodeEntry) error) error {
 	var positions []int
 	if len(values) > 0 {
 		b, err := m.read(ctx, manifest.Projection{Partitions: true})
@@ -397,6 +423,9 @@ func (m *manifestFile) eachIn(ctx context.Context, values []string, fn func([]Ep
 			return err
 		}
 		positions = partitionPositions(m.layout, b, values)
+		if len(positions) == 0 {
+			return nil
+		}
 	} else {
 		n, err := m.len()
 		if err != nil {
@@ -407,8 +436,20 @@ func (m *manifestFile) eachIn(ctx context.Context, values []string, fn func([]Ep
 			positions[i] = i
 		}
 	}
+	r, err := m.reader()
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		// The columns are read once, the entries decoded a batch at a
+		// time.
+		if err := r.EntryBatches(ctx, positions, withStats, manifest.EntriesPerRowGroup, fn); err != nil {
+			return m.wrap(err)
+		}
+		return nil
+	}
 	for start := 0; start < len(positions); start += manifest.EntriesPerRowGroup {
-		batch, err := m.entriesAt(ctx, positions[start:min(start+manifest.EntriesPerRowGroup, len(positions))])
+		batch, err := m.entriesOf(ctx, positions[start:min(start+manifest.EntriesPerRowGroup, len(positions))], withStats)
 		if err != nil {
 			return err
 		}

@@ -355,14 +355,15 @@ func TestVerifySummaries(t *testing.T) {
 
 // TestEachEpisodeInBatches: a manifest's entries come in batches of at
 // most a row group's, of either format version, all of them or one
-// partition's.
+// partition's, without their statistics.
 func TestEachEpisodeInBatches(t *testing.T) {
 	ctx := context.Background()
-	layout := manifest.Layout{Partitions: []manifest.Column{{Name: "task", Type: "string"}}, Videos: []string{"video"}}
+	layout := manifest.Layout{Partitions: []manifest.Column{{Name: "task", Type: "string"}}, Columns: []manifest.Column{{Name: "speed", Type: "float64"}}, Videos: []string{"video"}}
 	var entries []EpisodeEntry
 	for i := range 2*manifest.EntriesPerRowGroup + 100 {
 		entries = append(entries, EpisodeEntry{Episode: fmt.Sprintf("ep-%05d", i), Partition: map[string]string{"task": []string{"pick", "place"}[i%2]},
-			Rows: 3, DataFile: "data/d.parquet", Videos: map[string]VideoRef{"video": {Pack: "video/p.video", Length: 10, SHA256: strings.Repeat("0", 64), Frames: 3}}})
+			Rows: 3, DataFile: "data/d.parquet", Videos: map[string]VideoRef{"video": {Pack: "video/p.video", Length: 10, SHA256: strings.Repeat("0", 64), Frames: 3}},
+			Stats: map[string]ColumnStats{"speed": {Min: json.RawMessage("1"), Max: json.RawMessage("2")}}})
 	}
 	data, _, err := manifest.Encode(layout, slices.Clone(entries))
 	if err != nil {
@@ -372,15 +373,18 @@ func TestEachEpisodeInBatches(t *testing.T) {
 		{key: "v1", layout: layout, loadedManifest: &loadedManifest{entries: entries}},
 		{key: "v2", layout: layout, loadedManifest: &loadedManifest{data: data}},
 	} {
-		for _, values := range [][]string{nil, {"place"}} {
+		for _, values := range [][]string{nil, {"place"}, {"push"}} {
 			var got []string
 			batches := 0
-			err := m.eachIn(ctx, values, func(batch []EpisodeEntry) error {
+			err := m.eachIn(ctx, values, false, func(batch []EpisodeEntry) error {
 				batches++
 				if len(batch) > manifest.EntriesPerRowGroup {
 					t.Errorf("%s %v: a batch of %d entries", m.key, values, len(batch))
 				}
 				for _, e := range batch {
+					if e.Stats != nil {
+						t.Errorf("%s %v: %s has statistics", m.key, values, e.Episode)
+					}
 					if values != nil && e.Partition["task"] != values[0] {
 						t.Errorf("%s %v: %s of %s", m.key, values, e.Episode, e.Partition["task"])
 					}
@@ -389,8 +393,12 @@ func TestEachEpisodeInBatches(t *testing.T) {
 				return nil
 			})
 			want := len(entries)
-			if values != nil {
+			switch {
+			case values == nil:
+			case values[0] == "place":
 				want /= 2
+			default:
+				want = 0 // a partition the manifest does not hold
 			}
 			slices.Sort(got)
 			if err != nil || len(got) != want || len(slices.Compact(got)) != want || batches < want/manifest.EntriesPerRowGroup {

@@ -122,6 +122,15 @@ func TestRoundTrip(t *testing.T) {
 		picked = append(picked, want[p])
 	}
 	sameEntries(t, some, picked)
+	// Without statistics: the same entries, Stats left out.
+	light, err := r.EntriesWithoutStats(ctx, positions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range picked {
+		picked[i].Stats = nil
+	}
+	sameEntries(t, light, picked)
 	if sum.Episodes != int64(len(want)) || sum.Bytes != int64(len(data)) || sum.EpisodeMin != "ep00000" || sum.EpisodeMax != fmt.Sprintf("ep%05d", len(want)-1) {
 		t.Errorf("summary %+v", sum)
 	}

@@ -318,55 +318,126 @@ func locationsOf(cols map[string]arrow.Array, n int) (*Locations, error) {
 
 // Entries reads whole entries: those at the given positions (ascending,
 // in manifest order), or every entry when positions is nil.
-func (r *Reader) Entries(ctx context.Context, positions []int) (out []Entry, err error) {
+func (r *Reader) Entries(ctx context.Context, positions []int) ([]Entry, error) {
+	return r.collect(ctx, positions, true)
+}
+
+// EntriesWithoutStats is Entries without the entries' column statistics
+// (their Stats are nil): it does not read or decode those columns, which
+// take most of a manifest, for a reader that needs where episodes are,
+// not what their rows hold.
+func (r *Reader) EntriesWithoutStats(ctx context.Context, positions []int) ([]Entry, error) {
+	return r.collect(ctx, positions, false)
+}
+
+func (r *Reader) collect(ctx context.Context, positions []int, withStats bool) (out []Entry, err error) {
+	err = r.EntryBatches(ctx, positions, withStats, 0, func(batch []Entry) error {
+		out = batch
+		return nil
+	})
+	return out, err
+}
+
+// EntryBatches calls fn with the entries Entries (EntriesWithoutStats
+// unless withStats) returns, at most size at a time (all at once for a
+// size of 0), in manifest order. It reads their columns once and decodes
+// each batch as fn asks for it, so that a reader keeping less of each
+// entry than the entry never holds the whole manifest's entries decoded.
+// Each batch is fn's own. An error fn returns stops it and is returned.
+func (r *Reader) EntryBatches(ctx context.Context, positions []int, withStats bool, size int, fn func([]Entry) error) error {
+	ec, rows, release, err := r.entryRows(ctx, positions, withStats)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if size <= 0 {
+		size = len(rows)
+	}
+	for start := 0; start < len(rows); start += size {
+		batch, err := ec.entries(rows[start:min(start+size, len(rows))])
+		if err != nil {
+			return err
+		}
+		if err := fn(batch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entryRows reads the columns of the entries at positions (all when nil),
+// their statistics if withStats, and returns them with the rows of those
+// entries in them; release releases them.
+func (r *Reader) entryRows(ctx context.Context, positions []int, withStats bool) (ec *entryColumns, rows []int, release func(), err error) {
+	leaves := r.leaves([]string{})
+	if !withStats {
+		var tops [][]string
+		for _, p := range r.paths {
+			if p[0] != colStats && !slices.ContainsFunc(tops, func(t []string) bool { return t[0] == p[0] }) {
+				tops = append(tops, p[:1])
+			}
+		}
+		leaves = r.leaves(tops...)
+	}
 	rowGroups := r.allRowGroups()
 	if positions != nil {
 		rowGroups = rowGroups[:0]
 		for _, p := range positions {
 			if p < 0 || p >= r.Len() {
-				return nil, fmt.Errorf("manifest has no entry %d (it has %d)", p, r.Len())
+				return nil, nil, nil, fmt.Errorf("manifest has no entry %d (it has %d)", p, r.Len())
 			}
 			rg := r.rowGroupOf(p)
 			if len(rowGroups) == 0 || rowGroups[len(rowGroups)-1] < rg {
 				rowGroups = append(rowGroups, rg)
 			} else if rowGroups[len(rowGroups)-1] > rg {
-				return nil, fmt.Errorf("entry positions %v are not ascending", positions)
+				return nil, nil, nil, fmt.Errorf("entry positions %v are not ascending", positions)
 			}
 		}
 	}
-	cols, n, err := r.read(ctx, r.leaves([]string{}), rowGroups)
+	cols, n, err := r.read(ctx, leaves, rowGroups)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	defer releaseAll(cols)
+	release = func() { releaseAll(cols) }
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	defer parquetcheck.Recover(&err)
 	if n == 0 {
-		return nil, nil
+		return &entryColumns{}, nil, release, nil
 	}
-	ec, err := entryColumnsOf(cols, n)
-	if err != nil {
-		return nil, err
+	if ec, err = entryColumnsOf(cols, n); err != nil {
+		return nil, nil, nil, err
 	}
 	if positions == nil {
-		out = make([]Entry, n)
-		for i := range out {
-			if out[i], err = ec.entry(i); err != nil {
-				return nil, err
-			}
+		rows = make([]int, n)
+		for i := range rows {
+			rows[i] = i
 		}
-		return out, nil
+		return ec, rows, release, nil
 	}
-	// Positions in the file to positions in the row groups read.
-	local := map[int]int{}
+	local := map[int]int{} // the first row read of each row group
 	k := 0
 	for _, rg := range rowGroups {
 		local[rg] = k
 		k += r.starts[rg+1] - r.starts[rg]
 	}
-	out = make([]Entry, len(positions))
+	rows = make([]int, len(positions))
 	for i, p := range positions {
 		rg := r.rowGroupOf(p)
-		if out[i], err = ec.entry(local[rg] + p - r.starts[rg]); err != nil {
+		rows[i] = local[rg] + p - r.starts[rg]
+	}
+	return ec, rows, release, nil
+}
+
+// entries decodes the entries at the given rows.
+func (ec *entryColumns) entries(rows []int) (out []Entry, err error) {
+	defer parquetcheck.Recover(&err)
+	out = make([]Entry, len(rows))
+	for i, k := range rows {
+		if out[i], err = ec.entry(k); err != nil {
 			return nil, err
 		}
 	}
