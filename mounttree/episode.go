@@ -1,13 +1,11 @@
 package mounttree
 
 import (
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 	"unique"
-	"unsafe"
 	"weak"
 
 	"github.com/framefs/framefs/table"
@@ -45,25 +43,82 @@ type episodeVideo struct {
 func intern(s string) string { return unique.Make(s).Value() }
 
 // newEpisode copies what the mount needs of e, in memory of its own (the
-// strings of a decoded manifest may share its buffers).
-func newEpisode(e *table.EpisodeEntry) *episode {
-	ep := &episode{name: strings.Clone(e.Episode), dataFile: strings.Clone(e.DataFile), rowGroup: e.RowGroup, schemaID: e.SchemaID,
-		rows: e.Rows, firstRowID: e.FirstRowID, time: e.Time}
-	for _, col := range sortedKeys(e.Partition) {
-		ep.partition = append(ep.partition, intern(col), strings.Clone(e.Partition[col]))
-	}
+// strings of a decoded manifest may share its buffers); strings equal to
+// those of other records d made share their memory with them (d may be
+// nil).
+func newEpisode(e *table.EpisodeEntry, d *dedupe) *episode {
+	ep := &episode{name: strings.Clone(e.Episode), dataFile: d.str(e.DataFile), rowGroup: e.RowGroup, schemaID: e.SchemaID,
+		rows: e.Rows, firstRowID: e.FirstRowID, time: e.Time, partition: d.partition(e.Partition)}
 	ep.videos = make([]episodeVideo, 0, len(e.Videos))
 	for _, col := range sortedKeys(e.Videos) {
 		ref := e.Videos[col]
-		ref.Pack, ref.SHA256 = strings.Clone(ref.Pack), strings.Clone(ref.SHA256)
+		ref.Pack, ref.SHA256 = d.str(ref.Pack), d.str(ref.SHA256)
 		ref.Codec, ref.SourceName = intern(ref.Codec), intern(ref.SourceName)
 		ref.Sizes = slices.Clone(ref.Sizes)
 		for i := range ref.Sizes {
-			ref.Sizes[i].Identity, ref.Sizes[i].Object = intern(ref.Sizes[i].Identity), strings.Clone(ref.Sizes[i].Object)
+			ref.Sizes[i].Identity, ref.Sizes[i].Object = intern(ref.Sizes[i].Identity), d.str(ref.Sizes[i].Object)
 		}
 		ep.videos = append(ep.videos, episodeVideo{column: intern(col), ref: ref})
 	}
 	return ep
+}
+
+// dedupe makes the records of one batch of episodes (a folder's, read
+// together) share the strings they repeat: most episodes of a folder have
+// their rows in a data file and their videos in a pack that other
+// episodes committed with them share, and one partition. It is dropped
+// with the batch; nothing is kept for strings no other record repeats (as
+// unique.Make would keep for each).
+type dedupe struct {
+	strs  map[string]string
+	parts map[string][]string
+	key   []byte
+}
+
+// str returns s, in memory of its own shared with the equal strings str
+// returned before; a nil d clones s.
+func (d *dedupe) str(s string) string {
+	if d == nil {
+		return strings.Clone(s)
+	}
+	if v, ok := d.strs[s]; ok {
+		return v
+	}
+	if d.strs == nil {
+		d.strs = map[string]string{}
+	}
+	v := strings.Clone(s)
+	d.strs[v] = v
+	return v
+}
+
+// partition returns partition values as COLUMN, VALUE pairs sorted by
+// column, shared with the equal ones partition returned before.
+func (d *dedupe) partition(values map[string]string) []string {
+	if len(values) == 0 {
+		return nil
+	}
+	cols := sortedKeys(values)
+	if d != nil {
+		d.key = d.key[:0]
+		for _, c := range cols {
+			d.key = append(append(append(append(d.key, c...), 0), values[c]...), 0)
+		}
+		if p, ok := d.parts[string(d.key)]; ok {
+			return p
+		}
+	}
+	out := make([]string, 0, 2*len(cols))
+	for _, c := range cols {
+		out = append(out, intern(c), d.str(values[c]))
+	}
+	if d != nil {
+		if d.parts == nil {
+			d.parts = map[string][]string{}
+		}
+		d.parts[string(d.key)] = out
+	}
+	return out
 }
 
 // is reports whether ep is what the mount keeps of e.
@@ -120,77 +175,67 @@ func (ep *episode) entry() table.EpisodeEntry {
 	return e
 }
 
-// bytes estimates the memory of ep, interned strings left out.
-func (ep *episode) bytes() int64 {
-	n := int64(unsafe.Sizeof(*ep)) + int64(len(ep.name)+len(ep.dataFile))
-	n += int64(cap(ep.partition)) * int64(unsafe.Sizeof(""))
-	for i := 1; i < len(ep.partition); i += 2 {
-		n += int64(len(ep.partition[i]))
-	}
-	n += int64(cap(ep.videos)) * int64(unsafe.Sizeof(episodeVideo{}))
-	for _, v := range ep.videos {
-		n += int64(len(v.ref.Pack)+len(v.ref.SHA256)) + int64(cap(v.ref.Sizes))*int64(unsafe.Sizeof(table.SizesRef{}))
-		for _, s := range v.ref.Sizes {
-			n += int64(len(s.Object))
-		}
-	}
-	return n
-}
-
 // episodeRecords hands out the records of episode versions, the same one
 // to every tree holding a version for as long as any tree holds it: a
 // record no tree holds any more is collected, and its name leaves the
-// map with it.
+// map at the next sweep.
 type episodeRecords struct {
-	mu   sync.Mutex                       // guards last
+	mu   sync.Mutex                       // guards the fields below
 	last map[string]weak.Pointer[episode] // by episode name: its latest record
+	// sweepAt is the size of last at which the names whose records were
+	// collected leave it: twice its size after the last sweep, so that it
+	// holds at most about twice the names of live records, for no more
+	// work than a constant per record made. (A cleanup per record would
+	// cost each record a runtime special and an allocation.)
+	sweepAt int
 }
 
+// minSweep is the least size of last at which it is swept.
+const minSweep = 1024
+
 // record returns the record of e: the latest one made for its episode if
-// that is still held and is of the same version, else a new one.
-func (r *episodeRecords) record(e *table.EpisodeEntry) *episode {
+// that is still held and is of the same version, else a new one (its
+// strings shared through d, which may be nil).
+func (r *episodeRecords) record(e *table.EpisodeEntry, d *dedupe) *episode {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ep := r.last[e.Episode].Value(); ep != nil && ep.is(e) {
 		return ep
 	}
-	ep := newEpisode(e)
+	ep := newEpisode(e, d)
 	if r.last == nil {
 		r.last = map[string]weak.Pointer[episode]{}
 	}
-	wp := weak.Make(ep)
-	r.last[ep.name] = wp
-	runtime.AddCleanup(ep, r.collected, nameAndRecord{ep.name, wp})
+	r.last[ep.name] = weak.Make(ep)
+	if len(r.last) >= max(r.sweepAt, minSweep) {
+		for name, wp := range r.last {
+			if wp.Value() == nil {
+				delete(r.last, name)
+			}
+		}
+		r.sweepAt = 2 * len(r.last)
+	}
 	return ep
 }
 
-// appendRecords appends the records of entries to eps.
-func (r *episodeRecords) appendRecords(eps []*episode, entries []table.EpisodeEntry) []*episode {
+// appendRecords appends the records of entries to eps, the new ones
+// sharing their strings through d.
+func (r *episodeRecords) appendRecords(eps []*episode, entries []table.EpisodeEntry, d *dedupe) []*episode {
 	for i := range entries {
-		eps = append(eps, r.record(&entries[i]))
+		eps = append(eps, r.record(&entries[i], d))
 	}
 	return eps
 }
 
-// nameAndRecord is what a collected record's cleanup needs to know.
-type nameAndRecord struct {
-	name   string
-	record weak.Pointer[episode]
-}
-
-// collected forgets a name whose record was collected, unless a newer
-// record took its place.
-func (r *episodeRecords) collected(nr nameAndRecord) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.last[nr.name] == nr.record {
-		delete(r.last, nr.name)
-	}
-}
-
-// len is the number of episode names with a record.
+// len is the number of episode names with a live record.
 func (r *episodeRecords) len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.last)
+	n := 0
+	for _, wp := range r.last {
+		if wp.Value() != nil {
+			n++
+		}
+	}
+	return n
 }

@@ -259,8 +259,9 @@ func (x *snapshotIndex) load(ctx context.Context, f *snapshotFolder) error {
 		}
 	} else {
 		var eps []*episode
+		var d dedupe
 		err := x.cat.tbl.EachEpisodeIn(ctx, x.snap, f.values, func(batch []table.EpisodeEntry) error {
-			eps = x.cat.records.appendRecords(eps, batch)
+			eps = x.cat.records.appendRecords(eps, batch, &d)
 			return nil
 		})
 		if err != nil {
@@ -369,7 +370,7 @@ func (x *snapshotIndex) findEpisodeLocked(ctx context.Context, f *snapshotFolder
 			if err != nil {
 				return nil, false, fmt.Errorf("look up episode %q in snapshot %d: %w", name, x.snap.ID, err)
 			}
-			ep := x.cat.records.record(&e)
+			ep := x.cat.records.record(&e, nil)
 			if f.found == nil {
 				f.found = map[string]*episode{}
 			}

@@ -60,7 +60,7 @@ func TestBytesPerHeadEpisode(t *testing.T) {
 	// records of its episodes.
 	var indexes [][]*episode
 	for _, eps := range snapshots {
-		indexes = append(indexes, records.appendRecords(nil, eps))
+		indexes = append(indexes, records.appendRecords(nil, eps, &dedupe{}))
 	}
 	per := (heapBytes() - before) / episodes
 	t.Logf("%d bytes per head episode with %d trees read (%d records kept)", per, len(indexes), records.len())
@@ -81,4 +81,25 @@ func heapBytes() int64 {
 	runtime.GC() // and the cleanups the first one queued
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
+}
+
+// TestRecordsForgetCollected: the names of records no tree holds any more
+// leave the records' map, so that it does not grow with every episode a
+// long-running mount ever showed.
+func TestRecordsForgetCollected(t *testing.T) {
+	var records episodeRecords
+	const made = 20 * minSweep
+	for i := range made {
+		e := table.EpisodeEntry{Episode: fmt.Sprintf("episode-%06d", i), DataFile: "data/d.parquet", Rows: 3}
+		records.record(&e, nil) // held by nothing
+		if i%500 == 0 {
+			runtime.GC()
+		}
+	}
+	if n := len(records.last); n > 3*minSweep {
+		t.Errorf("%d names kept for %d records no tree holds", n, made)
+	}
+	if n := records.len(); n > minSweep {
+		t.Errorf("%d of %d records not collected", n, made)
+	}
 }
