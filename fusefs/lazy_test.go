@@ -73,3 +73,68 @@ func TestMountReadsOnlyListedPartitions(t *testing.T) {
 	}
 	reads("reading a frame of an episode of task=place", manifestOf["place"])
 }
+
+// TestLargeListingMakesNoNodes: a folder of more entries than the mount's
+// maxListedNodes is listed, names and types, without a node per entry
+// (READDIRPLUS's lookups are declined); an entry the kernel then uses is
+// looked up alone. A smaller folder's entries are looked up as they are
+// listed.
+func TestLargeListingMakesNoNodes(t *testing.T) {
+	requireFUSE(t)
+	ctx := context.Background()
+	tbl, err := table.Open(ctx, treetest.InterleavedTable(t, 12), table.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := NewTableRoot(ctx, tbl, &treetest.Frames{}, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.m.maxListedNodes = 10
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mount(mnt, "interleaved", root.node, root.m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.node.live.Store(true)
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+		srv.Wait()
+		if mounted(mnt) {
+			t.Errorf("%s is still mounted", mnt)
+		}
+	})
+	made := func() int64 { return root.m.stats.nodesMade.Load() }
+
+	stack := filepath.Join(mnt, "latest", "task=stack")
+	if _, err := os.Stat(stack); err != nil {
+		t.Fatal(err)
+	}
+	before := made()
+	entries, err := os.ReadDir(stack)
+	if err != nil || len(entries) != 12 || entries[0].Name() != "ep-002" || !entries[0].IsDir() {
+		t.Fatalf("task=stack lists %d entries (%v), the first %v", len(entries), err, entries)
+	}
+	if n := made() - before; n != 0 {
+		t.Errorf("listing 12 episodes (more than 10) made %d nodes", n)
+	}
+	if st, err := os.Stat(filepath.Join(stack, "ep-005", "000001.jpg")); err != nil || st.Size() == 0 {
+		t.Fatalf("a frame of a listed episode: %v, %v", st, err)
+	}
+	if n := made() - before; n != 2 {
+		t.Errorf("looking a frame up made %d nodes, want its folder's and its own", n)
+	}
+	// 3 rows and 3 files: 6 entries, looked up as they are listed.
+	before = made()
+	if got := names(t, filepath.Join(stack, "ep-008")); len(got) != 6 {
+		t.Fatalf("ep-008 lists %q", got)
+	}
+	if n := made() - before; n != 1+6 {
+		t.Errorf("listing an episode folder of 6 entries made %d nodes, want 7", n)
+	}
+}

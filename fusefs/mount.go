@@ -100,7 +100,7 @@ func newMountFS(frames mounttree.FrameServer, opts Options) *mountFS {
 	uid, gid := currentOwner()
 	bg, stop := context.WithCancel(context.Background())
 	return &mountFS{opts: opts.withDefaults(), frames: frames, stats: &stats{}, started: time.Now(), uid: uid, gid: gid,
-		extraStats: opts.ExtraStats, bg: bg, stop: stop}
+		extraStats: opts.ExtraStats, bg: bg, stop: stop, maxListedNodes: defaultMaxListedNodes}
 }
 
 // release stops what a mount runs in the background and closes what its
@@ -257,6 +257,10 @@ type mountFS struct {
 
 	// live are the nodes of snapshot and view folders the kernel holds.
 	live liveNodes
+	// maxListedNodes is the largest listing of a tree's folder whose
+	// entries are looked up as they are listed (defaultMaxListedNodes;
+	// tests lower it).
+	maxListedNodes int
 
 	mu       sync.Mutex // guards catalogs
 	catalogs []*mounttree.Catalog

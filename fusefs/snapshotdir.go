@@ -63,11 +63,21 @@ func (n *snapshotDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.At
 func (n *snapshotDir) OnForget() { n.t.m.live.forget(n.StableAttr().Ino) }
 
 func (n *snapshotDir) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	return dirStream(n.entries(ctx))
+}
+
+// entries lists the top folder of n's tree.
+func (n *snapshotDir) entries(ctx context.Context) ([]fuse.DirEntry, syscall.Errno) {
 	root, errno := n.root(ctx)
 	if errno != 0 {
 		return nil, errno
 	}
 	return listFolder(ctx, root)
+}
+
+// OpendirHandle opens n for listing (see treeDir).
+func (n *snapshotDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	return &treeDir{list: n.entries, lookup: n.Lookup, maxNodes: n.t.m.maxListedNodes}, 0, 0
 }
 
 func (n *snapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -100,7 +110,13 @@ func (n *folderNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.Att
 }
 
 func (n *folderNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
-	return listFolder(ctx, n.f)
+	return dirStream(listFolder(ctx, n.f))
+}
+
+// OpendirHandle opens n for listing (see treeDir).
+func (n *folderNode) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	list := func(ctx context.Context) ([]fuse.DirEntry, syscall.Errno) { return listFolder(ctx, n.f) }
+	return &treeDir{list: list, lookup: n.Lookup, maxNodes: n.m.maxListedNodes}, 0, 0
 }
 
 func (n *folderNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -108,7 +124,7 @@ func (n *folderNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 }
 
 // listFolder lists a folder of a tree.
-func listFolder(ctx context.Context, f *mounttree.Folder) (fs.DirStream, syscall.Errno) {
+func listFolder(ctx context.Context, f *mounttree.Folder) ([]fuse.DirEntry, syscall.Errno) {
 	list, err := f.List(ctx)
 	if err != nil {
 		return nil, errno("list "+f.Path(), err)
@@ -121,7 +137,85 @@ func listFolder(ctx context.Context, f *mounttree.Folder) (fs.DirStream, syscall
 		}
 		entries[i] = fuse.DirEntry{Name: e.Name, Mode: mode, Ino: e.Ino}
 	}
+	return entries, 0
+}
+
+func dirStream(entries []fuse.DirEntry, errno syscall.Errno) (fs.DirStream, syscall.Errno) {
+	if errno != 0 {
+		return nil, errno
+	}
 	return fs.NewListDirStream(entries), 0
+}
+
+// defaultMaxListedNodes is the largest listing whose entries are looked
+// up as they are listed: READDIRPLUS hands the kernel every entry's
+// attributes with its name, and the kernel keeps an inode, the daemon a
+// node (about 600 bytes), for each. A larger folder, a partition of many
+// episodes or an episode of many frames, is listed with names and types
+// only: the kernel looks up the entries it then uses, one at a time, and
+// listing costs no node per entry.
+const defaultMaxListedNodes = 4096
+
+// errNotLookedUp answers READDIRPLUS's lookup of an entry of a listing
+// larger than the mount's maxListedNodes: the entry goes to the kernel
+// without attributes (node id 0, which Linux takes as "not looked up",
+// not as ENOENT).
+const errNotLookedUp = syscall.EAGAIN
+
+// treeDir is an open folder of a tree: its listing, made when it is first
+// read, and the lookups READDIRPLUS asks for each entry listed, which it
+// declines for a listing of more than maxNodes entries. go-fuse calls a
+// handle's methods one at a time.
+type treeDir struct {
+	list     func(ctx context.Context) ([]fuse.DirEntry, syscall.Errno)
+	lookup   func(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno)
+	maxNodes int
+	ds       fs.DirStream
+	large    bool // more than maxNodes entries
+}
+
+// open makes the listing, once.
+func (d *treeDir) open(ctx context.Context) syscall.Errno {
+	if d.ds != nil {
+		return 0
+	}
+	entries, errno := d.list(ctx)
+	if errno != 0 {
+		return errno
+	}
+	d.ds, d.large = fs.NewListDirStream(entries), len(entries) > d.maxNodes
+	return 0
+}
+
+func (d *treeDir) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	if errno := d.open(ctx); errno != 0 {
+		return nil, errno
+	}
+	if !d.ds.HasNext() {
+		return nil, 0
+	}
+	e, errno := d.ds.Next()
+	return &e, errno
+}
+
+func (d *treeDir) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if errno := d.open(ctx); errno != 0 {
+		return errno
+	}
+	return d.ds.(fs.FileSeekdirer).Seekdir(ctx, off)
+}
+
+func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if d.large {
+		return nil, errNotLookedUp
+	}
+	return d.lookup(ctx, name, out)
+}
+
+func (d *treeDir) Releasedir(ctx context.Context, releaseFlags uint32) {
+	if d.ds != nil {
+		d.ds.Close()
+	}
 }
 
 // lookupIn resolves name in folder f, whose node is parent: the node of
