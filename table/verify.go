@@ -273,42 +273,34 @@ func (v *verifier) snapshot(ctx context.Context, id int64, jobs chan<- videoChec
 }
 
 // manifest reads one manifest and summarizes it, notes the row groups its
-// entries reference and queues the checks of their videos.
+// entries reference and queues the checks of their videos. Its entries
+// are decoded a row group's worth at a time.
 func (v *verifier) manifest(ctx context.Context, snap int64, layout manifest.Layout, info ManifestInfo, jobs chan<- videoCheck) manifestCount {
+	var c manifestCount
+	z := manifest.NewSummarizer(layout)
+	var summaryErr error
 	m, err := v.t.openManifest(ctx, info.Key, layout)
-	var entries []EpisodeEntry
 	if err == nil {
-		entries, err = m.entriesAt(ctx, nil)
+		err = m.eachIn(ctx, nil, true, func(entries []EpisodeEntry) error {
+			if summaryErr == nil {
+				summaryErr = z.Add(entries...)
+			}
+			for i := range entries {
+				v.entry(ctx, snap, &entries[i], &c, jobs)
+			}
+			return nil
+		})
 	}
 	if err != nil {
 		v.problem(snap, info.Key, "%v", err)
 		return manifestCount{failed: true}
 	}
-	var c manifestCount
 	if info.Summary != nil {
-		actual, err := manifest.Summarize(layout, entries)
-		if err != nil {
-			v.problem(snap, info.Key, "%v", err)
+		if summaryErr != nil {
+			v.problem(snap, info.Key, "%v", summaryErr)
 		} else {
+			actual := z.Summary()
 			c.actual = &actual
-		}
-	}
-	for i := range entries {
-		e := &entries[i]
-		c.episodes++
-		c.frames += e.Rows
-		if e.RowGroup < 0 || e.RowGroup > 1<<31-1 {
-			v.problem(snap, e.DataFile, "episode %q: row group %d", e.Episode, e.RowGroup)
-		} else {
-			v.rowGroups[e.DataFile] = append(v.rowGroups[e.DataFile], rowGroupRef{int32(e.RowGroup), e.Rows, snap})
-		}
-		for _, col := range slices.Sorted(maps.Keys(e.Videos)) {
-			ref := e.Videos[col]
-			v.queue(ctx, jobs, videoCheck{kind: 'p', ref: ref, snapshot: snap, episode: e.Episode, column: col})
-			v.queue(ctx, jobs, videoCheck{kind: 'i', ref: ref, snapshot: snap, episode: e.Episode, column: col})
-			for k := range ref.Sizes {
-				v.queue(ctx, jobs, videoCheck{kind: 's', ref: ref, sizes: k, snapshot: snap, episode: e.Episode, column: col})
-			}
 		}
 	}
 	v.mu.Lock()
@@ -317,6 +309,26 @@ func (v *verifier) manifest(ctx context.Context, snap int64, layout manifest.Lay
 	v.mu.Unlock()
 	v.tick(false)
 	return c
+}
+
+// entry counts one entry of a manifest, notes the row group it references
+// and queues the checks of its videos.
+func (v *verifier) entry(ctx context.Context, snap int64, e *EpisodeEntry, c *manifestCount, jobs chan<- videoCheck) {
+	c.episodes++
+	c.frames += e.Rows
+	if e.RowGroup < 0 || e.RowGroup > 1<<31-1 {
+		v.problem(snap, e.DataFile, "episode %q: row group %d", e.Episode, e.RowGroup)
+	} else {
+		v.rowGroups[e.DataFile] = append(v.rowGroups[e.DataFile], rowGroupRef{int32(e.RowGroup), e.Rows, snap})
+	}
+	for _, col := range slices.Sorted(maps.Keys(e.Videos)) {
+		ref := e.Videos[col]
+		v.queue(ctx, jobs, videoCheck{kind: 'p', ref: ref, snapshot: snap, episode: e.Episode, column: col})
+		v.queue(ctx, jobs, videoCheck{kind: 'i', ref: ref, snapshot: snap, episode: e.Episode, column: col})
+		for k := range ref.Sizes {
+			v.queue(ctx, jobs, videoCheck{kind: 's', ref: ref, sizes: k, snapshot: snap, episode: e.Episode, column: col})
+		}
+	}
 }
 
 // queue sends a video check to the workers unless the same check was

@@ -189,14 +189,34 @@ func EncodeList(l Layout, sums []Summary) ([]byte, error) {
 // Summarize computes the summary of entries (Manifest and Bytes left
 // empty), as Encode does.
 func Summarize(l Layout, entries []Entry) (Summary, error) {
-	z := newSummarizer(l)
+	z := NewSummarizer(l)
+	if err := z.Add(entries...); err != nil {
+		return Summary{}, err
+	}
+	return z.Summary(), nil
+}
+
+// Summarizer computes a summary as Summarize does, from entries added a
+// few at a time: a reader of a large manifest need not hold all its
+// entries decoded.
+type Summarizer struct{ z *summarizer }
+
+// NewSummarizer starts the summary of entries of layout l.
+func NewSummarizer(l Layout) *Summarizer { return &Summarizer{newSummarizer(l)} }
+
+// Add adds entries to the summary.
+func (s *Summarizer) Add(entries ...Entry) error {
 	for i := range entries {
-		if err := z.add(&entries[i]); err != nil {
-			return Summary{}, fmt.Errorf("entry of episode %q: %w", entries[i].Episode, err)
+		if err := s.z.add(&entries[i]); err != nil {
+			return fmt.Errorf("entry of episode %q: %w", entries[i].Episode, err)
 		}
 	}
-	return z.result(), nil
+	return nil
 }
+
+// Summary is the summary of the entries added (Manifest and Bytes left
+// empty).
+func (s *Summarizer) Summary() Summary { return s.z.result() }
 
 // Check reports the first claim of s that does not hold of the summary
 // actual computed from the manifest's entries (Summarize): readers trust
