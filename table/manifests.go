@@ -98,6 +98,11 @@ type loadedManifest struct {
 
 // load reads a manifest or a manifest list, through the cache.
 func (t *Table) load(ctx context.Context, key string) (*loadedManifest, error) {
+	return t.loadKeeping(ctx, key, true)
+}
+
+// loadKeeping is load, which adds what it reads to the cache only if keep.
+func (t *Table) loadKeeping(ctx context.Context, key string, keep bool) (*loadedManifest, error) {
 	if m := t.manifests.get(key); m != nil {
 		return m, nil
 	}
@@ -130,7 +135,9 @@ func (t *Table) load(ctx context.Context, key string) (*loadedManifest, error) {
 	default:
 		m.data = data
 	}
-	t.manifests.add(key, m)
+	if keep {
+		t.manifests.add(key, m)
+	}
 	return m, nil
 }
 
@@ -164,7 +171,14 @@ type manifestFile struct {
 }
 
 func (t *Table) openManifest(ctx context.Context, key string, layout manifest.Layout) (*manifestFile, error) {
-	m, err := t.load(ctx, key)
+	return t.openManifestKeeping(ctx, key, layout, true)
+}
+
+// openManifestKeeping is openManifest, which keeps the manifest in the
+// cache only if keep (a reader that reads each manifest once, as verify
+// does, has no use for it there).
+func (t *Table) openManifestKeeping(ctx context.Context, key string, layout manifest.Layout, keep bool) (*manifestFile, error) {
+	m, err := t.loadKeeping(ctx, key, keep)
 	if err != nil {
 		return nil, err
 	}

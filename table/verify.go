@@ -1,6 +1,7 @@
 package table
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -11,7 +12,6 @@ import (
 	"maps"
 	"runtime"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -102,13 +102,13 @@ func (t *Table) VerifyWith(ctx context.Context, opts VerifyOptions) (VerifyRepor
 		opts.Parallel = max(4, 2*runtime.GOMAXPROCS(0))
 	}
 	v := &verifier{t: t, opts: opts, start: time.Now(), manifests: map[string]manifestCount{},
-		rowGroups: map[string][]rowGroupRef{}, seen: map[[16]byte]bool{}}
+		rowGroups: map[string]*fileRefs{}, seen: map[[16]byte]bool{}}
 	v.progress.Phase = "metadata"
 	ids, err := t.SnapshotIDs(ctx)
 	if err != nil {
 		return v.report(), err
 	}
-	v.progress.SnapshotsTotal = len(ids)
+	v.progress.SnapshotsTotal, v.ids = len(ids), ids
 	jobs := make(chan videoCheck, 4*opts.Parallel)
 	var workers sync.WaitGroup
 	for range opts.Parallel {
@@ -122,10 +122,11 @@ func (t *Table) VerifyWith(ctx context.Context, opts VerifyOptions) (VerifyRepor
 			}
 		}()
 	}
-	for _, id := range ids {
+	for i, id := range ids {
 		if err := ctx.Err(); err != nil {
 			break
 		}
+		v.current = int32(i)
 		v.snapshot(ctx, id, jobs)
 		v.mu.Lock()
 		v.progress.Snapshots++
@@ -158,12 +159,38 @@ type manifestCount struct {
 	failed           bool
 }
 
-// rowGroupRef is a row group an entry references: checked once per data
+// rowGroupRef is a row group an entry references (16 bytes: a table of a
+// million episodes has a few million references): checked once per data
 // file, after every manifest is read.
 type rowGroupRef struct {
 	rowGroup int32
+	snapshot int32 // of the entry, as an index in verifier.ids
 	rows     int64
-	snapshot int64
+}
+
+// fileRefs are the row groups one data file's entries reference. Entries
+// of one episode version in several manifests (before and after a merge)
+// reference the same row group: the references are sorted and their
+// repeats dropped whenever they have doubled since the last time, so
+// that they take about the memory of the row groups referenced.
+type fileRefs struct {
+	refs      []rowGroupRef
+	compacted int // len(refs) after the last compaction
+}
+
+func (f *fileRefs) add(r rowGroupRef) {
+	if len(f.refs) == cap(f.refs) && len(f.refs) >= 2*max(f.compacted, 512) {
+		f.refs = compactRefs(f.refs)
+		f.compacted = len(f.refs)
+	}
+	f.refs = append(f.refs, r)
+}
+
+// compactRefs sorts references by row group and drops the repeats of a
+// reference (the same row group and rows), keeping the first.
+func compactRefs(refs []rowGroupRef) []rowGroupRef {
+	slices.SortStableFunc(refs, func(a, b rowGroupRef) int { return cmp.Compare(a.rowGroup, b.rowGroup) })
+	return slices.CompactFunc(refs, func(a, b rowGroupRef) bool { return a.rowGroup == b.rowGroup && a.rows == b.rows })
 }
 
 // videoCheck is one check of a stored video: its payload's bytes, its
@@ -182,10 +209,14 @@ type verifier struct {
 	opts  VerifyOptions
 	start time.Time
 
+	// ids are the live snapshots, in order.
+	ids []int64
+
 	// Used by the snapshot loop only:
+	current   int32 // the snapshot read, as an index in ids
 	manifests map[string]manifestCount
-	rowGroups map[string][]rowGroupRef // by data file
-	seen      map[[16]byte]bool        // video checks queued
+	rowGroups map[string]*fileRefs // by data file
+	seen      map[[16]byte]bool    // video checks queued
 
 	// pages lends the Parquet reader its page buffers: each column chunk
 	// of each row group has its own reader, and would allocate anew.
@@ -279,7 +310,7 @@ func (v *verifier) manifest(ctx context.Context, snap int64, layout manifest.Lay
 	var c manifestCount
 	z := manifest.NewSummarizer(layout)
 	var summaryErr error
-	m, err := v.t.openManifest(ctx, info.Key, layout)
+	m, err := v.t.openManifestKeeping(ctx, info.Key, layout, false)
 	if err == nil {
 		err = m.eachIn(ctx, nil, true, func(entries []EpisodeEntry) error {
 			if summaryErr == nil {
@@ -319,7 +350,12 @@ func (v *verifier) entry(ctx context.Context, snap int64, e *EpisodeEntry, c *ma
 	if e.RowGroup < 0 || e.RowGroup > 1<<31-1 {
 		v.problem(snap, e.DataFile, "episode %q: row group %d", e.Episode, e.RowGroup)
 	} else {
-		v.rowGroups[e.DataFile] = append(v.rowGroups[e.DataFile], rowGroupRef{int32(e.RowGroup), e.Rows, snap})
+		f := v.rowGroups[e.DataFile]
+		if f == nil {
+			f = &fileRefs{}
+			v.rowGroups[e.DataFile] = f
+		}
+		f.add(rowGroupRef{rowGroup: int32(e.RowGroup), snapshot: v.current, rows: e.Rows})
 	}
 	for _, col := range slices.Sorted(maps.Keys(e.Videos)) {
 		ref := e.Videos[col]
@@ -460,7 +496,7 @@ func (v *verifier) checkDataFiles(ctx context.Context) {
 	// while the manifests were read).
 	g.SetLimit(1)
 	for _, key := range files {
-		refs := v.rowGroups[key]
+		refs := v.rowGroups[key].refs
 		delete(v.rowGroups, key)
 		g.Go(func() error {
 			v.dataFile(gctx, key, refs)
@@ -478,9 +514,8 @@ func (v *verifier) checkDataFiles(ctx context.Context) {
 func (v *verifier) dataFile(ctx context.Context, key string, refs []rowGroupRef) {
 	// One check per row group: the first reference to it, then any that
 	// disagree on its rows.
-	sort.SliceStable(refs, func(i, j int) bool { return refs[i].rowGroup < refs[j].rowGroup })
-	refs = slices.CompactFunc(refs, func(a, b rowGroupRef) bool { return a.rowGroup == b.rowGroup && a.rows == b.rows })
-	first := refs[0].snapshot
+	refs = compactRefs(refs)
+	first := v.ids[refs[0].snapshot]
 	obj, err := v.t.store.Open(ctx, key)
 	if err != nil {
 		v.problem(first, key, "%v", err)
@@ -511,7 +546,7 @@ func (v *verifier) dataFile(ctx context.Context, key string, refs []rowGroupRef)
 	}
 	for _, r := range refs {
 		if rows, ok := ix.Rows(int(r.rowGroup)); !ok || rows != r.rows {
-			v.problem(r.snapshot, chunkIndexKey(key), "%v: row group %d does not have the manifest's %d rows", errBadChunkIndex, r.rowGroup, r.rows)
+			v.problem(v.ids[r.snapshot], chunkIndexKey(key), "%v: row group %d does not have the manifest's %d rows", errBadChunkIndex, r.rowGroup, r.rows)
 		}
 	}
 }
