@@ -258,10 +258,15 @@ func (x *snapshotIndex) load(ctx context.Context, f *snapshotFolder) error {
 			f.folders[i] = col + "=" + v
 		}
 	} else {
+		var mu sync.Mutex // guards eps
 		var eps []*episode
-		var d dedupe
 		err := x.cat.tbl.EachEpisodeIn(ctx, x.snap, f.values, func(batch []table.EpisodeEntry) error {
-			eps = x.cat.records.appendRecords(eps, batch, &d)
+			// Batches come from several goroutines: their records are
+			// made in parallel, each batch's sharing strings.
+			recs := x.cat.records.appendRecords(nil, batch, &dedupe{})
+			mu.Lock()
+			defer mu.Unlock()
+			eps = append(eps, recs...)
 			return nil
 		})
 		if err != nil {

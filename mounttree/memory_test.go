@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/table"
@@ -101,5 +102,23 @@ func TestRecordsForgetCollected(t *testing.T) {
 	}
 	if n := records.len(); n > minSweep {
 		t.Errorf("%d of %d records not collected", n, made)
+	}
+}
+
+// TestRecordTimes: a record keeps its version's commit time to the
+// nanosecond, and none for an entry without one or with one outside what
+// it can hold (its files then show their snapshot's time).
+func TestRecordTimes(t *testing.T) {
+	committed := time.Date(2026, 12, 2, 18, 26, 47, 123456789, time.UTC)
+	for _, tc := range []struct {
+		time time.Time
+		want bool
+	}{{committed, true}, {time.Time{}, false}, {time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), false}} {
+		e := table.EpisodeEntry{Episode: "ep", DataFile: "data/d.parquet", Rows: 3, Time: tc.time}
+		ep := newEpisode(&e, nil)
+		got, ok := ep.commitTime()
+		if ok != tc.want || ok && !got.Equal(tc.time) || !ep.is(&e) {
+			t.Errorf("commit time %v: record says %v (%v), is %v", tc.time, got, ok, ep.is(&e))
+		}
 	}
 }

@@ -430,10 +430,10 @@ func (f *Folder) frame(row int64) *File {
 // episodeFileTime is the time of the files of episode e: when its version
 // was committed.
 func episodeFileTime(b *treeBase, e *episode) time.Time {
-	if e.time.IsZero() {
-		return b.snap.Time // written before episodes had their own time
+	if t, ok := e.commitTime(); ok {
+		return t
 	}
-	return e.time
+	return b.snap.Time // written before episodes had their own time
 }
 
 // frameIno is the inode number of row's frame of f's video column, as

@@ -358,7 +358,10 @@ func (t *Table) Episodes(ctx context.Context, snap *Snapshot) ([]EpisodeEntry, e
 // episodes, and of those whole entries only for the episodes it returns.
 func (t *Table) EpisodesIn(ctx context.Context, snap *Snapshot, values []string) ([]EpisodeEntry, error) {
 	var out []EpisodeEntry
+	var mu sync.Mutex // guards out
 	err := t.eachEpisodeIn(ctx, snap, values, true, func(batch []EpisodeEntry) error {
+		mu.Lock()
+		defer mu.Unlock()
 		out = append(out, batch...)
 		return nil
 	})
@@ -378,9 +381,9 @@ func (t *Table) EpisodesIn(ctx context.Context, snap *Snapshot, values []string)
 // them with ReadManifest), a batch at a time (at most
 // manifest.EntriesPerRowGroup entries of one manifest), in no particular
 // order, so that a caller that keeps less of each episode than its whole
-// entry never holds them all decoded. fn is called by one goroutine at a
-// time; the batch is its own. An error fn returns stops the reading and
-// is returned.
+// entry never holds them all decoded. fn is called by several goroutines
+// at once (manifests are read in parallel); the batch is its own. An
+// error fn returns stops the reading and is returned.
 func (t *Table) EachEpisodeIn(ctx context.Context, snap *Snapshot, values []string, fn func(batch []EpisodeEntry) error) error {
 	return t.eachEpisodeIn(ctx, snap, values, false, fn)
 }
@@ -399,7 +402,6 @@ func (t *Table) eachEpisodeIn(ctx context.Context, snap *Snapshot, values []stri
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex // serializes fn
 	g, gctx := errgroup.WithContext(ctx)
 	// Manifests are read and decoded in parallel (decoding is most of
 	// the time a listing takes).
@@ -413,11 +415,7 @@ func (t *Table) eachEpisodeIn(ctx context.Context, snap *Snapshot, values []stri
 			if err != nil {
 				return err
 			}
-			return m.eachIn(gctx, values, withStats, func(batch []EpisodeEntry) error {
-				mu.Lock()
-				defer mu.Unlock()
-				return fn(batch)
-			})
+			return m.eachIn(gctx, values, withStats, fn)
 		})
 	}
 	if err := g.Wait(); err != nil {
