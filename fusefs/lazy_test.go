@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/table"
@@ -76,9 +77,9 @@ func TestMountReadsOnlyListedPartitions(t *testing.T) {
 
 // TestLargeListingMakesNoNodes: a folder of more entries than the mount's
 // maxListedNodes is listed, names and types, without a node per entry
-// (READDIRPLUS's lookups are declined); an entry the kernel then uses is
-// looked up alone. A smaller folder's entries are looked up as they are
-// listed.
+// (READDIRPLUS's lookups are declined), and the memory is trimmed when the
+// listing is closed; an entry the kernel then uses is looked up alone. A
+// smaller folder's entries are looked up as they are listed.
 func TestLargeListingMakesNoNodes(t *testing.T) {
 	requireFUSE(t)
 	ctx := context.Background()
@@ -122,6 +123,12 @@ func TestLargeListingMakesNoNodes(t *testing.T) {
 	}
 	if n := made() - before; n != 0 {
 		t.Errorf("listing 12 episodes (more than 10) made %d nodes", n)
+	}
+	// Closing the large listing gives the memory its reading freed back.
+	for deadline := time.Now().Add(5 * time.Second); root.m.stats.nodes.trims.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no memory trim after a large listing was closed")
+		}
 	}
 	if st, err := os.Stat(filepath.Join(stack, "ep-005", "000001.jpg")); err != nil || st.Size() == 0 {
 		t.Fatalf("a frame of a listed episode: %v, %v", st, err)

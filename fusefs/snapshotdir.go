@@ -77,7 +77,7 @@ func (n *snapshotDir) entries(ctx context.Context) ([]fuse.DirEntry, syscall.Err
 
 // OpendirHandle opens n for listing (see treeDir).
 func (n *snapshotDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	return &treeDir{list: n.entries, lookup: n.Lookup, maxNodes: n.t.m.maxListedNodes}, 0, 0
+	return &treeDir{m: n.t.m, list: n.entries, lookup: n.Lookup}, 0, 0
 }
 
 func (n *snapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -116,7 +116,7 @@ func (n *folderNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) 
 // OpendirHandle opens n for listing (see treeDir).
 func (n *folderNode) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	list := func(ctx context.Context) ([]fuse.DirEntry, syscall.Errno) { return listFolder(ctx, n.f) }
-	return &treeDir{list: list, lookup: n.Lookup, maxNodes: n.m.maxListedNodes}, 0, 0
+	return &treeDir{m: n.m, list: list, lookup: n.Lookup}, 0, 0
 }
 
 func (n *folderNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -164,14 +164,15 @@ const errNotLookedUp = syscall.EAGAIN
 
 // treeDir is an open folder of a tree: its listing, made when it is first
 // read, and the lookups READDIRPLUS asks for each entry listed, which it
-// declines for a listing of more than maxNodes entries. go-fuse calls a
-// handle's methods one at a time.
+// declines for a listing of more than the mount's maxListedNodes entries
+// (and has the memory trimmed when such a listing is closed). go-fuse
+// calls a handle's methods one at a time.
 type treeDir struct {
-	list     func(ctx context.Context) ([]fuse.DirEntry, syscall.Errno)
-	lookup   func(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno)
-	maxNodes int
-	ds       fs.DirStream
-	large    bool // more than maxNodes entries
+	m      *mountFS
+	list   func(ctx context.Context) ([]fuse.DirEntry, syscall.Errno)
+	lookup func(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno)
+	ds     fs.DirStream
+	large  bool // more than maxListedNodes entries
 }
 
 // open makes the listing, once.
@@ -183,7 +184,7 @@ func (d *treeDir) open(ctx context.Context) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	d.ds, d.large = fs.NewListDirStream(entries), len(entries) > d.maxNodes
+	d.ds, d.large = fs.NewListDirStream(entries), len(entries) > d.m.maxListedNodes
 	return 0
 }
 
@@ -215,6 +216,9 @@ func (d *treeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 func (d *treeDir) Releasedir(ctx context.Context, releaseFlags uint32) {
 	if d.ds != nil {
 		d.ds.Close()
+	}
+	if d.large {
+		d.m.stats.nodes.largeListing()
 	}
 }
 

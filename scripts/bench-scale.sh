@@ -6,12 +6,14 @@
 # short video; BENCH_SCALE_SIZES to choose):
 #   table metadata bytes per episode (what the head snapshot needs, and all
 #     metadata objects of the table)
-#   a one-episode commit (ingest of one video and sidecar)
+#   a one-episode commit (ingest of one video and sidecar): wall time, and
+#     the CPU time it used (what shared machines' load does not change)
 #   ls --where --count of a selective filter on a non-partition column:
 #     time and peak RSS, vs DuckDB's SELECT count(*) over the same Parquet
 #     files (the query alone in one session, and the whole process)
 #   the mount: time to list a partition folder (a quarter of the
-#     episodes), its RSS after, time to open one frame in it (sizes up to
+#     episodes) and the daemon's CPU time for it, its RSS a second after
+#     and its peak RSS, time to open one frame in it (sizes up to
 #     BENCH_SCALE_MOUNT_MAX episodes)
 #   verify: time, peak RSS and its cost per episode
 # and then, on stderr, the targets for the largest size, each figure
@@ -40,8 +42,17 @@ trap cleanup EXIT
 duck=$(duckdb_module)
 (cd "$root" && go build -o "$work/benchtable" ./internal/cmd/benchtable)
 
-# rss_mb PID: a process's resident memory, in MB.
-rss_mb() { ratio "$(awk '$1=="VmRSS:" {print $2}' "/proc/$1/status")" 1024; }
+# rss_mb PID [FIELD]: a process's resident memory (VmRSS, or FIELD of
+# /proc/PID/status such as VmHWM), in MB.
+rss_mb() { ratio "$(awk -v f="${2:-VmRSS}:" '$1==f {print $2}' "/proc/$1/status")" 1024; }
+# cpu_ticks PID: the CPU time a process has used, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+ticks_per_s=$(getconf CLK_TCK)
+# cpu_ms CMD...: the CPU time (user + system) CMD used, in milliseconds.
+cpu_ms() {
+	/usr/bin/time -f '%U %S' -o "$work/cpu.txt" "$@" >/dev/null
+	round "$(awk '{print ($1 + $2) * 1000}' "$work/cpu.txt")"
+}
 
 cat >"$work/duck.mjs" <<JS
 import { DuckDBInstance } from '$duck';
@@ -102,14 +113,16 @@ for n in $sizes; do
 	# only adds files).
 	rm -rf "$work/commit"
 	cp -al "$tbl" "$work/commit"
-	commit_times=()
-	for i in $(seq "$RUNS"); do
-		"$py" -c 'import json, sys
+	commit_times=() commit_cpu=()
+	"$py" -c 'import json, sys
 for r in range(10): print(json.dumps({"task": "pick", "speed": 1.5 + r, "gear": 0, "label": None}))' >"$work/one.jsonl"
+	for i in $(seq "$RUNS"); do
 		commit_times+=("$(milliseconds "$bin" ingest "$work/commit" "$video" --rows "$work/one.jsonl" --episode "bench-one-$i" --no-sizes)")
+		commit_cpu+=("$(cpu_ms "$bin" ingest "$work/commit" "$video" --rows "$work/one.jsonl" --episode "bench-cpu-$i" --no-sizes)")
 	done
 	fig[commit_$n]=$(median "${commit_times[@]}")
 	emit "scale_${n}_one_episode_commit" "${fig[commit_$n]}" ms
+	emit "scale_${n}_one_episode_commit_cpu" "$(median "${commit_cpu[@]}")" ms
 	rm -rf "$work/commit"
 
 	# ls --where --count against DuckDB over the same data files.
@@ -141,19 +154,27 @@ for r in range(10): print(json.dumps({"task": "pick", "speed": 1.5 + r, "gear": 
 		out=$("$bin" mount "$tbl" "$mnt" -o ro --daemon)
 		pid=$(sed -n 's/.*(pid \([0-9]*\),.*/\1/p' <<<"$out")
 		snapdir=$(readlink "$mnt/latest")
+		ticks=$(cpu_ticks "$pid")
 		start=$(date +%s%N)
 		listed=$(ls "$mnt/$snapdir/task=pick" | wc -l)
 		end=$(date +%s%N)
+		ticks=$(($(cpu_ticks "$pid") - ticks))
 		fig[list_$n]=$(round "$(((end - start) / 1000))e-3")
 		fig[listed_$n]=$listed
+		# A second for the memory the listing decoded to go back (the
+		# daemon trims when a large listing is closed).
+		sleep 1
 		fig[mount_rss_$n]=$(rss_mb "$pid")
+		peak=$(rss_mb "$pid" VmHWM)
 		# (awk reads all of ls's output: no SIGPIPE under pipefail)
 		ep=$(ls "$mnt/$snapdir/task=pick" | awk 'NR == 1')
 		frame=$(ls "$mnt/$snapdir/task=pick/$ep" | awk '!/^frames\./ && !found {print; found = 1}')
 		fig[frame_$n]=$(milliseconds cat "$mnt/$snapdir/task=pick/$ep/$frame")
 		emit "scale_${n}_mount_list_partition" "${fig[list_$n]}" ms
+		emit "scale_${n}_mount_list_partition_cpu" "$(ratio "$((ticks * 1000))" "$ticks_per_s")" ms
 		emit "scale_${n}_mount_partition_episodes" "$listed" episodes
 		emit "scale_${n}_mount_rss_after_listing" "${fig[mount_rss_$n]}" MB
+		emit "scale_${n}_mount_peak_rss" "$peak" MB
 		emit "scale_${n}_mount_open_frame" "${fig[frame_$n]}" ms
 		fusermount3 -u "$mnt"
 		while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
