@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var testLayout = Layout{
@@ -172,6 +173,12 @@ func TestProjection(t *testing.T) {
 			light.FirstRowID != e.FirstRowID || light.Rows != e.Rows || (light.Stats == nil) != (e.Stats == nil) ||
 			string(light.Stats["speed"].Max) != string(e.Stats["speed"].Max) || light.Partition["shift"] != e.Partition["shift"] {
 			t.Fatalf("entry %d: light entry %+v of %+v", i, light, e)
+		}
+		// A light entry outlives its batch without keeping the batch's
+		// column buffers.
+		if unsafe.StringData(light.Episode) == unsafe.StringData(b.Episodes[i]) ||
+			unsafe.StringData(light.DataFile) == unsafe.StringData(b.Locations.DataFiles[i]) {
+			t.Fatalf("entry %d: the light entry's strings are the batch's", i)
 		}
 	}
 }

@@ -169,20 +169,22 @@ type Locations struct {
 // Light returns entry i of the batch without its videos: its id and
 // partition values (when read), rows, location, and statistics (when
 // read; an empty map for an entry that has statistics of other columns
-// only). A reader of rows needs no more.
+// only). A reader of rows needs no more. Its strings are its own: a
+// batch's share the buffers of a row group's columns, which an entry
+// kept after the batch would keep whole.
 func (b *Batch) Light(i int) Entry {
 	e := Entry{Rows: b.Rows[i]}
 	if b.Episodes != nil {
-		e.Episode = b.Episodes[i]
+		e.Episode = strings.Clone(b.Episodes[i])
 	}
 	if len(b.Partitions) > 0 {
 		e.Partition = make(map[string]string, len(b.Partitions))
 		for name, vals := range b.Partitions {
-			e.Partition[name] = vals[i]
+			e.Partition[name] = strings.Clone(vals[i])
 		}
 	}
 	if l := b.Locations; l != nil {
-		e.DataFile, e.RowGroup, e.SchemaID, e.FirstRowID = l.DataFiles[i], l.RowGroups[i], l.SchemaIDs[i], l.FirstRowIDs[i]
+		e.DataFile, e.RowGroup, e.SchemaID, e.FirstRowID = strings.Clone(l.DataFiles[i]), l.RowGroups[i], l.SchemaIDs[i], l.FirstRowIDs[i]
 		if l.HasStats[i] {
 			e.Stats = map[string]ColumnStats{}
 			for name, es := range b.Stats {
@@ -203,8 +205,71 @@ type EntryStats struct {
 	Stats []Stats
 }
 
-// Read reads some columns of every entry.
-func (r *Reader) Read(ctx context.Context, proj Projection) (b *Batch, err error) {
+// Read reads some columns of every entry, a row group at a time (so that
+// the Arrow arrays decoded are a row group's, not the manifest's).
+func (r *Reader) Read(ctx context.Context, proj Projection) (*Batch, error) {
+	leaves := r.projectionLeaves(proj)
+	var b *Batch
+	for rg := range r.starts[:len(r.starts)-1] {
+		if r.starts[rg+1] == r.starts[rg] {
+			continue // an empty row group
+		}
+		part, err := r.readBatch(ctx, proj, leaves, rg)
+		if err != nil {
+			return nil, err
+		}
+		if b == nil {
+			b = part
+			b.grow(r.Len() - part.Len)
+		} else {
+			b.append(part)
+		}
+	}
+	if b == nil {
+		return BatchOf(Layout{}, nil, proj), nil
+	}
+	return b, nil
+}
+
+// grow makes room for n more entries.
+func (b *Batch) grow(n int) {
+	b.Rows = slices.Grow(b.Rows, n)
+	if b.Episodes != nil {
+		b.Episodes = slices.Grow(b.Episodes, n)
+	}
+	for name, vals := range b.Partitions {
+		b.Partitions[name] = slices.Grow(vals, n)
+	}
+	if l := b.Locations; l != nil {
+		l.DataFiles, l.RowGroups, l.SchemaIDs = slices.Grow(l.DataFiles, n), slices.Grow(l.RowGroups, n), slices.Grow(l.SchemaIDs, n)
+		l.FirstRowIDs, l.HasStats = slices.Grow(l.FirstRowIDs, n), slices.Grow(l.HasStats, n)
+	}
+	for name, es := range b.Stats {
+		b.Stats[name] = EntryStats{Known: slices.Grow(es.Known, n), Stats: slices.Grow(es.Stats, n)}
+	}
+}
+
+// append appends the entries of o, read with the same projection.
+func (b *Batch) append(o *Batch) {
+	b.Len += o.Len
+	b.Rows = append(b.Rows, o.Rows...)
+	if b.Episodes != nil {
+		b.Episodes = append(b.Episodes, o.Episodes...)
+	}
+	for name, vals := range b.Partitions {
+		b.Partitions[name] = append(vals, o.Partitions[name]...)
+	}
+	if l, ol := b.Locations, o.Locations; l != nil {
+		l.DataFiles, l.RowGroups, l.SchemaIDs = append(l.DataFiles, ol.DataFiles...), append(l.RowGroups, ol.RowGroups...), append(l.SchemaIDs, ol.SchemaIDs...)
+		l.FirstRowIDs, l.HasStats = append(l.FirstRowIDs, ol.FirstRowIDs...), append(l.HasStats, ol.HasStats...)
+	}
+	for name, es := range b.Stats {
+		b.Stats[name] = EntryStats{Known: append(es.Known, o.Stats[name].Known...), Stats: append(es.Stats, o.Stats[name].Stats...)}
+	}
+}
+
+// projectionLeaves are the leaf columns Read reads for proj.
+func (r *Reader) projectionLeaves(proj Projection) []int {
 	prefixes := [][]string{{colRows}}
 	if proj.Episodes {
 		prefixes = append(prefixes, []string{colEpisode})
@@ -222,15 +287,17 @@ func (r *Reader) Read(ctx context.Context, proj Projection) (b *Batch, err error
 			prefixes = append(prefixes, r.paths[leaves[0]])
 		}
 	}
-	cols, n, err := r.read(ctx, r.leaves(prefixes...), r.allRowGroups())
+	return r.leaves(prefixes...)
+}
+
+// readBatch reads the leaves of row group rg as a batch of proj.
+func (r *Reader) readBatch(ctx context.Context, proj Projection, leaves []int, rg int) (b *Batch, err error) {
+	cols, n, err := r.read(ctx, leaves, []int{rg})
 	if err != nil {
 		return nil, err
 	}
 	defer releaseAll(cols)
 	defer parquetcheck.Recover(&err)
-	if n == 0 {
-		return BatchOf(Layout{}, nil, proj), nil
-	}
 	b = &Batch{Len: n}
 	rows, err := int64Column(cols[colRows], colRows, n)
 	if err != nil {
