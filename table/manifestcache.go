@@ -41,9 +41,11 @@ func (c *manifestCache) add(key string, m *loadedManifest) { c.lru.Add(key, m, l
 
 func (c *manifestCache) len() int { return c.lru.Len() }
 
-// CacheBytes is what the table's caches of decoded metadata (manifests
-// and snapshots) hold, by the sizes they are charged.
-func (t *Table) CacheBytes() int64 { return t.manifests.lru.Bytes() + t.snapshots.Bytes() }
+// CacheBytes is what the table's caches of decoded metadata (manifests,
+// snapshots and chunk indexes) hold, by the sizes they are charged.
+func (t *Table) CacheBytes() int64 {
+	return t.manifests.lru.Bytes() + t.snapshots.Bytes() + t.chunkIndexes.Bytes()
+}
 
 // loadedBytes estimates the memory of a loaded manifest: a version-2
 // manifest is kept as stored (each read decodes the columns it needs, and

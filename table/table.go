@@ -89,11 +89,13 @@ type Table struct {
 	// it has its own lock.
 	snapshots *cache.Sized[int64, *Snapshot]
 
+	// chunkIndexes serve filters (see chunks.go), bounded in bytes; a nil
+	// index records that a data file has none. It has its own lock.
+	chunkIndexes *cache.Sized[string, *ChunkIndex]
+
 	mu      sync.Mutex // guards the caches below
 	schemas map[int]*Schema
-	// chunkIndexes and parquetSchemas serve filters (see chunks.go); a
-	// nil index records that a data file has none.
-	chunkIndexes   map[string]*ChunkIndex
+	// parquetSchemas serve filters too (see chunks.go).
 	parquetSchemas map[int]*schema.Schema
 }
 
@@ -149,7 +151,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error
 		manifests: newManifestCache(maxManifestBytes),
 		merges:    defaultMergePolicy,
 
-		chunkIndexes:   map[string]*ChunkIndex{},
+		chunkIndexes:   cache.NewSized[string, *ChunkIndex](maxChunkIndexBytes, 0, nil),
 		parquetSchemas: map[int]*schema.Schema{},
 	}, nil
 }
