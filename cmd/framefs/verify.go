@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,19 +42,8 @@ found, or "ok".`,
 	return cmd
 }
 
-// verifyHeapLimit is the soft limit on the Go heap while verify runs,
-// unless GOMEMLIMIT sets one. Verify's working set is bounded (the footer
-// of one data file, 16 to 32 bytes per row group referenced: about 115
-// MB for a million episodes in data files of 10,000 row groups); near the
-// limit the collector runs more often rather than let the heap grow to
-// twice that. A larger working set runs past it, the collector taking at
-// most half the CPU.
-const verifyHeapLimit = 160 << 20
-
 func runVerify(cmd *cobra.Command, stores *storeFlags, uri string, f verifyFlags) error {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(verifyHeapLimit)
-	}
+	defer limitBatchHeap()()
 	tbl, err := stores.openTable(cmd.Context(), uri)
 	if err != nil {
 		return err
