@@ -20,59 +20,25 @@ func TestMountReadsOnlyListedPartitions(t *testing.T) {
 	requireFUSE(t)
 	ctx := context.Background()
 	const perTask = 20
-	rec := &treetest.CountingStore{Store: treetest.InterleavedTable(t, perTask)}
-	tbl, err := table.Open(ctx, rec, table.Options{})
+	x := treetest.OpenInterleaved(t, perTask)
+	root, err := NewTableRoot(ctx, x.Table, &treetest.Frames{}, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, err := tbl.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	infos, err := tbl.Manifests(ctx, head)
-	if err != nil || len(infos) != len(treetest.Tasks) {
-		t.Fatalf("%d manifests, %v; want one per task", len(infos), err)
-	}
-	manifestOf := map[string]string{}
-	for _, info := range infos {
-		manifestOf[info.Summary.Partitions["task"].Min.Str] = info.Key
-	}
-	mnt := filepath.Join(t.TempDir(), "mnt")
-	if err := os.MkdirAll(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := MountTable(mnt, "interleaved", tbl, &treetest.Frames{}, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-		srv.Wait()
-		if mounted(mnt) {
-			t.Errorf("%s is still mounted", mnt)
-		}
-	})
-	reads := func(what string, want ...string) {
-		t.Helper()
-		if got := rec.ManifestReads(); !slices.Equal(got, want) {
-			t.Errorf("%s read manifests %v, want %v", what, got, want)
-		}
-	}
+	mnt := serveTableRoot(t, root)
 	if got := names(t, filepath.Join(mnt, "latest")); !slices.Equal(got, []string{"task=pick", "task=place", "task=stack"}) {
 		t.Fatalf("latest lists %q", got)
 	}
-	reads("ls latest")
+	x.Reads(t, "ls latest")
 	if got := names(t, filepath.Join(mnt, "latest", "task=stack")); len(got) != perTask || got[0] != "ep-002" {
 		t.Errorf("task=stack lists %d names: %q", len(got), got)
 	}
-	reads("ls latest/task=stack", manifestOf["stack"])
+	x.Reads(t, "ls latest/task=stack", x.ManifestOf["stack"])
 	data, err := os.ReadFile(filepath.Join(mnt, "latest", "task=place", "ep-004", "000001.jpg"))
 	if err != nil || len(data) == 0 {
 		t.Fatalf("a frame of ep-004: %d bytes, %v", len(data), err)
 	}
-	reads("reading a frame of an episode of task=place", manifestOf["place"])
+	x.Reads(t, "reading a frame of an episode of task=place", x.ManifestOf["place"])
 }
 
 // TestLargeListingMakesNoNodes: a folder of more entries than the mount's
@@ -92,24 +58,7 @@ func TestLargeListingMakesNoNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	root.m.maxListedNodes = 10
-	mnt := filepath.Join(t.TempDir(), "mnt")
-	if err := os.MkdirAll(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := mount(mnt, "interleaved", root.node, root.m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root.node.live.Store(true)
-	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			t.Errorf("unmount: %v", err)
-		}
-		srv.Wait()
-		if mounted(mnt) {
-			t.Errorf("%s is still mounted", mnt)
-		}
-	})
+	mnt := serveTableRoot(t, root)
 	made := func() int64 { return root.m.stats.nodesMade.Load() }
 
 	stack := filepath.Join(mnt, "latest", "task=stack")
@@ -144,4 +93,29 @@ func TestLargeListingMakesNoNodes(t *testing.T) {
 	if n := made() - before; n != 1+6 {
 		t.Errorf("listing an episode folder of 6 entries made %d nodes, want 7", n)
 	}
+}
+
+// serveTableRoot mounts root under a temporary folder, as MountTable
+// does, and unmounts it at cleanup, checking that nothing stays mounted.
+func serveTableRoot(t *testing.T, root *TableRoot) string {
+	t.Helper()
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mount(mnt, "test", root.node, root.m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.node.live.Store(true)
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+		srv.Wait()
+		if mounted(mnt) {
+			t.Errorf("%s is still mounted", mnt)
+		}
+	})
+	return mnt
 }

@@ -20,29 +20,8 @@ import (
 func TestFoldersReadOnlyTheirManifests(t *testing.T) {
 	ctx := context.Background()
 	const perTask = lookupsBeforeLoad + 8
-	rec := &treetest.CountingStore{Store: treetest.InterleavedTable(t, perTask)}
-	tbl, err := table.Open(ctx, rec, table.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := tbl.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	infos, err := tbl.Manifests(ctx, head)
-	if err != nil || len(infos) != 3 {
-		t.Fatalf("%d manifests, %v; want one per task", len(infos), err)
-	}
-	manifestOf := map[string]string{}
-	for _, info := range infos {
-		manifestOf[info.Summary.Partitions["task"].Min.Str] = info.Key
-	}
-	reads := func(what string, want ...string) {
-		t.Helper()
-		if got := rec.ManifestReads(); !slices.Equal(got, want) {
-			t.Errorf("%s read manifests %v, want %v", what, got, want)
-		}
-	}
+	x := treetest.OpenInterleaved(t, perTask)
+	tbl, head := x.Table, x.Head
 	c := newTestCatalog(t, tbl, &treetest.Frames{}, CatalogOptions{})
 	tree, err := c.SnapshotTree(ctx, head)
 	if err != nil {
@@ -53,39 +32,39 @@ func TestFoldersReadOnlyTheirManifests(t *testing.T) {
 		t.Fatalf("root lists %q", got)
 	}
 	place := walk(t, root, "task=place").(*Folder)
-	reads("listing the root and looking a partition up")
+	x.Reads(t, "listing the root and looking a partition up")
 
 	ep := walk(t, place, "ep-001").(*Folder) // a place episode
 	if got := listNames(t, ep); len(got) != 3+3 || got[0] != "000000.jpg" {
 		t.Errorf("ep-001 lists %q", got)
 	}
-	reads("looking one episode up", manifestOf["place"])
+	x.Reads(t, "looking one episode up", x.ManifestOf["place"])
 	if _, err := place.Lookup(ctx, "ep-003"); !errors.Is(err, table.ErrNotFound) { // a pick episode
 		t.Errorf("ep-003 of pick found in task=place: %v", err)
 	}
-	reads("looking up an episode of another partition")
+	x.Reads(t, "looking up an episode of another partition")
 
 	stack := walk(t, root, "task=stack").(*Folder)
 	names := listNames(t, stack)
 	if len(names) != perTask || names[0] != "ep-002" || names[1] != "ep-005" {
 		t.Errorf("task=stack lists %d episodes: %q...", len(names), names[:2])
 	}
-	reads("listing a partition", manifestOf["stack"])
+	x.Reads(t, "listing a partition", x.ManifestOf["stack"])
 	walk(t, stack, "ep-005/000002.jpg")
-	reads("a lookup in a listed folder")
+	x.Reads(t, "a lookup in a listed folder")
 
 	// More lookups one at a time than lookupsBeforeLoad read the folder
 	// whole; the manifests read are still its partition's only.
-	x := tree.index.(*snapshotIndex)
+	ix := tree.index.(*snapshotIndex)
 	pick := walk(t, root, "task=pick").(*Folder)
 	for i := range lookupsBeforeLoad + 1 {
 		walk(t, pick, fmt.Sprintf("ep-%03d", 3*i))
 	}
-	if f, _ := x.folder("task=pick"); !f.loaded || len(f.episodes) != perTask || f.found != nil {
+	if f, _ := ix.folder("task=pick"); !f.loaded || len(f.episodes) != perTask || f.found != nil {
 		t.Errorf("after %d lookups task=pick is loaded %v, with %d episodes", lookupsBeforeLoad+1, f.loaded, len(f.episodes))
 	}
-	for _, key := range rec.ManifestReads() {
-		if key != manifestOf["pick"] {
+	for _, key := range x.Store.ManifestReads() {
+		if key != x.ManifestOf["pick"] {
 			t.Errorf("lookups in task=pick read %s", key)
 		}
 	}

@@ -251,3 +251,46 @@ func InterleavedTable(t testing.TB, perTask int) storage.Store {
 
 // Tasks are InterleavedTable's partition values, in commit order.
 var Tasks = []string{"pick", "place", "stack"}
+
+// Interleaved is an InterleavedTable opened afresh over a CountingStore.
+type Interleaved struct {
+	Table *table.Table
+	Head  *table.Snapshot
+	Store *CountingStore
+	// ManifestOf is the key of the manifest of each task.
+	ManifestOf map[string]string
+}
+
+// OpenInterleaved makes an InterleavedTable of perTask episodes a task
+// and opens it over a CountingStore, with nothing read from it yet but
+// its head and manifest list.
+func OpenInterleaved(t testing.TB, perTask int) *Interleaved {
+	t.Helper()
+	ctx := context.Background()
+	x := &Interleaved{Store: &CountingStore{Store: InterleavedTable(t, perTask)}, ManifestOf: map[string]string{}}
+	var err error
+	if x.Table, err = table.Open(ctx, x.Store, table.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if x.Head, err = x.Table.Head(ctx); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := x.Table.Manifests(ctx, x.Head)
+	if err != nil || len(infos) != len(Tasks) {
+		t.Fatalf("%d manifests, %v; want one per task", len(infos), err)
+	}
+	for _, info := range infos {
+		x.ManifestOf[info.Summary.Partitions["task"].Min.Str] = info.Key
+	}
+	x.Store.ManifestReads()
+	return x
+}
+
+// Reads checks that the manifests read since the last check are want, in
+// order; what says what read them.
+func (x *Interleaved) Reads(t testing.TB, what string, want ...string) {
+	t.Helper()
+	if got := x.Store.ManifestReads(); !slices.Equal(got, want) {
+		t.Errorf("%s read manifests %v, want %v", what, got, want)
+	}
+}
