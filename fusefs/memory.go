@@ -39,7 +39,28 @@ func (c *nodeCounts) released() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending++
-	if c.pending >= trimAfterNodes && c.timer == nil {
+	if c.pending >= trimAfterNodes {
+		c.trimSoon()
+	}
+}
+
+// largeListing trims at once, unless a trim is scheduled: it is told
+// of a listing of more entries than nodes are made for, closed. Reading a
+// folder of many episodes decodes their manifest entries, several times
+// the records it keeps, and the heap grew with them before the
+// collector's pacing (gcpace) took the records for the long-lived memory
+// they are.
+func (c *nodeCounts) largeListing() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timer == nil {
+		c.timer = time.AfterFunc(0, c.trim)
+	}
+}
+
+// trimSoon schedules a trim unless one is; c.mu is held.
+func (c *nodeCounts) trimSoon() {
+	if c.timer == nil {
 		c.timer = time.AfterFunc(trimDelay, c.trim)
 	}
 }

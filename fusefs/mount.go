@@ -108,7 +108,7 @@ func newMountFS(frames mounttree.FrameServer, opts Options) (*mountFS, error) {
 	uid, gid := currentOwner()
 	bg, stop := context.WithCancel(context.Background())
 	m := &mountFS{opts: opts.withDefaults(), frames: frames, stats: &stats{}, started: time.Now(), uid: uid, gid: gid,
-		metrics: opts.Metrics, bg: bg, stop: stop}
+		metrics: opts.Metrics, bg: bg, stop: stop, maxListedNodes: defaultMaxListedNodes}
 	if m.metrics == nil {
 		m.metrics = prometheus.NewRegistry()
 	}
@@ -276,6 +276,10 @@ type mountFS struct {
 
 	// live are the nodes of snapshot and view folders the kernel holds.
 	live liveNodes
+	// maxListedNodes is the largest listing of a tree's folder whose
+	// entries are looked up as they are listed (defaultMaxListedNodes;
+	// tests lower it).
+	maxListedNodes int
 
 	mu       sync.Mutex // guards catalogs
 	catalogs []*mounttree.Catalog

@@ -107,18 +107,35 @@ func (n *folderNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 	return lookupIn(ctx, n.m, &n.Inode, n.f, name, out)
 }
 
+// defaultMaxListedNodes is the largest listing whose entries are looked
+// up as they are listed: READDIRPLUS hands the kernel every entry's
+// attributes with its name, and the kernel keeps an inode, the daemon a
+// node (about 600 bytes), for each. A larger folder, a partition of many
+// episodes or an episode of many frames, is listed with names and types
+// only: the kernel looks up the entries it then uses, one at a time, and
+// listing costs no node per entry.
+const defaultMaxListedNodes = 4096
+
+// errNotLookedUp answers READDIRPLUS's lookup of an entry it does not
+// look up: the entry goes to the kernel without attributes (node id 0,
+// which Linux takes as "not looked up", not as ENOENT), and the kernel
+// asks for it by LOOKUP when a program stats it.
+const errNotLookedUp = syscall.EAGAIN
+
 // folderHandle is an open folder of a tree, whose node is parent. It lists
 // the folder for READDIR and READDIRPLUS. READDIRPLUS also hands the
-// kernel each entry's node and attributes: every entry's but a frame's
-// whose size is known only by making its image, which goes without (the
-// kernel looks it up when a program stats it). Listing an episode, as
-// image-folder loaders and file managers do, then decodes nothing.
+// kernel each entry's node and attributes, except in a listing of more
+// than the mount's maxListedNodes entries (see defaultMaxListedNodes), and
+// for a frame whose size is known only by making its image: listing an
+// episode, as image-folder loaders and file managers do, decodes nothing.
+// go-fuse calls a handle's methods one at a time.
 type folderHandle struct {
 	m       *mountFS
 	parent  *fs.Inode
 	f       *mounttree.Folder
 	entries []fuse.DirEntry
-	next    int // index of the next entry to list
+	next    int  // index of the next entry to list
+	large   bool // more than maxListedNodes entries
 }
 
 // openFolder opens folder f of a tree, whose node is parent, for listing.
@@ -135,7 +152,7 @@ func openFolder(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.
 		}
 		entries[i] = fuse.DirEntry{Name: e.Name, Mode: mode, Ino: e.Ino}
 	}
-	return &folderHandle{m: m, parent: parent, f: f, entries: entries}, 0, 0
+	return &folderHandle{m: m, parent: parent, f: f, entries: entries, large: len(entries) > m.maxListedNodes}, 0, 0
 }
 
 // Readdirent returns the next entry; its offset is its position plus one.
@@ -158,11 +175,21 @@ func (h *folderHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 	return 0
 }
 
-func (h *folderHandle) Releasedir(ctx context.Context, flags uint32) {}
+// Releasedir has the memory trimmed after a large listing (see
+// nodeCounts.largeListing).
+func (h *folderHandle) Releasedir(ctx context.Context, flags uint32) {
+	if h.large {
+		h.m.stats.nodes.largeListing()
+	}
+}
 
 // Lookup gives READDIRPLUS the node and attributes of the entry just
-// listed, unless its size is known only by making a frame image.
+// listed, unless the listing is large or the entry is a frame whose size
+// is known only by making its image.
 func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if h.large {
+		return nil, errNotLookedUp
+	}
 	item, err := h.f.Lookup(ctx, name)
 	if err != nil {
 		return nil, errno("look up "+name+" in "+h.f.Path(), err)
@@ -173,9 +200,7 @@ func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryO
 			return nil, errno("size of "+file.String(), err)
 		}
 		if !known {
-			// Any error leaves the entry without a node: the kernel
-			// lists the name and asks for the rest by LOOKUP.
-			return nil, syscall.EAGAIN
+			return nil, errNotLookedUp
 		}
 	}
 	return nodeOf(ctx, h.m, h.parent, item, out)

@@ -2,7 +2,6 @@ package lerobot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -11,10 +10,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/framefs/framefs/internal/parquetcheck"
 	"github.com/framefs/framefs/internal/regfile"
 )
 
@@ -45,28 +44,13 @@ func (t *parquetTable) field(name string) (arrow.Field, bool) {
 	return arrow.Field{}, false
 }
 
-// Limits on what a dataset's Parquet footer may claim, checked before
-// the reader allocates for it: a damaged or hostile file gives an error,
-// not a huge allocation.
-const (
-	maxParquetRows     = 50_000_000
-	maxColumnChunkSize = 1 << 30
-	// maxExpansion bounds how much a column chunk may grow when
-	// decompressed.
-	maxExpansion = 1000
-	// maxPageSize bounds a page's uncompressed size (pyarrow writes 1 MB
-	// pages).
-	maxPageSize = 32 << 20
-)
-
 // ErrMalformedParquet means a Parquet file is damaged: its footer claims
 // what the file cannot hold, or the reader failed on its pages.
-var ErrMalformedParquet = errors.New("malformed Parquet file")
+var ErrMalformedParquet = parquetcheck.ErrMalformed
 
-// openParquet opens a Parquet file after checking its footer's claims:
-// row counts, and column chunks that lie inside the file and expand
-// within bounds. The file must be a regular file (links followed) of at
-// most maxBytes bytes (0: any size).
+// openParquet opens a Parquet file after checking its footer's claims
+// (parquetcheck.Open, with its default limits). The file must be a
+// regular file (links followed) of at most maxBytes bytes (0: any size).
 func openParquet(path string, maxBytes int64) (*os.File, *file.Reader, error) {
 	f, err := regfile.Open(path)
 	if err != nil {
@@ -81,74 +65,19 @@ func openParquet(path string, maxBytes int64) (*os.File, *file.Reader, error) {
 		f.Close()
 		return nil, nil, &regfile.TooLargeError{Path: path, Size: st.Size(), Limit: maxBytes}
 	}
-	props := parquet.NewReaderProperties(memory.DefaultAllocator)
-	props.MaxUncompressedPageSize = maxPageSize
-	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	pf, err := parquetcheck.Open(f, st.Size(), parquetcheck.Limits{})
 	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%w: %v", ErrMalformedParquet, err)
-	}
-	if err := checkFooter(pf, st.Size()); err != nil {
-		pf.Close()
 		f.Close()
 		return nil, nil, err
 	}
-	// The Arrow schema pyarrow and arrow-go store beside the Parquet one
-	// (ARROW:schema) is a flatbuffer the reader decodes without bounds
-	// checks: a damaged one makes it allocate without limit. Parquet's
-	// own types are enough here (a fixed-size list reads as a list).
-	for _, kv := range pf.MetaData().KeyValueMetadata() {
-		if kv.Key == "ARROW:schema" {
-			kv.Key = "ignored:ARROW:schema"
-		}
-	}
 	return f, pf, nil
-}
-
-func checkFooter(pf *file.Reader, size int64) error {
-	md := pf.MetaData()
-	if n := pf.NumRows(); n < 0 || n > maxParquetRows {
-		return fmt.Errorf("%w: %d rows (at most %d)", ErrMalformedParquet, n, maxParquetRows)
-	}
-	for rg := 0; rg < md.NumRowGroups(); rg++ {
-		group := md.RowGroup(rg)
-		if group.NumRows() < 0 || group.NumRows() > maxParquetRows {
-			return fmt.Errorf("%w: row group %d has %d rows", ErrMalformedParquet, rg, group.NumRows())
-		}
-		for c := 0; c < md.Schema.NumColumns(); c++ {
-			chunk, err := group.ColumnChunk(c)
-			if err != nil {
-				return fmt.Errorf("%w: %v", ErrMalformedParquet, err)
-			}
-			start := chunk.DataPageOffset()
-			if chunk.HasDictionaryPage() && chunk.DictionaryPageOffset() > 0 {
-				start = min(start, chunk.DictionaryPageOffset())
-			}
-			compressed, uncompressed := chunk.TotalCompressedSize(), chunk.TotalUncompressedSize()
-			if start < 0 || compressed < 0 || compressed > maxColumnChunkSize || start+compressed > size ||
-				uncompressed < 0 || uncompressed > maxColumnChunkSize || uncompressed > maxExpansion*max(compressed, 1<<10) ||
-				chunk.NumValues() < 0 || chunk.NumValues() > maxParquetRows*1000 {
-				return fmt.Errorf("%w: row group %d column %d claims %d bytes (%d uncompressed) at offset %d of a %d-byte file",
-					ErrMalformedParquet, rg, c, compressed, uncompressed, start, size)
-			}
-		}
-	}
-	return nil
-}
-
-// recoverParquet turns a panic of the Parquet reader (which some damaged
-// pages cause) into an error.
-func recoverParquet(err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("%w: the reader failed: %v", ErrMalformedParquet, r)
-	}
 }
 
 // readParquet reads the named top-level columns of a Parquet file (all of
 // them when names is nil; names the file lacks are left out) of at most
 // maxBytes bytes (0: any size).
 func readParquet(ctx context.Context, path string, names []string, maxBytes int64) (out *parquetTable, err error) {
-	defer recoverParquet(&err)
+	defer parquetcheck.Recover(&err)
 	f, pf, err := openParquet(path, maxBytes)
 	if err != nil {
 		return nil, err
@@ -231,7 +160,7 @@ func appendLeaves(out []int, sf *pqarrow.SchemaField) []int {
 // columns, and per column the number of nulls its statistics count (-1
 // where a row group has no usable statistics).
 func parquetFooter(path string) (fields []arrow.Field, nulls map[string]int64, err error) {
-	defer recoverParquet(&err)
+	defer parquetcheck.Recover(&err)
 	f, pf, err := openParquet(path, 0)
 	if err != nil {
 		return nil, nil, err

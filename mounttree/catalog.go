@@ -135,8 +135,8 @@ func NewCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 		files:     newSizedLRU[string, []byte](b.RowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
 		fileSizes: newSizedLRU[string, int64](b.FileSizes, 0, func(int64) int64 { return 8 }, nil),
 		views:     newSizedLRU[string, *Tree](b.Trees, MaxTrees, (*Tree).bytes, nil)}
-	// A snapshot's tree is charged its index once it is read (see
-	// snapshotIndex.load).
+	// A snapshot's tree is charged its index as its folders are read
+	// (see snapshotIndex.charge).
 	c.trees = newSizedLRU(b.Trees, MaxTrees, (*Tree).bytes, func(id int64, _ *Tree) {
 		if c.treeDropped != nil {
 			c.treeDropped(id)
@@ -275,7 +275,10 @@ func (c *Catalog) SnapshotTree(ctx context.Context, snap *table.Snapshot) (*Tree
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
 		}
-		return newTree(c, snap, schema, nil, &snapshotIndex{cat: c, snap: snap, schema: schema}), nil
+		x := &snapshotIndex{cat: c, snap: snap, schema: schema}
+		tree := newTree(c, snap, schema, nil, x)
+		x.charge = func() { c.trees.Recharge(snap.ID, tree.bytes()) }
+		return tree, nil
 	})
 }
 

@@ -161,6 +161,7 @@ func buildClipTree(records *episodeRecords, s *table.Schema, cs *query.ClipSelec
 	idx := &clipIndex{}
 	w := cs.Window
 	tops := map[string]bool{} // top group-by folders, for clips.txt labels
+	var d dedupe
 	for i := range cs.Episodes {
 		ce := &cs.Episodes[i]
 		e := &ce.Entry
@@ -171,7 +172,7 @@ func buildClipTree(records *episodeRecords, s *table.Schema, cs *query.ClipSelec
 			}
 			// The episode folder shows the rows files and videos; its
 			// frames are in the clip folders.
-			b.add(folders, shownEpisode{e: records.record(e), episodePart: episodePart{rows: part.Ordinals(w), clips: part.Starts}})
+			b.add(folders, shownEpisode{e: records.record(e, &d), episodePart: episodePart{rows: part.Ordinals(w), clips: part.Starts}})
 			for _, start := range part.Starts {
 				name := clipName(start, e.Rows)
 				rec := clipRecord{Path: strings.Join(append(slices.Clone(folders), e.Episode, name), "/"),

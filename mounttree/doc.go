@@ -23,7 +23,10 @@
 // A tree's folders above its episodes come from an index (index.go),
 // asked about one folder when that folder is listed or looked up; what is
 // below an episode folder is made from the episode alone. A snapshot's
-// index reads the snapshot's manifests at its first use.
+// index reads, for each folder it is asked about, only the manifests whose
+// summaries may hold that folder's episodes (for a lookup of one episode
+// in a folder not listed, those that may hold that episode), and keeps
+// what the folder holds: a compact record per episode (episode.go).
 //
 // It knows nothing of FUSE: package fusefs turns these values into nodes,
 // attributes, reads and errno values (errors here wrap the sentinels of
@@ -34,7 +37,7 @@
 //
 // Locking: Files guard their own cached size; a snapshot's index its
 // building; the catalog's caches have their own locks. No lock is held
-// while decoding or reading storage, except a snapshot index's while it
-// reads the manifests it is built from (concurrent first uses wait for
-// one read).
+// while decoding or reading storage, except a snapshot index folder's
+// while it reads that folder's manifests (concurrent first uses of a
+// folder wait for one read).
 package mounttree

@@ -2,6 +2,7 @@ package mounttree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -158,62 +159,260 @@ func (b *indexBuilder) build() builtIndex {
 	return x
 }
 
-// snapshotIndex is the index of a snapshot's tree: its episodes under
-// their partition folders, read from the snapshot's manifests when a
-// folder is first listed or looked up.
+// snapshotIndex is the index of a snapshot's tree: its partition folders
+// and episodes, read from the snapshot's manifests a folder at a time.
+// Listing a folder reads the manifests whose summaries may hold its
+// partition (table.PartitionValues, table.EachEpisodeIn), and keeps what
+// it read: the folder's subfolder names, or the records of its episodes.
+// Looking an episode up in a folder not listed yet reads the manifests
+// that may hold that one episode (table.EpisodeIn), until
+// lookupsBeforeLoad lookups made listing the whole folder the cheaper
+// way.
 type snapshotIndex struct {
 	cat    *Catalog
 	snap   *table.Snapshot
 	schema *table.Schema
+	// charge tells the catalog the index's new size after a folder was
+	// read (the tree is charged its index).
+	charge func()
 
-	mu    sync.Mutex // guards built, and building it
-	built builtIndex
+	mu      sync.Mutex // guards folders (not what is in them)
+	folders map[string]*snapshotFolder
 }
 
-// load returns the index, reading the snapshot's manifests the first
-// time (concurrent first calls read them once).
-func (x *snapshotIndex) load(ctx context.Context) (builtIndex, error) {
+// lookupsBeforeLoad is how many episodes are looked up one at a time in
+// a folder not listed before the folder is read whole: a reader opening
+// many paths of one folder (a loader with a file list) reads its
+// manifests once rather than once per episode.
+const lookupsBeforeLoad = 32
+
+// snapshotFolder is a folder of a snapshot's tree, once asked about.
+type snapshotFolder struct {
+	// values are the partition values of the folder (as table.EpisodesIn
+	// takes them); the folder holds partition folders if they are fewer
+	// than the schema's partition columns, else episodes.
+	values []string
+
+	mu     sync.Mutex // guards the fields below, and reading them
+	loaded bool
+	// folders are the names of a loaded folder's subfolders, sorted;
+	// episodes its episodes, sorted by name.
+	folders  []string
+	episodes []*episode
+	// found are the episodes looked up one at a time before the folder
+	// was loaded, by name; lookups counts those lookups.
+	found   map[string]*episode
+	lookups int
+}
+
+// folder returns the folder dir (its path from the root), or errNoEntry
+// if dir does not name a partition folder of the schema's: "" or
+// COL=VALUE components, one per partition column, in order.
+func (x *snapshotIndex) folder(dir string) (*snapshotFolder, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.built != nil {
-		return x.built, nil
+	if f := x.folders[dir]; f != nil {
+		return f, nil
 	}
-	eps, err := x.cat.tbl.Episodes(uninterrupted(ctx), x.snap)
-	if err != nil {
-		return nil, fmt.Errorf("list snapshot %d: %w", x.snap.ID, err)
+	var values []string
+	if dir != "" {
+		parts := strings.Split(dir, "/")
+		if len(parts) > len(x.schema.PartitionColumns) {
+			return nil, errNoEntry
+		}
+		for k, part := range parts {
+			v, ok := strings.CutPrefix(part, x.schema.PartitionColumns[k]+"=")
+			if !ok {
+				return nil, errNoEntry
+			}
+			values = append(values, v)
+		}
 	}
-	x.built = buildSnapshotIndex(&x.cat.records, x.schema, eps)
-	x.cat.trees.Recharge(x.snap.ID, x.built.bytes())
-	return x.built, nil
+	if x.folders == nil {
+		x.folders = map[string]*snapshotFolder{}
+	}
+	f := &snapshotFolder{values: values}
+	x.folders[dir] = f
+	return f, nil
 }
 
-// buildSnapshotIndex indexes a snapshot's episodes under their partition
-// folders.
-func buildSnapshotIndex(records *episodeRecords, schema *table.Schema, eps []table.EpisodeEntry) builtIndex {
-	b := newIndexBuilder()
-	folders := make([]string, len(schema.PartitionColumns))
-	for i := range eps {
-		e := &eps[i]
-		for k, p := range schema.PartitionColumns {
-			folders[k] = p + "=" + e.Partition[p]
-		}
-		b.add(folders, shownEpisode{e: records.record(e)})
+// holdsEpisodes reports whether f holds episodes (not partition folders).
+func (x *snapshotIndex) holdsEpisodes(f *snapshotFolder) bool {
+	return len(f.values) == len(x.schema.PartitionColumns)
+}
+
+// load reads f whole, the first time; f.mu is held.
+func (x *snapshotIndex) load(ctx context.Context, f *snapshotFolder) error {
+	if f.loaded {
+		return nil
 	}
-	return b.build()
+	ctx = uninterrupted(ctx)
+	if !x.holdsEpisodes(f) {
+		vals, err := x.cat.tbl.PartitionValues(ctx, x.snap, f.values)
+		if err != nil {
+			return fmt.Errorf("list snapshot %d: %w", x.snap.ID, err)
+		}
+		col := x.schema.PartitionColumns[len(f.values)]
+		f.folders = make([]string, len(vals))
+		for i, v := range vals {
+			f.folders[i] = col + "=" + v
+		}
+	} else {
+		var mu sync.Mutex // guards eps
+		var eps []*episode
+		err := x.cat.tbl.EachEpisodeIn(ctx, x.snap, f.values, func(batch []table.EpisodeEntry) error {
+			// Batches come from several goroutines: their records are
+			// made in parallel, each batch's sharing strings.
+			recs := x.cat.records.appendRecords(nil, batch, &dedupe{})
+			mu.Lock()
+			defer mu.Unlock()
+			eps = append(eps, recs...)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("list snapshot %d: %w", x.snap.ID, err)
+		}
+		slices.SortFunc(eps, func(a, b *episode) int { return strings.Compare(a.name, b.name) })
+		f.episodes = slices.Clip(eps)
+	}
+	f.loaded, f.found = true, nil
+	return nil
+}
+
+// loaded returns folder dir, read whole.
+func (x *snapshotIndex) loaded(ctx context.Context, dir string) (*snapshotFolder, error) {
+	f, err := x.folder(dir)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	loaded := f.loaded
+	err = x.load(ctx, f)
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if !loaded {
+		x.charge()
+	}
+	return f, nil
 }
 
 func (x *snapshotIndex) list(ctx context.Context, dir string) ([]string, []string, error) {
-	built, err := x.load(ctx)
+	if dir != "" {
+		// A folder is listed only if its parent holds it.
+		parent, name := "", dir
+		if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+			parent, name = dir[:i], dir[i+1:]
+		}
+		p, err := x.loaded(ctx, parent)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, found := slices.BinarySearch(p.folders, name); !found {
+			return nil, nil, errNoEntry
+		}
+	}
+	f, err := x.loaded(ctx, dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	return built.list(ctx, dir)
+	names := make([]string, len(f.episodes))
+	for i, e := range f.episodes {
+		names[i] = e.name
+	}
+	return f.folders, names, nil
 }
 
 func (x *snapshotIndex) find(ctx context.Context, dir, name string) (bool, shownEpisode, error) {
-	built, err := x.load(ctx)
+	f, err := x.folder(dir)
 	if err != nil {
 		return false, shownEpisode{}, err
 	}
-	return built.find(ctx, dir, name)
+	if !x.holdsEpisodes(f) {
+		if f, err = x.loaded(ctx, dir); err != nil {
+			return false, shownEpisode{}, err
+		}
+		_, found := slices.BinarySearch(f.folders, name)
+		if !found {
+			return false, shownEpisode{}, errNoEntry
+		}
+		return true, shownEpisode{}, nil
+	}
+	ep, err := x.findEpisode(ctx, f, name)
+	if err != nil {
+		return false, shownEpisode{}, err
+	}
+	return false, shownEpisode{e: ep}, nil
+}
+
+// findEpisode finds episode name in folder f: in f if it was read whole,
+// else by itself (then it is kept in f.found), or, after
+// lookupsBeforeLoad such lookups, by reading f whole.
+func (x *snapshotIndex) findEpisode(ctx context.Context, f *snapshotFolder, name string) (*episode, error) {
+	ep, loadedNow, err := x.findEpisodeLocked(ctx, f, name)
+	if loadedNow {
+		x.charge()
+	}
+	return ep, err
+}
+
+// findEpisodeLocked is findEpisode under f.mu; loadedNow says it read f
+// whole.
+func (x *snapshotIndex) findEpisodeLocked(ctx context.Context, f *snapshotFolder, name string) (ep *episode, loadedNow bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.loaded {
+		if ep := f.found[name]; ep != nil {
+			return ep, false, nil
+		}
+		f.lookups++
+		if f.lookups <= lookupsBeforeLoad {
+			e, err := x.cat.tbl.EpisodeIn(uninterrupted(ctx), x.snap, f.values, name)
+			if errors.Is(err, table.ErrNotFound) {
+				return nil, false, errNoEntry
+			}
+			if err != nil {
+				return nil, false, fmt.Errorf("look up episode %q in snapshot %d: %w", name, x.snap.ID, err)
+			}
+			ep := x.cat.records.record(&e, nil)
+			if f.found == nil {
+				f.found = map[string]*episode{}
+			}
+			f.found[name] = ep
+			return ep, false, nil
+		}
+		if err := x.load(ctx, f); err != nil {
+			return nil, false, err
+		}
+		loadedNow = true
+	}
+	i, found := slices.BinarySearchFunc(f.episodes, name, func(e *episode, name string) int { return strings.Compare(e.name, name) })
+	if !found {
+		return nil, loadedNow, errNoEntry
+	}
+	return f.episodes[i], loadedNow, nil
+}
+
+// bytes estimates the memory of x, the records of its episodes left out
+// (trees share them).
+func (x *snapshotIndex) bytes() int64 {
+	const str, ptr = int64(unsafe.Sizeof("")), 8
+	x.mu.Lock()
+	folders := make([]*snapshotFolder, 0, len(x.folders))
+	var n int64
+	for dir, f := range x.folders {
+		folders = append(folders, f)
+		n += 64 + str + int64(len(dir)) + int64(unsafe.Sizeof(*f))
+	}
+	x.mu.Unlock()
+	for _, f := range folders {
+		f.mu.Lock()
+		n += int64(cap(f.values))*str + int64(cap(f.folders))*str + ptr*int64(cap(f.episodes)) + int64(len(f.found))*(2*str+ptr)
+		for _, name := range f.folders {
+			n += int64(len(name))
+		}
+		f.mu.Unlock()
+	}
+	return n
 }

@@ -1,11 +1,11 @@
 package mounttree
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/table"
@@ -23,16 +23,7 @@ func TestBytesPerHeadEpisode(t *testing.T) {
 	if BytesPerHeadEpisode > 2<<10 {
 		t.Fatalf("BytesPerHeadEpisode is %d, over 2 KB", BytesPerHeadEpisode)
 	}
-	ctx := context.Background()
 	tbl := treetest.RobotTable(t)
-	head, err := tbl.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := tbl.Schema(ctx, head.SchemaID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	template := headEpisode(t, tbl, "ep1")
 	ref := template.Videos["video"]
 	ref.Sizes = []table.SizesRef{{Identity: "jpeg;q=90;size=native;framefs-image=2;lavc59.37.100,lavfi8.44.100,sws6.7.100,zlib1.2.13,libjpeg-turbo:05aa814a",
@@ -66,9 +57,11 @@ func TestBytesPerHeadEpisode(t *testing.T) {
 
 	var records episodeRecords
 	before := heapBytes()
-	var indexes []builtIndex
+	// What a tree keeps of a folder of its snapshot, read whole: the
+	// records of its episodes.
+	var indexes [][]*episode
 	for _, eps := range snapshots {
-		indexes = append(indexes, buildSnapshotIndex(&records, schema, eps))
+		indexes = append(indexes, records.appendRecords(nil, eps, &dedupe{}))
 	}
 	per := (heapBytes() - before) / episodes
 	t.Logf("%d bytes per head episode with %d trees read (%d records kept)", per, len(indexes), records.len())
@@ -89,4 +82,43 @@ func heapBytes() int64 {
 	runtime.GC() // and the cleanups the first one queued
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
+}
+
+// TestRecordsForgetCollected: the names of records no tree holds any more
+// leave the records' map, so that it does not grow with every episode a
+// long-running mount ever showed.
+func TestRecordsForgetCollected(t *testing.T) {
+	var records episodeRecords
+	const made = 20 * minSweep
+	for i := range made {
+		e := table.EpisodeEntry{Episode: fmt.Sprintf("episode-%06d", i), DataFile: "data/d.parquet", Rows: 3}
+		records.record(&e, nil) // held by nothing
+		if i%500 == 0 {
+			runtime.GC()
+		}
+	}
+	if n := len(records.last); n > 3*minSweep {
+		t.Errorf("%d names kept for %d records no tree holds", n, made)
+	}
+	if n := records.len(); n > minSweep {
+		t.Errorf("%d of %d records not collected", n, made)
+	}
+}
+
+// TestRecordTimes: a record keeps its version's commit time to the
+// nanosecond, and none for an entry without one or with one outside what
+// it can hold (its files then show their snapshot's time).
+func TestRecordTimes(t *testing.T) {
+	committed := time.Date(2026, 12, 2, 18, 26, 47, 123456789, time.UTC)
+	for _, tc := range []struct {
+		time time.Time
+		want bool
+	}{{committed, true}, {time.Time{}, false}, {time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), false}} {
+		e := table.EpisodeEntry{Episode: "ep", DataFile: "data/d.parquet", Rows: 3, Time: tc.time}
+		ep := newEpisode(&e, nil)
+		got, ok := ep.commitTime()
+		if ok != tc.want || ok && !got.Equal(tc.time) || !ep.is(&e) {
+			t.Errorf("commit time %v: record says %v (%v), is %v", tc.time, got, ok, ep.is(&e))
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -75,9 +74,7 @@ func (t *Tree) bytes() int64 {
 	case builtIndex:
 		n += x.bytes()
 	case *snapshotIndex:
-		x.mu.Lock()
-		n += x.built.bytes()
-		x.mu.Unlock()
+		n += x.bytes()
 	}
 	if t.clips != nil {
 		n += t.clips.bytes()
@@ -433,10 +430,10 @@ func (f *Folder) frame(row int64) *File {
 // episodeFileTime is the time of the files of episode e: when its version
 // was committed.
 func episodeFileTime(b *treeBase, e *episode) time.Time {
-	if e.time.IsZero() {
-		return b.snap.Time // written before episodes had their own time
+	if t, ok := e.commitTime(); ok {
+		return t
 	}
-	return e.time
+	return b.snap.Time // written before episodes had their own time
 }
 
 // frameIno is the inode number of row's frame of f's video column, as
@@ -605,5 +602,13 @@ func (f *File) Xattrs(ctx context.Context) (map[string][]byte, error) {
 	return rows.xattrs(f.e.name, f.row)
 }
 
-// sortedKeys returns a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+// sortedKeys returns a map's keys in order (with one allocation: records
+// are made from manifest entries by the hundred thousand).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

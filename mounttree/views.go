@@ -143,11 +143,12 @@ func (c *Catalog) ViewTree(ctx context.Context, vc *View, snap *table.Snapshot) 
 // folders of their partition values or group-by values.
 func buildViewTree(records *episodeRecords, s *table.Schema, sel *query.Selection, groupBy []string) builtIndex {
 	b := newIndexBuilder()
+	var d dedupe
 	for i := range sel.Episodes {
 		se := &sel.Episodes[i]
 		e := &se.Entry
 		for _, part := range se.Parts {
-			b.add(viewFolders(s, e, part.Group, groupBy), shownEpisode{e: records.record(e), episodePart: episodePart{rows: part.Ordinals}})
+			b.add(viewFolders(s, e, part.Group, groupBy), shownEpisode{e: records.record(e, &d), episodePart: episodePart{rows: part.Ordinals}})
 		}
 	}
 	return b.build()

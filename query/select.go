@@ -21,6 +21,7 @@ import (
 
 	"github.com/framefs/framefs/query/filter"
 	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/manifest"
 	"github.com/framefs/framefs/table/storage"
 )
 
@@ -78,8 +79,11 @@ type SelectOptions struct {
 
 // Selection is the result of Select.
 type Selection struct {
-	// Episodes with at least one matching row, in snapshot order.
+	// Episodes with at least one matching row, in snapshot order (by
+	// partition values and episode id). Empty with CountOnly.
 	Episodes []SelectedEpisode
+	// Matched counts the episodes with at least one matching row.
+	Matched int
 	// Frames counts the matching rows.
 	Frames int64
 	Stats  SelectStats
@@ -109,8 +113,14 @@ type SelectedPart struct {
 type SelectStats struct {
 	// Episodes in the snapshot (or the one asked for).
 	Episodes int `json:"episodes"`
+	// Manifests counts the snapshot's manifests, and ManifestsRead those
+	// whose entries were read: the others were decided by their
+	// summaries in the manifest list.
+	Manifests     int `json:"manifests"`
+	ManifestsRead int `json:"manifests_read"`
 	// SkippedByManifest episodes were decided by partition values and
-	// manifest statistics without reading rows (matching none of them).
+	// manifest statistics (of the episode, or of its whole manifest)
+	// without reading rows, matching none of them.
 	SkippedByManifest int `json:"skipped_by_manifest"`
 	// MatchedByManifest episodes match in every row, by the same means.
 	MatchedByManifest int `json:"matched_by_manifest"`
@@ -126,10 +136,14 @@ type SelectStats struct {
 	DataFiles int `json:"data_files"`
 }
 
-// Select finds the rows of a snapshot that match f: first by partition
-// values and per-episode column statistics in the manifests, then by
-// Parquet row-group statistics, and only then by reading the filter's
-// columns of the remaining row groups and evaluating f over them.
+// Select finds the rows of a snapshot that match f: first by the
+// summaries of the snapshot's manifests (a manifest none of whose rows
+// can match is not read; with CountOnly, one all of whose rows match is
+// counted unread), then by partition values and per-episode column
+// statistics in the manifests it reads (only the columns f needs), then
+// by Parquet row-group statistics, and only then by reading the filter's
+// columns of the remaining row groups and evaluating f over them. Whole
+// entries are decoded only for the episodes it returns or reads.
 func Select(ctx context.Context, t *table.Table, snap *table.Snapshot, f *filter.Filter, opts SelectOptions) (*Selection, error) {
 	schema, err := t.Schema(ctx, snap.SchemaID)
 	if err != nil {
@@ -140,45 +154,26 @@ func Select(ctx context.Context, t *table.Table, snap *table.Snapshot, f *filter
 			return nil, err
 		}
 	}
-	eps, err := t.Episodes(ctx, snap)
-	if err != nil {
-		return nil, err
-	}
+	p := &pruning{t: t, snap: snap, schema: schema, f: f, opts: opts, sel: &Selection{},
+		rowsNeedGroups: !groupsConstant(schema, opts.GroupBy)}
 	if opts.Episode != "" {
 		e, err := t.Episode(ctx, snap, opts.Episode)
 		if err != nil {
 			return nil, err
 		}
-		eps = []table.EpisodeEntry{e}
+		p.sel.Stats.Episodes = 1
+		p.decide(&e, f.Prune(manifestStats(schema, &e, e.Stats != nil)))
+	} else if err := p.manifests(ctx); err != nil {
+		return nil, err
 	}
-	sel := &Selection{Stats: SelectStats{Episodes: len(eps)}}
-	results := make([]*SelectedEpisode, len(eps))
-	// What needs reading, by data file.
-	var work []scanItem
-	rowsNeedGroups := !groupsConstant(schema, opts.GroupBy)
-	for i := range eps {
-		e := &eps[i]
-		d := f.Prune(manifestStats(schema, e, e.Stats != nil))
-		switch {
-		case d == filter.None:
-			sel.Stats.SkippedByManifest++
-			continue
-		case d == filter.All:
-			sel.Stats.MatchedByManifest++
-			if !rowsNeedGroups || opts.CountOnly {
-				results[i] = wholeEpisode(schema, e, opts)
-				continue
-			}
-		}
-		work = append(work, scanItem{index: i, entry: e, decided: d})
-	}
-	if len(work) > 0 {
-		scanned, err := scan(ctx, t, schema, f, work, opts)
+	sel := p.sel
+	if len(p.work) > 0 {
+		scanned, err := scan(ctx, t, schema, f, p.work, opts)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range scanned.results {
-			results[r.index] = r.episode
+			p.results[r.index] = r.episode
 		}
 		sel.Stats.SkippedByRowGroup += scanned.skippedByRowGroup
 		sel.Stats.MatchedByRowGroup += scanned.matchedByRowGroup
@@ -186,13 +181,164 @@ func Select(ctx context.Context, t *table.Table, snap *table.Snapshot, f *filter
 		sel.Stats.RowsScanned += scanned.rows
 		sel.Stats.DataFiles += scanned.files
 	}
-	for _, r := range results {
+	for _, r := range p.results {
 		if r != nil && r.Frames > 0 {
-			sel.Episodes = append(sel.Episodes, *r)
+			sel.Matched++
 			sel.Frames += r.Frames
+			if !opts.CountOnly {
+				sel.Episodes = append(sel.Episodes, *r)
+			}
 		}
 	}
+	// Snapshot order: manifests were read in parallel.
+	layout := schema.ManifestLayout()
+	keys := make([]string, len(sel.Episodes))
+	order := make([]int, len(sel.Episodes))
+	for i := range sel.Episodes {
+		keys[i], order[i] = layout.SortKey(&sel.Episodes[i].Entry), i
+	}
+	sort.Slice(order, func(i, j int) bool { return keys[order[i]] < keys[order[j]] })
+	sorted := make([]SelectedEpisode, len(order))
+	for i, k := range order {
+		sorted[i] = sel.Episodes[k]
+	}
+	sel.Episodes = sorted
 	return sel, nil
+}
+
+// pruning is the state of one Select: what statistics decided, and the
+// episodes left to read.
+type pruning struct {
+	t              *table.Table
+	snap           *table.Snapshot
+	schema         *table.Schema
+	f              *filter.Filter
+	opts           SelectOptions
+	rowsNeedGroups bool
+
+	mu      sync.Mutex // guards the fields below
+	sel     *Selection // its counts and Stats
+	results []*SelectedEpisode
+	work    []scanItem // index: in results
+}
+
+// decide records what statistics decided of an episode: nothing to read,
+// or its rows to scan.
+func (p *pruning) decide(e *table.EpisodeEntry, d filter.Decision) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch d {
+	case filter.None:
+		p.sel.Stats.SkippedByManifest++
+		return
+	case filter.All:
+		p.sel.Stats.MatchedByManifest++
+		if !p.rowsNeedGroups || p.opts.CountOnly {
+			p.results = append(p.results, wholeEpisode(p.schema, e, p.opts))
+			return
+		}
+	}
+	p.results = append(p.results, nil)
+	p.work = append(p.work, scanItem{index: len(p.results) - 1, entry: e, decided: d})
+}
+
+// manifests prunes the snapshot's manifests, a few at a time.
+func (p *pruning) manifests(ctx context.Context) error {
+	infos, err := p.t.Manifests(ctx, p.snap)
+	if err != nil {
+		return err
+	}
+	p.sel.Stats.Manifests = len(infos)
+	proj := p.projection()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, info := range infos {
+		if s := info.Summary; s != nil {
+			d := p.f.Prune(summaryStats(p.schema, s))
+			if d == filter.None || (d == filter.All && p.opts.CountOnly) {
+				p.sel.Stats.Episodes += int(s.Episodes)
+				if d == filter.None {
+					p.sel.Stats.SkippedByManifest += int(s.Episodes)
+					continue
+				}
+				p.sel.Stats.MatchedByManifest += int(s.Episodes)
+				p.sel.Matched += int(s.Episodes)
+				p.sel.Frames += s.Rows
+				continue
+			}
+		}
+		g.Go(func() error { return p.manifest(gctx, info.Key, proj) })
+	}
+	return g.Wait()
+}
+
+// projection is what the filter needs of each entry: the columns it
+// names, and for a count where rows are (a count reads rows, never
+// videos, and returns no entry).
+func (p *pruning) projection() manifest.Projection {
+	proj := manifest.Projection{Locations: p.opts.CountOnly, Episodes: p.opts.CountOnly}
+	for _, c := range p.f.Columns() {
+		switch {
+		case c == p.schema.EpisodeColumn:
+			proj.Episodes = true
+		case p.schema.IsPartition(c):
+			proj.Partitions = true
+		case c == table.FrameColumn && p.schema.HasFrameColumn():
+			// Not stored: an entry's row count bounds it.
+		default:
+			proj.Stats = append(proj.Stats, c)
+		}
+	}
+	return proj
+}
+
+// manifest prunes the episodes of one manifest by their statistics, and
+// reads whole entries of those that match or need their rows read.
+func (p *pruning) manifest(ctx context.Context, key string, proj manifest.Projection) error {
+	b, err := p.t.ReadManifest(ctx, p.snap, key, proj)
+	if err != nil {
+		return err
+	}
+	var positions []int
+	var decided []filter.Decision
+	var counted, countedFrames int64
+	skipped := 0
+	for i := 0; i < b.Len; i++ {
+		switch d := p.f.Prune(batchStats(p.schema, b, i)); {
+		case d == filter.None:
+			skipped++
+		case d == filter.All && p.opts.CountOnly:
+			counted++
+			countedFrames += b.Rows[i]
+		default:
+			positions = append(positions, i)
+			decided = append(decided, d)
+		}
+	}
+	p.mu.Lock()
+	p.sel.Stats.ManifestsRead++
+	p.sel.Stats.Episodes += b.Len
+	p.sel.Stats.SkippedByManifest += skipped
+	p.sel.Stats.MatchedByManifest += int(counted)
+	p.sel.Matched += int(counted)
+	p.sel.Frames += countedFrames
+	p.mu.Unlock()
+	if len(positions) == 0 {
+		return nil
+	}
+	var entries []table.EpisodeEntry
+	if b.Locations != nil {
+		entries = make([]table.EpisodeEntry, len(positions))
+		for k, i := range positions {
+			entries[k] = b.Light(i)
+		}
+	} else if entries, err = p.t.ManifestEntries(ctx, p.snap, key, positions); err != nil {
+		return err
+	}
+	for i := range entries {
+		p.decide(&entries[i], decided[i])
+	}
+	return nil
 }
 
 // Count returns the number of rows of a snapshot that match f, reading
@@ -229,54 +375,6 @@ func groupsConstant(s *table.Schema, groupBy []string) bool {
 		}
 	}
 	return true
-}
-
-// episodeConstants returns the values an episode holds in every row: its
-// id and its partition values.
-func episodeConstants(s *table.Schema, e *table.EpisodeEntry) map[string]filter.Value {
-	out := map[string]filter.Value{s.EpisodeColumn: filter.String(e.Episode)}
-	for _, p := range s.PartitionColumns {
-		c, _ := s.Column(p)
-		if v, ok := partitionValue(c.Type, e.Partition[p]); ok {
-			out[p] = v
-		}
-	}
-	return out
-}
-
-// frameStats are the statistics of the frame column of an episode of
-// rows rows: 0 to rows-1, never NULL.
-func frameStats(s *table.Schema, name string, rows int64) (filter.ColumnStats, bool) {
-	if name != table.FrameColumn || !s.HasFrameColumn() {
-		return filter.ColumnStats{}, false
-	}
-	return filter.ColumnStats{HasRange: rows > 0, Min: filter.Int(0), Max: filter.Int(rows - 1), Nulls: 0, Rows: rows}, true
-}
-
-// manifestStats returns the statistics a manifest entry gives: its
-// constants, and its column statistics when withColumns is set.
-func manifestStats(s *table.Schema, e *table.EpisodeEntry, withColumns bool) filter.StatsFunc {
-	consts := episodeConstants(s, e)
-	return func(name string) (filter.ColumnStats, bool) {
-		if v, ok := consts[name]; ok {
-			return filter.Exactly(v, e.Rows), true
-		}
-		if st, ok := frameStats(s, name, e.Rows); ok {
-			return st, true
-		}
-		if !withColumns {
-			return filter.ColumnStats{}, false
-		}
-		st, ok := e.Stats[name]
-		if !ok {
-			return filter.ColumnStats{}, false
-		}
-		c, ok := s.Column(name)
-		if !ok {
-			return filter.ColumnStats{}, false
-		}
-		return filterStats(c, st, e.Rows)
-	}
 }
 
 // wholeEpisode selects every row of an episode whose groups are constant.
@@ -468,7 +566,7 @@ func rowGroupStats(s *table.Schema, e *table.EpisodeEntry, md *metadata.FileMeta
 		if v, ok := consts[name]; ok {
 			return filter.Exactly(v, e.Rows), true
 		}
-		if st, ok := frameStats(s, name, e.Rows); ok {
+		if st, ok := frameStats(s, name, e.Rows, e.Rows); ok {
 			return st, true
 		}
 		c, ok := s.Column(name)

@@ -7,13 +7,6 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 bench_setup "$@"
-py=/usr/bin/python3
-# peak_rss_mb CMD...: peak resident memory of the command, in MB.
-peak_rss_mb() {
-	"$py" -c 'import resource, subprocess, sys
-subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
-print("%.1f" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024))' "$@"
-}
 
 big="$cache/big_1GB.mp4"
 lavfi_video "$big" -i testsrc2=size=1280x720:rate=30 -t 24 -vf noise=alls=30:allf=t \

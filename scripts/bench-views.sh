@@ -14,17 +14,15 @@ set -euo pipefail
 bench_setup "$@"
 py=/usr/bin/python3
 
-duck=$(duckdb_dir)
-# ms CMD...: CMD's wall time in milliseconds.
-ms() { round "$(LC_ALL=C awk -v s="$(seconds "$@")" 'BEGIN {print s * 1000}')"; }
+duck=$(duckdb_module)
 
 # The table: 10,000 episodes of 300 rows in ten commits of 1,000 (so ten
 # Parquet files), partitioned by task; each episode drives at a speed of
 # its own. Videos are one 300-frame file, stored once per commit. Built
 # once and kept in the cache (its name carries a layout version).
-tbl="$cache/views_10k_v3/robot"
+tbl="$cache/views_10k_v4/robot"
 if [ ! -f "$tbl/.complete" ]; then
-	rm -rf "$cache/views_10k_v3"
+	rm -rf "$cache/views_10k_v4"
 	src="$cache/views_10k_src"
 	rm -rf "$src"
 	mkdir -p "$src"
@@ -58,7 +56,7 @@ PY
 fi
 
 cat >"$work/count.mjs" <<JS
-import { DuckDBInstance } from '$duck/node_modules/@duckdb/node-api/lib/index.js';
+import { DuckDBInstance } from '$duck';
 const [glob, where, runs] = process.argv.slice(2);
 const db = await DuckDBInstance.create(':memory:');
 const con = await db.connect();
@@ -86,7 +84,7 @@ bytes_read() {
 # What any framefs command costs before it reads a table (process start:
 # the FFmpeg libraries, package initialisation).
 start_times=()
-for i in 1 2 3 4 5; do start_times+=("$(ms "$bin" --help)"); done
+for i in 1 2 3 4 5; do start_times+=("$(milliseconds "$bin" --help)"); done
 emit "views_framefs_process_start" "$(median "${start_times[@]}")" ms
 
 for case in "selective:ego_speed_kmh >= 119.5" "partition:task = 'stack'"; do
@@ -101,8 +99,8 @@ for case in "selective:ego_speed_kmh >= 119.5" "partition:task = 'stack'"; do
 	duck_ms=$(node "$work/count.mjs" "$tbl/data/*.parquet" "$where" 5 | cut -d' ' -f2)
 	times=() duck_proc=()
 	for i in 1 2 3 4 5; do
-		times+=("$(ms "$bin" ls "$tbl" --where "$where" --count)")
-		duck_proc+=("$(ms node "$work/count.mjs" "$tbl/data/*.parquet" "$where" 1)")
+		times+=("$(milliseconds "$bin" ls "$tbl" --where "$where" --count)")
+		duck_proc+=("$(milliseconds node "$work/count.mjs" "$tbl/data/*.parquet" "$where" 1)")
 	done
 	ffs_ms=$(median "${times[@]}")
 	duck_proc_ms=$(median "${duck_proc[@]}")
@@ -134,9 +132,9 @@ ls -l "$mnt/$head/task=pick/ep00000" >/dev/null # frame sizes of the payload
 view_times=() snap_times=()
 for i in 1 2 3 4 5; do
 	ep=$(printf 'ep%05d' $((i * 4)))
-	view_times+=("$(ms ls -l "$mnt/views/bench-pick/task=pick/$ep/")")
+	view_times+=("$(milliseconds ls -l "$mnt/views/bench-pick/task=pick/$ep/")")
 	ep=$(printf 'ep%05d' $((i * 4 + 100)))
-	snap_times+=("$(ms ls -l "$mnt/$head/task=pick/$ep/")")
+	snap_times+=("$(milliseconds ls -l "$mnt/$head/task=pick/$ep/")")
 done
 view_ms=$(median "${view_times[@]}")
 snap_ms=$(median "${snap_times[@]}")

@@ -45,7 +45,7 @@ record ffprobe_packets_10min_18000_frames "$ffprobe_ms" ms
 record ratio:probe_vs_ffprobe_packets "$(ratio "$ffprobe_ms" "$probe_ms")" x
 
 # Benchmarks of the other parts, each printing NAME VALUE UNIT lines.
-for part in bench-table.sh bench-lerobot.sh bench-decode.sh bench-mount.sh bench-train.sh bench-s3.sh bench-views.sh bench-clips.sh; do
+for part in bench-table.sh bench-lerobot.sh bench-decode.sh bench-mount.sh bench-train.sh bench-s3.sh bench-views.sh bench-clips.sh bench-scale.sh; do
 	if [ -x "$root/scripts/$part" ]; then
 		"$root/scripts/$part" "$bin" | while read -r name value unit; do record "$name" "$value" "$unit"; done
 	fi

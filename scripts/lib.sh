@@ -5,6 +5,10 @@
 #
 #   emit NAME VALUE UNIT   print one figure: a NAME VALUE UNIT line
 #   seconds CMD...         run CMD once (its stdout discarded); print its wall time
+#   milliseconds CMD...    the same in milliseconds
+#   peak_rss_mb CMD...     run CMD once (its output discarded); print its peak resident memory in MB
+#   duckdb_module          the path of DuckDB's Node module (the peer of filter benchmarks),
+#                          installed into .cache/duckdb on first use
 #   median [VALUE...]      the median of the values (or of stdin's lines)
 #   ratio A B              A / B
 #   round VALUE            VALUE by the rounding rule
@@ -36,6 +40,23 @@ _lib_awk_round='function rnd(v,   a, e, f, d) {
 }'
 
 emit() { printf '%s %s %s\n' "$1" "$2" "$3"; }
+
+milliseconds() {
+	local start end
+	start=$(date +%s%N)
+	"$@" >/dev/null
+	end=$(date +%s%N)
+	round "$(((end - start) / 1000))e-3"
+}
+
+peak_rss_mb() {
+	/usr/bin/python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print("%.1f" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024))' "$@"
+}
+
+# duckdb_module: the path of DuckDB's Node.js module, installed on first use.
+duckdb_module() { echo "$(duckdb_dir)/node_modules/@duckdb/node-api/lib/index.js"; }
 
 round() { LC_ALL=C awk -v v="$1" "$_lib_awk_round"' BEGIN {print rnd(v)}'; }
 
@@ -168,7 +189,8 @@ lavfi_video() {
 }
 
 duckdb_dir() {
-	local duck="$root/.cache/duckdb"
+	local duck
+	duck="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.cache/duckdb"
 	if [ ! -d "$duck/node_modules/@duckdb/node-api" ]; then
 		mkdir -p "$duck"
 		(cd "$duck" && npm install --no-audit --no-fund --silent @duckdb/node-api@1.5.6-r.1 >/dev/null)

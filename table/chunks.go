@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"strings"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -201,13 +202,11 @@ func decodeChunkIndex(data []byte) (*ChunkIndex, error) {
 // Indexes are cached.
 func (t *Table) ChunkIndex(ctx context.Context, dataKey string) *ChunkIndex {
 	key := chunkIndexKey(dataKey)
-	t.mu.Lock()
-	ix, ok := t.chunkIndexes[key]
-	t.mu.Unlock()
-	if ok {
+	if ix, ok := t.chunkIndexes.Get(key); ok {
 		return ix
 	}
 	data, err := t.store.ReadAll(ctx, key)
+	var ix *ChunkIndex
 	if err == nil {
 		ix, err = decodeChunkIndex(data)
 	}
@@ -217,18 +216,29 @@ func (t *Table) ChunkIndex(ctx context.Context, dataKey string) *ChunkIndex {
 	if ctx.Err() != nil {
 		return nil
 	}
-	t.mu.Lock()
-	if len(t.chunkIndexes) >= maxCachedChunkIndexes {
-		clear(t.chunkIndexes)
-	}
-	t.chunkIndexes[key] = ix
-	t.mu.Unlock()
+	t.chunkIndexes.Add(key, ix, ix.bytes())
 	return ix
 }
 
-// maxCachedChunkIndexes bounds the indexes a Table keeps (a few bytes per
-// row group each).
-const maxCachedChunkIndexes = 256
+// maxChunkIndexBytes bounds the memory of the chunk indexes a Table keeps:
+// about 50 bytes per row group of a five-column data file, so the indexes
+// of a few hundred thousand episodes' row groups.
+const maxChunkIndexBytes = 16 << 20
+
+// bytes estimates the memory of ix (a nil index: its key and entry only).
+func (ix *ChunkIndex) bytes() int64 {
+	if ix == nil {
+		return 0
+	}
+	n := int64(unsafe.Sizeof(*ix)) + int64(cap(ix.groups))*int64(unsafe.Sizeof(chunkGroup{}))
+	for name := range ix.columns {
+		n += 64 + int64(len(name))
+	}
+	if len(ix.groups) > 0 {
+		n += int64(len(ix.groups)) * int64(len(ix.groups[0].chunks)) * int64(unsafe.Sizeof(chunkLoc{}))
+	}
+	return n
+}
 
 // ParquetSchema returns the Parquet schema of the data files written with
 // schema s (cached by schema id).
@@ -251,24 +261,4 @@ func (t *Table) ParquetSchema(s *Schema) (*schema.Schema, error) {
 	t.parquetSchemas[s.ID] = ps
 	t.mu.Unlock()
 	return ps, nil
-}
-
-// verifyChunkIndex checks the chunk index of an episode's data file, if
-// it has one: intact, and agreeing with the manifest on the row group.
-func (t *Table) verifyChunkIndex(ctx context.Context, e EpisodeEntry) error {
-	data, err := t.store.ReadAll(ctx, chunkIndexKey(e.DataFile))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	ix, err := decodeChunkIndex(data)
-	if err != nil {
-		return err
-	}
-	if e.RowGroup >= len(ix.groups) || ix.groups[e.RowGroup].rows != e.Rows {
-		return fmt.Errorf("%w: row group %d does not have the manifest's %d rows", errBadChunkIndex, e.RowGroup, e.Rows)
-	}
-	return nil
 }

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
 
+	"github.com/framefs/framefs/table/manifest"
 	"github.com/framefs/framefs/table/storage"
 )
-
-// maxManifests is how many manifests a snapshot may list before a commit
-// merges them into one, keeping episode listings to a few reads.
-const maxManifests = 32
 
 // change is what one commit does, independent of the head it lands on, so
 // that it can be re-applied on top of a concurrent commit.
@@ -45,6 +43,9 @@ type change struct {
 // re-reads the head and retries, unless the other commit touched the same
 // episodes.
 func (t *Table) commit(ctx context.Context, ch change) (*Snapshot, error) {
+	if err := t.upgradeMeta(ctx); err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		head, err := t.Head(ctx)
 		if err != nil {
@@ -85,9 +86,23 @@ func (t *Table) checkConflicts(ctx context.Context, ch change, head *Snapshot) e
 		return nil
 	}
 	if len(ch.mustBeNew) > 0 {
-		present, err := t.episodeSet(ctx, head)
+		layout, err := t.snapshotLayout(ctx, head)
 		if err != nil {
 			return err
+		}
+		found, err := t.locate(ctx, head, layout, ch.mustBeNew)
+		if err != nil {
+			return err
+		}
+		present := map[string]bool{}
+		for key, positions := range found {
+			b, err := t.ReadManifest(ctx, head, key, manifest.Projection{Episodes: true})
+			if err != nil {
+				return err
+			}
+			for _, p := range positions {
+				present[b.Episodes[p]] = true
+			}
 		}
 		for _, ep := range ch.mustBeNew {
 			if present[ep] {
@@ -97,15 +112,13 @@ func (t *Table) checkConflicts(ctx context.Context, ch change, head *Snapshot) e
 		}
 	}
 	if len(ch.reused) > 0 {
-		live, err := t.snapshotObjects(ctx, head)
+		missing, err := t.unreferenced(ctx, head, ch.reused)
 		if err != nil {
 			return err
 		}
-		for _, key := range ch.reused {
-			if !live[key] {
-				return fmt.Errorf("%w: %s, a stored video this commit reuses, is no longer in snapshot %d (its episodes were removed meanwhile); retry",
-					ErrConflict, key, head.ID)
-			}
+		if len(missing) > 0 {
+			return fmt.Errorf("%w: %s, a stored video this commit reuses, is no longer in snapshot %d (its episodes were removed meanwhile); retry",
+				ErrConflict, missing[0], head.ID)
 		}
 	}
 	if ch.base == 0 || len(ch.touched) == 0 {
@@ -128,22 +141,45 @@ func (t *Table) checkConflicts(ctx context.Context, ch change, head *Snapshot) e
 	return nil
 }
 
-func (t *Table) episodeSet(ctx context.Context, snap *Snapshot) (map[string]bool, error) {
-	set := map[string]bool{}
-	for _, key := range snap.Manifests {
-		m, err := t.Manifest(ctx, key)
+// unreferenced returns the objects of keys that no manifest of snap
+// references. It stops reading manifests once every key is found.
+func (t *Table) unreferenced(ctx context.Context, snap *Snapshot, keys []string) ([]string, error) {
+	missing := map[string]bool{}
+	for _, k := range keys {
+		missing[k] = true
+	}
+	layout, err := t.snapshotLayout(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := t.Manifests(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	for _, info := range infos {
+		if len(missing) == 0 {
+			break
+		}
+		m, err := t.openManifest(ctx, info.Key, layout)
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range m.Episodes {
-			set[e.Episode] = true
+		objs, err := m.objects(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			delete(missing, o)
 		}
 	}
-	return set, nil
+	return slices.Sorted(maps.Keys(missing)), nil
 }
 
-// buildSnapshot writes the manifests of the change applied to head and
-// returns the snapshot that would follow head.
+// buildSnapshot writes the manifests and the manifest list of the change
+// applied to head and returns the snapshot that would follow head. Only
+// the manifests that hold a changed episode are rewritten; the others are
+// kept with their summaries, unread. A version-1 head is upgraded: its
+// JSON manifests are written again as Parquet.
 func (t *Table) buildSnapshot(ctx context.Context, ch change, head *Snapshot) (*Snapshot, error) {
 	snap := &Snapshot{
 		FormatVersion: FormatVersion,
@@ -153,42 +189,22 @@ func (t *Table) buildSnapshot(ctx context.Context, ch change, head *Snapshot) (*
 		Kind:          ch.kind,
 		Time:          t.opts.Now().UTC(),
 		Summary:       ch.summary,
-		Manifests:     []string{},
 	}
-	var kept []string
-	removed := map[string]bool{}
-	for _, ep := range ch.removed {
-		removed[ep] = true
-	}
-	var carried []EpisodeEntry // entries of rewritten manifests that stay
 	if head != nil {
 		snap.ID, snap.Parent, snap.NextRowID = head.ID+1, head.ID, head.NextRowID
 		snap.Episodes, snap.Frames = head.Episodes, head.Frames
-		if ch.schemaID < head.SchemaID {
-			snap.SchemaID = head.SchemaID
-		}
-		for _, key := range head.Manifests {
-			m, err := t.Manifest(ctx, key)
-			if err != nil {
-				return nil, err
-			}
-			hit := false
-			for _, e := range m.Episodes {
-				if removed[e.Episode] {
-					hit = true
-					snap.Episodes--
-					snap.Frames -= e.Rows
-				}
-			}
-			if !hit {
-				kept = append(kept, key)
-				continue
-			}
-			for _, e := range m.Episodes {
-				if !removed[e.Episode] {
-					carried = append(carried, e)
-				}
-			}
+		snap.SchemaID = max(snap.SchemaID, head.SchemaID)
+	}
+	schema, err := t.Schema(ctx, snap.SchemaID)
+	if err != nil {
+		return nil, err
+	}
+	layout := layoutOf(schema)
+	var kept []manifest.Summary
+	var carried []EpisodeEntry // entries of rewritten manifests that stay
+	if head != nil {
+		if kept, carried, err = t.carryOver(ctx, head, layout, ch.removed, snap); err != nil {
+			return nil, err
 		}
 	}
 	fresh := slices.Clone(ch.added)
@@ -200,29 +216,23 @@ func (t *Table) buildSnapshot(ctx context.Context, ch change, head *Snapshot) (*
 		snap.Episodes++
 		snap.Frames += fresh[i].Rows
 	}
-	newEntries := append(carried, fresh...)
-	if len(kept)+1 > maxManifests {
-		// Merge everything into one manifest.
-		for _, key := range kept {
-			m, err := t.Manifest(ctx, key)
-			if err != nil {
-				return nil, err
-			}
-			newEntries = append(newEntries, m.Episodes...)
-		}
-		kept = nil
+	written, err := t.writeManifests(ctx, layout, append(carried, fresh...))
+	if err != nil {
+		return nil, err
 	}
-	snap.Manifests = append(snap.Manifests, kept...)
-	if len(newEntries) > 0 {
-		key := newObjectKey(prefixManifest, ".json")
-		m := &Manifest{FormatVersion: FormatVersion, Episodes: newEntries}
-		data := marshalCompact(m)
-		if err := t.store.PutIfAbsent(ctx, key, data); err != nil {
-			return nil, fmt.Errorf("write manifest: %w", err)
-		}
-		t.manifests.add(key, m)
-		snap.Manifests = append(snap.Manifests, key)
+	sums, err := t.mergeTiers(ctx, layout, append(kept, written...))
+	if err != nil {
+		return nil, err
 	}
+	list, err := manifest.EncodeList(layout, sums)
+	if err != nil {
+		return nil, err
+	}
+	snap.ManifestList = newObjectKey(prefixManifestList, ".parquet")
+	if err := t.store.PutIfAbsent(ctx, snap.ManifestList, list); err != nil {
+		return nil, fmt.Errorf("write manifest list: %w", err)
+	}
+	t.manifests.add(snap.ManifestList, &loadedManifest{list: sums})
 	changed := map[string]bool{}
 	for _, ep := range ch.removed {
 		changed[ep] = true
@@ -230,12 +240,55 @@ func (t *Table) buildSnapshot(ctx context.Context, ch change, head *Snapshot) (*
 	for _, e := range ch.added {
 		changed[e.Episode] = true
 	}
-	for ep := range changed {
-		snap.Changed = append(snap.Changed, ep)
-	}
-	slices.Sort(snap.Changed)
+	snap.Changed = slices.Sorted(maps.Keys(changed))
 	if snap.Changed == nil {
 		snap.Changed = []string{}
 	}
 	return snap, nil
+}
+
+// carryOver returns the summaries of head's manifests that hold none of
+// the removed episodes, and the entries of the others that stay; it takes
+// the removed episodes' counts off snap's. Every manifest of a version-1
+// head is carried over whole (it has no summary to keep).
+func (t *Table) carryOver(ctx context.Context, head *Snapshot, layout manifest.Layout, removed []string, snap *Snapshot) ([]manifest.Summary, []EpisodeEntry, error) {
+	infos, err := t.Manifests(ctx, head)
+	if err != nil {
+		return nil, nil, err
+	}
+	found := map[string][]int{}
+	if len(removed) > 0 {
+		if found, err = t.locate(ctx, head, layout, removed); err != nil {
+			return nil, nil, err
+		}
+	}
+	var kept []manifest.Summary
+	var carried []EpisodeEntry
+	for _, info := range infos {
+		drop := map[int]bool{}
+		for _, p := range found[info.Key] {
+			drop[p] = true
+		}
+		if info.Summary != nil && len(drop) == 0 {
+			kept = append(kept, *info.Summary)
+			continue
+		}
+		m, err := t.openManifest(ctx, info.Key, layout)
+		if err != nil {
+			return nil, nil, err
+		}
+		entries, err := m.entriesAt(ctx, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, e := range entries {
+			if drop[i] {
+				snap.Episodes--
+				snap.Frames -= e.Rows
+				continue
+			}
+			carried = append(carried, e)
+		}
+	}
+	return kept, carried, nil
 }

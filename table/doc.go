@@ -21,20 +21,26 @@
 //   - inputs (table/input): the files and S3 objects ingest reads videos
 //     from, pinned to the version first seen.
 //   - the format (format.go, schema.go, stats.go, views.go, window.go,
-//     chunks.go): object keys, the format version and features a reader
-//     must know, and the metadata: table.json, schemas, snapshots,
-//     manifests (episodes with their row and video locations and column
-//     statistics), tags, views, chunk indexes.
-//   - reading (table.go, video.go, rows.go): a Table opens a store, resolves
-//     a snapshot (by id, tag or head), lists its episodes from manifests
-//     alone, opens stored videos with their frame index, and reads rows.
+//     chunks.go, and table/manifest): object keys, the format version and
+//     features a reader must know, and the metadata: table.json, schemas,
+//     snapshots, manifest lists and manifests (episodes with their row and
+//     video locations and column statistics), tags, views, chunk indexes.
+//     Package manifest encodes manifests and manifest lists (format
+//     version 2, Parquet); this package reads version-1 JSON manifests
+//     too, and decides which entries go into which manifest.
+//   - reading (table.go, manifests.go, video.go, rows.go): a Table opens a
+//     store, resolves a snapshot (by id, tag or head), lists its episodes
+//     from manifests alone (all of them, one partition's, or one episode,
+//     reading only the manifests whose summaries may hold them), opens
+//     stored videos with their frame index, and reads rows.
 //   - the commit protocol (commit.go): how one change becomes the next
 //     snapshot when other writers commit at the same time.
 //   - operations (ops.go, pack.go, evolve.go, warm.go, tags.go, views.go,
-//     maintenance.go): add, update, replace and delete episodes, evolve
-//     the schema, store frame sizes, tag, store views, expire, collect
-//     garbage, verify. Each validates all its input, writes new objects,
-//     and lands through the commit protocol.
+//     maintenance.go, verify.go, upgrade.go): add, update, replace and
+//     delete episodes, evolve the schema, store frame sizes, tag, store
+//     views, expire, collect garbage, verify, upgrade the format. Each
+//     validates all its input, writes new objects, and lands through the
+//     commit protocol.
 //   - Warehouse (warehouse.go): a store whose child prefixes are tables.
 //
 // Input from users is parsed at the edge: sidecar.go reads JSONL, JSON,
@@ -43,11 +49,15 @@
 //
 // # The commit protocol
 //
-// No object is ever changed once written. Data files (Parquet), packs
-// (.video) and manifests go under fresh random keys; table.json, schemas,
-// snapshots and tags are created with PutIfAbsent under fixed names. A
-// commit (Table.commit in commit.go) first writes its new objects, then
-// the manifests of its change applied to the current head, then creates
+// No object is ever changed once written, except table.json when a commit
+// upgrades the table's format version (upgrade.go). Data files (Parquet),
+// packs (.video), manifests and manifest lists go under fresh random
+// keys; table.json, schemas, snapshots and tags are created with
+// PutIfAbsent under fixed names. A commit (Table.commit in commit.go)
+// first writes its new objects, then the manifests of its change applied
+// to the current head (rewriting only the manifests that hold a changed
+// episode, and merging small manifests by size tiers, manifests.go) and
+// a manifest list, then creates
 // snapshot/N+1.json with PutIfAbsent: that single create is the atomic
 // step, and a snapshot only ever refers to objects complete before it. If
 // another writer created N+1 first, the commit reads the new head and
@@ -85,9 +95,11 @@
 //	schema.go        Schema, Column, Type, defaults and validation, ImageOptions
 //	stats.go         ColumnStats: the per-episode column statistics manifests carry
 //	names.go         CheckName: the names users may choose
-//	table.go         Options, Create, Open, cached metadata reads, Episodes, Resolve
-//	manifestcache.go the byte-bounded cache of decoded manifests
+//	table.go         Options, Create, Open, cached metadata reads, Resolve
+//	manifests.go     reading a snapshot's manifests of either version (Episodes, EpisodesIn, EachEpisodeIn, PartitionValues, Episode, EpisodeIn, ReadManifest); writing and merging them by size tiers
+//	manifestcache.go the byte-bounded cache of manifests and manifest lists, charged the memory each takes
 //	commit.go        the commit protocol: change, commit, conflicts, building a snapshot
+//	upgrade.go       Upgrade: a version-1 table to the current format version
 //	ops.go           AddEpisodes, UpdateRows, ReplaceVideo, DeleteEpisode, AddImagesAsVideo
 //	pack.go          checking, hashing and indexing videos; packing them into .video objects; sizes blocks
 //	video.go         OpenVideo (payload and frame index), StoredSizes
@@ -99,6 +111,7 @@
 //	tags.go          CreateTag, DeleteTag, Tag, Tags
 //	views.go         View, CreateView (with a ViewCheck), DeleteView, Views, ResolveView
 //	window.go        Window: the clips of a clip view, and their limits
-//	maintenance.go   Expire, GC, Verify
+//	maintenance.go   Expire, GC
+//	verify.go        Verify: every live snapshot checked in one pass over manifests, data files and payloads
 //	warehouse.go     Warehouse and IsTable
 package table

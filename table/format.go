@@ -6,17 +6,24 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/framefs/framefs/table/manifest"
 )
 
 // Format versions of the table layout (docs/FORMAT.md).
 //
 //	1: tables, schemas, snapshots, tags, manifests, Parquet frame rows,
 //	   .video packs with per-payload frame indexes and frame sizes.
+//	2: manifests are Parquet files (package manifest), and a snapshot
+//	   names a manifest list with a summary of each, so that a filter,
+//	   a partition or an episode reads only the manifests it needs;
+//	   small manifests are merged by size tiers. Version-1 tables are
+//	   read as they are and upgraded by their next commit (or Upgrade).
 //
 // A reader refuses tables whose format version is above FormatVersion or
 // below MinFormatVersion, and any feature it does not know.
 const (
-	FormatVersion    = 1
+	FormatVersion    = 2
 	MinFormatVersion = 1
 )
 
@@ -25,15 +32,18 @@ var knownFeatures = map[string]bool{}
 
 // Object key layout inside a table.
 const (
-	keyTableMeta      = "table.json"
-	prefixSchema      = "schema/"
-	prefixSnapshot    = "snapshot/"
-	prefixTag         = "tag/"
-	prefixView        = "view/"
-	prefixManifest    = "manifest/"
-	prefixData        = "data/"
-	prefixVideo       = "video/"
-	snapshotKeyDigits = 10
+	keyTableMeta   = "table.json"
+	prefixSchema   = "schema/"
+	prefixSnapshot = "snapshot/"
+	prefixTag      = "tag/"
+	prefixView     = "view/"
+	prefixManifest = "manifest/"
+	// prefixManifestList names manifest lists, which live beside the
+	// manifests they list.
+	prefixManifestList = prefixManifest + "list-"
+	prefixData         = "data/"
+	prefixVideo        = "video/"
+	snapshotKeyDigits  = 10
 )
 
 // SchemaPrefix begins the keys of a table's schemas, which Create writes
@@ -42,6 +52,9 @@ const (
 const SchemaPrefix = prefixSchema
 
 func schemaKey(id int) string { return fmt.Sprintf("%sschema-%d.json", prefixSchema, id) }
+
+// SnapshotKey is the object key of snapshot id.
+func SnapshotKey(id int64) string { return snapshotKey(id) }
 
 // snapshotKey zero-pads the id so that key order is id order, which lets
 // object stores find the head with one sorted listing.
@@ -96,6 +109,9 @@ const (
 	KindReplace CommitKind = "replace"
 	KindDelete  CommitKind = "delete"
 	KindSizes   CommitKind = "sizes"
+	// KindUpgrade rewrites the metadata of the head in the current format
+	// version and changes no episode.
+	KindUpgrade CommitKind = "upgrade"
 )
 
 // Snapshot is one immutable version of a table.
@@ -108,8 +124,12 @@ type Snapshot struct {
 	Kind          CommitKind `json:"kind"`
 	Time          time.Time  `json:"time"`
 	Summary       Summary    `json:"summary"`
-	// Manifests are the manifest files whose episodes make up the snapshot.
-	Manifests []string `json:"manifests"`
+	// ManifestList is the manifest list whose manifests' episodes make up
+	// the snapshot (format version 2).
+	ManifestList string `json:"manifest_list,omitempty"`
+	// Manifests are the manifest files whose episodes make up a snapshot
+	// of format version 1.
+	Manifests []string `json:"manifests,omitempty"`
 	// Changed lists the episodes this commit added, changed or removed;
 	// concurrent writers use it to detect conflicts.
 	Changed []string `json:"changed_episodes"`
@@ -131,70 +151,28 @@ type Summary struct {
 	BytesRemoved    int64 `json:"bytes_removed"`
 }
 
-// Manifest lists episodes with where their rows and videos are. Manifests
-// are immutable; a commit that changes episodes writes new manifests for
-// them and drops the old ones from its snapshot.
+// Manifest is a manifest of format version 1 (JSON): episodes with where
+// their rows and videos are. Version 2 writes them as Parquet (package
+// manifest); both are immutable, and a commit that changes episodes
+// writes new manifests for them and drops the old ones from its snapshot.
 type Manifest struct {
 	FormatVersion int            `json:"format_version"`
 	Episodes      []EpisodeEntry `json:"episodes"`
 }
 
-// EpisodeEntry is one episode of a manifest.
-type EpisodeEntry struct {
-	Episode string `json:"episode"`
-	// Partition holds the partition column values, as strings.
-	Partition map[string]string `json:"partition,omitempty"`
-	// Rows is the number of frame rows.
-	Rows int64 `json:"rows"`
-	// FirstRowID is the row id of the first row; the others follow.
-	FirstRowID int64 `json:"first_row_id"`
-	// DataFile is the Parquet file holding the rows, in row group RowGroup.
-	DataFile string `json:"data_file"`
-	RowGroup int    `json:"row_group"`
-	// SchemaID is the schema the rows were written with.
-	SchemaID int `json:"schema_id"`
-	// Videos maps each video column to its payload.
-	Videos map[string]VideoRef `json:"videos"`
-	// Time is when this version of the episode was committed.
-	Time time.Time `json:"time"`
-	// Stats summarise the user columns of the rows (partition columns
-	// aside), so that filters skip episodes without reading them. Absent
-	// in manifests written before they existed.
-	Stats map[string]ColumnStats `json:"stats,omitempty"`
-}
-
-// VideoRef locates one stored video (a payload inside a pack object).
-type VideoRef struct {
-	Pack   string `json:"pack"`
-	Offset int64  `json:"offset"`
-	Length int64  `json:"length"`
-	SHA256 string `json:"sha256"`
-	// IndexOffset/IndexLength locate the encoded videoidx index in the
-	// same pack.
-	IndexOffset int64 `json:"index_offset"`
-	IndexLength int64 `json:"index_length"`
-	// FirstFrame is the video frame ordinal of the episode's first row.
-	FirstFrame int64  `json:"first_frame"`
-	Frames     int64  `json:"frames"`
-	Codec      string `json:"codec"`
-	Width      int    `json:"width"`
-	Height     int    `json:"height"`
-	// SourceName is the file name the video was ingested from.
-	SourceName string `json:"source_name,omitempty"`
-	// Sizes lists stored per-frame encoded image sizes.
-	Sizes []SizesRef `json:"sizes,omitempty"`
-}
-
-// SizesRef locates the encoded image size of every frame of a video for
-// one image setting.
-type SizesRef struct {
-	// Identity names the format, settings and library versions that
-	// determine the bytes; sizes are used only when it matches exactly.
-	Identity string `json:"identity"`
-	Object   string `json:"object"`
-	Offset   int64  `json:"offset"`
-	Length   int64  `json:"length"`
-}
+// The entry types of manifests, which package manifest encodes.
+type (
+	// EpisodeEntry is one episode of a manifest: where its rows and videos
+	// are, and statistics of its rows.
+	EpisodeEntry = manifest.Entry
+	// VideoRef locates one stored video (a payload inside a pack object).
+	VideoRef = manifest.VideoRef
+	// SizesRef locates the encoded image size of every frame of a video
+	// for one image setting.
+	SizesRef = manifest.SizesRef
+	// ColumnStats summarise one user column over an episode's rows.
+	ColumnStats = manifest.ColumnStats
+)
 
 // Tag is a named pointer to a snapshot.
 type Tag struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/framefs/framefs/internal/frozentable"
 	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/manifest"
 	"github.com/framefs/framefs/videoidx"
 )
 
@@ -119,6 +120,21 @@ func TestFrozenTables(t *testing.T) {
 				t.Errorf("snapshot %d episode %s: rows read as\n%s\nwant\n%s", snap.ID, er.Episode, got, want.Bytes())
 			}
 		}
+		for _, ml := range exp.ManifestLists {
+			infos, err := tbl.Manifests(ctx, snaps[ml.Snapshot])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []manifest.Summary
+			for _, info := range infos {
+				if info.Summary != nil {
+					got = append(got, *info.Summary)
+				}
+			}
+			if !reflect.DeepEqual(got, ml.Summaries) {
+				t.Errorf("snapshot %d: manifest list reads as\n%+v\nwant\n%+v", ml.Snapshot, got, ml.Summaries)
+			}
+		}
 		checkFrozenVideos(t, tbl, exp)
 
 		probs, err := tbl.Verify(ctx)
@@ -178,5 +194,83 @@ func checkFrozenVideos(t *testing.T, tbl *table.Table, exp *frozentable.Expected
 		if err != nil || !ok || !reflect.DeepEqual(sizes, want.Sizes) {
 			t.Errorf("sizes of %s: %v (found %v, %v), want %v", want.Source, sizes, ok, err, want.Sizes)
 		}
+	}
+}
+
+// TestFrozenTablesUpgrade: a table of an older format version is upgraded
+// by Upgrade, and by its next commit, to the current one: the head's
+// episodes are the same, older snapshots read as before, and table.json
+// declares the current version.
+func TestFrozenTablesUpgrade(t *testing.T) {
+	older := 0
+	for _, v := range frozentable.Versions(t) {
+		if v < table.FormatVersion {
+			older++
+			t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) { frozenUpgrade(t, v, frozentable.Load(t, v)) })
+		}
+	}
+	if older == 0 {
+		t.Fatal("no frozen table of an older format version")
+	}
+}
+
+func frozenUpgrade(t *testing.T, v int, exp *frozentable.Expected) {
+	{
+		ctx := context.Background()
+		last := exp.Episodes[len(exp.Episodes)-1]
+		t.Run("Upgrade", func(t *testing.T) {
+			tbl := frozentable.Open(t, v)
+			rep, err := tbl.Upgrade(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap := rep.Snapshot
+			if rep.From != v || rep.To != table.FormatVersion || snap == nil || snap.Kind != table.KindUpgrade ||
+				snap.FormatVersion != table.FormatVersion || snap.ManifestList == "" || snap.Summary != (table.Summary{}) {
+				t.Fatalf("upgrade: %+v, snapshot %+v", rep, snap)
+			}
+			eps, err := tbl.Episodes(ctx, snap)
+			if err != nil || !reflect.DeepEqual(eps, last.Episodes) {
+				t.Errorf("the upgraded head holds\n%+v (%v)\nwant\n%+v", eps, err, last.Episodes)
+			}
+			for _, se := range exp.Episodes {
+				old, err := tbl.Snapshot(ctx, se.Snapshot)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if eps, err := tbl.Episodes(ctx, old); err != nil || !reflect.DeepEqual(eps, se.Episodes) {
+					t.Errorf("snapshot %d after the upgrade: %v", se.Snapshot, err)
+				}
+			}
+			reopened, err := table.Open(ctx, tbl.Store(), table.Options{})
+			if err != nil || reopened.FormatVersion() != table.FormatVersion {
+				t.Fatalf("reopened: version %d, %v", reopened.FormatVersion(), err)
+			}
+			if probs, err := reopened.Verify(ctx); err != nil || len(probs) > 0 {
+				t.Errorf("verify: %+v, %v", probs, err)
+			}
+			again, err := reopened.Upgrade(ctx)
+			if err != nil || again.Snapshot != nil || again.From != table.FormatVersion {
+				t.Errorf("upgrading again: %+v, %v", again, err)
+			}
+		})
+		t.Run("next commit", func(t *testing.T) {
+			tbl := frozentable.Open(t, v)
+			gone := last.Episodes[len(last.Episodes)-1].Episode
+			snap, err := tbl.DeleteEpisode(ctx, gone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.FormatVersion != table.FormatVersion || snap.ManifestList == "" || tbl.FormatVersion() != table.FormatVersion {
+				t.Fatalf("the commit after a version-%d head wrote %+v (table version %d)", v, snap, tbl.FormatVersion())
+			}
+			eps, err := tbl.Episodes(ctx, snap)
+			if err != nil || !reflect.DeepEqual(eps, last.Episodes[:len(last.Episodes)-1]) {
+				t.Errorf("after deleting %s: %+v, %v", gone, eps, err)
+			}
+			if probs, err := tbl.Verify(ctx); err != nil || len(probs) > 0 {
+				t.Errorf("verify: %+v, %v", probs, err)
+			}
+		})
 	}
 }

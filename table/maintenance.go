@@ -2,15 +2,12 @@ package table
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
+	"strings"
 	"time"
 
 	"github.com/framefs/framefs/table/storage"
-	"github.com/framefs/framefs/videoidx"
 )
 
 // ExpireOptions select the snapshots Expire drops. The head and tagged
@@ -200,172 +197,39 @@ func (t *Table) liveObjects(ctx context.Context) (map[string]bool, error) {
 	return live, nil
 }
 
-// snapshotObjects returns every object key one snapshot references.
-func (t *Table) snapshotObjects(ctx context.Context, snap *Snapshot) (map[string]bool, error) {
-	objs := map[string]bool{}
-	return objs, t.addSnapshotObjects(ctx, snap, objs)
-}
-
-// addSnapshotObjects adds the manifests, data files, packs and sizes
-// objects snap references to objs; manifests already in objs are skipped.
+// addSnapshotObjects adds the manifest list, manifests, data files (with
+// their chunk indexes), packs and sizes objects snap references to objs;
+// manifests already in objs are not read again.
 func (t *Table) addSnapshotObjects(ctx context.Context, snap *Snapshot, objs map[string]bool) error {
-	for _, key := range snap.Manifests {
-		if objs[key] {
+	if snap.ManifestList != "" {
+		objs[snap.ManifestList] = true
+	}
+	infos, err := t.Manifests(ctx, snap)
+	if err != nil {
+		return err
+	}
+	layout, err := t.snapshotLayout(ctx, snap)
+	if err != nil {
+		return err
+	}
+	for _, info := range infos {
+		if objs[info.Key] {
 			continue
 		}
-		objs[key] = true
-		m, err := t.Manifest(ctx, key)
+		objs[info.Key] = true
+		m, err := t.openManifest(ctx, info.Key, layout)
 		if err != nil {
 			return fmt.Errorf("snapshot %d: %w", snap.ID, err)
 		}
-		for _, e := range m.Episodes {
-			objs[e.DataFile] = true
-			objs[chunkIndexKey(e.DataFile)] = true
-			for _, v := range e.Videos {
-				objs[v.Pack] = true
-				for _, sz := range v.Sizes {
-					objs[sz.Object] = true
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// Problem is one finding of Verify.
-type Problem struct {
-	Snapshot int64  `json:"snapshot"`
-	Object   string `json:"object"`
-	Problem  string `json:"problem"`
-}
-
-// Verify checks every live snapshot: each referenced manifest, data file,
-// pack payload (size and SHA-256), frame index and sizes block exists and
-// is intact. It returns the problems found (none for a healthy table).
-func (t *Table) Verify(ctx context.Context) ([]Problem, error) {
-	ids, err := t.SnapshotIDs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var problems []Problem
-	checked := map[string]bool{}
-	report := func(snap int64, obj string, format string, args ...any) {
-		problems = append(problems, Problem{Snapshot: snap, Object: obj, Problem: fmt.Sprintf(format, args...)})
-	}
-	for _, id := range ids {
-		s, err := t.Snapshot(ctx, id)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
+		keys, err := m.objects(ctx)
 		if err != nil {
-			report(id, snapshotKey(id), "%v", err)
-			continue
+			return fmt.Errorf("snapshot %d: %w", snap.ID, err)
 		}
-		if _, err := t.Schema(ctx, s.SchemaID); err != nil {
-			report(id, schemaKey(s.SchemaID), "%v", err)
-			continue
-		}
-		var episodes, frames int64
-		for _, mkey := range s.Manifests {
-			m, err := t.Manifest(ctx, mkey)
-			if err != nil {
-				report(id, mkey, "%v", err)
-				continue
+		for _, k := range keys {
+			objs[k] = true
+			if strings.HasPrefix(k, prefixData) {
+				objs[chunkIndexKey(k)] = true
 			}
-			for _, e := range m.Episodes {
-				episodes++
-				frames += e.Rows
-				key := fmt.Sprintf("%s#%d", e.DataFile, e.RowGroup)
-				if !checked[key] {
-					checked[key] = true
-					schema, err := t.Schema(ctx, e.SchemaID)
-					if err == nil {
-						_, err = t.readRows(ctx, e, schema)
-					}
-					if err != nil {
-						report(id, e.DataFile, "episode %q: %v", e.Episode, err)
-					}
-					if err := t.verifyChunkIndex(ctx, e); err != nil {
-						report(id, chunkIndexKey(e.DataFile), "episode %q: %v", e.Episode, err)
-					}
-				}
-				for col, v := range e.Videos {
-					key := fmt.Sprintf("%s@%d", v.Pack, v.Offset)
-					if checked[key] {
-						continue
-					}
-					checked[key] = true
-					if err := t.verifyVideo(ctx, v); err != nil {
-						report(id, v.Pack, "episode %q video %q: %v", e.Episode, col, err)
-					}
-				}
-			}
-		}
-		if episodes != s.Episodes || frames != s.Frames {
-			report(id, snapshotKey(id), "counts %d episodes and %d frames, its manifests hold %d and %d", s.Episodes, s.Frames, episodes, frames)
-		}
-	}
-	views, errs, err := t.Views(ctx)
-	if err != nil {
-		return problems, err
-	}
-	for i, v := range views {
-		if errs[i] != nil {
-			report(0, ViewKey(v.Name), "%v", errs[i])
-			continue
-		}
-		// Whether the filter fits the schema is the query engine's to
-		// check: query.VerifyViews.
-		snap, err := t.ResolveView(ctx, v)
-		if errors.Is(err, ErrNotFound) && v.Snapshot == 0 {
-			continue // a table without snapshots yet
-		}
-		if err != nil {
-			report(v.Snapshot, ViewKey(v.Name), "%v", err)
-			continue
-		}
-		if _, err := t.Schema(ctx, snap.SchemaID); err != nil {
-			report(snap.ID, ViewKey(v.Name), "%v", err)
-		}
-	}
-	return problems, nil
-}
-
-func (t *Table) verifyVideo(ctx context.Context, ref VideoRef) error {
-	v, err := t.OpenVideo(ctx, ref)
-	if err != nil {
-		return err
-	}
-	defer v.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, contextReader{ctx, v.Payload})
-	if err != nil {
-		return err
-	}
-	if n != ref.Length {
-		return fmt.Errorf("payload is %d bytes, expected %d", n, ref.Length)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != ref.SHA256 {
-		return fmt.Errorf("payload SHA-256 %s, expected %s", got, ref.SHA256)
-	}
-	if int64(v.Index.Frames()) != ref.Frames {
-		return fmt.Errorf("index has %d frames, manifest %d", v.Index.Frames(), ref.Frames)
-	}
-	if err := checkSamplesInside(v.Index, ref.Length); err != nil {
-		return err
-	}
-	for _, sz := range ref.Sizes {
-		if _, _, err := t.StoredSizes(ctx, ref, sz.Identity); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func checkSamplesInside(ix *videoidx.Index, length int64) error {
-	for i, s := range ix.Samples {
-		if s.Offset < 0 || s.Offset+int64(s.Size) > length {
-			return fmt.Errorf("index sample %d lies outside the payload", i)
 		}
 	}
 	return nil

@@ -1,79 +1,119 @@
 package table
 
 import (
+	"math/bits"
 	"unsafe"
 
 	"github.com/framefs/framefs/cache"
+	"github.com/framefs/framefs/table/manifest"
 )
 
-// maxManifestBytes bounds the memory of the manifests a Table keeps
-// decoded (manifestBytes estimates it: about 3.4 times their JSON, 2.8 KB
-// an episode with two column statistics). A mount lives through thousands
-// of commits; every commit writes manifests and most are soon only in old
-// snapshots, so an unbounded cache grew with the table's history. 16 MiB
-// holds the manifests of a snapshot of about 5,000 episodes; a larger
+// maxManifestBytes bounds the memory of the manifests and manifest lists
+// a Table keeps (loadedBytes estimates what each takes). A mount lives
+// through thousands of commits; every commit writes a manifest list and
+// manifests, and most are soon only in old snapshots, so an unbounded
+// cache grew with the table's history. 16 MiB holds the manifests of a
+// version-2 snapshot of about 100,000 episodes (kept as stored, about
+// 150 bytes an episode), or the decoded manifests of a version-1 snapshot
+// of about 5,000 (2.8 KB an episode with two column statistics); a larger
 // snapshot reads its manifests again when it is listed.
 const maxManifestBytes = 16 << 20
 
-// manifestCache is a least-recently-used cache of decoded manifests by key,
-// bounded by maxBytes of their encoded size. It is safe for concurrent use.
+// manifestCache is a least-recently-used cache of manifests and manifest
+// lists by key, bounded by maxBytes of the memory they take. It is safe
+// for concurrent use.
 type manifestCache struct {
-	lru *cache.Sized[string, *Manifest]
+	lru *cache.Sized[string, *loadedManifest]
 }
 
 func newManifestCache(maxBytes int64) *manifestCache {
-	return &manifestCache{lru: cache.NewSized[string, *Manifest](maxBytes, 0, nil)}
+	return &manifestCache{lru: cache.NewSized[string, *loadedManifest](maxBytes, 0, nil)}
 }
 
-func (c *manifestCache) get(key string) *Manifest {
+func (c *manifestCache) get(key string) *loadedManifest {
 	m, _ := c.lru.Get(key)
 	return m
 }
 
-// CacheBytes is what the table's caches of decoded metadata (manifests
-// and snapshots) hold, by the sizes they are charged.
-func (t *Table) CacheBytes() int64 { return t.manifests.lru.Bytes() + t.snapshots.Bytes() }
-
 // add keeps m, evicting the least recently used manifests beyond the
 // bound. A manifest larger than the whole bound is not kept.
-func (c *manifestCache) add(key string, m *Manifest) { c.lru.Add(key, m, manifestBytes(m)) }
+func (c *manifestCache) add(key string, m *loadedManifest) { c.lru.Add(key, m, loadedBytes(m)) }
 
-// manifestBytes estimates the memory of a decoded manifest: its entries,
-// their strings, and their maps, which take most of it (Go's maps hold
-// their entries in groups of 8 slots with a header).
-func manifestBytes(m *Manifest) int64 {
-	const str = int64(unsafe.Sizeof(""))
-	n := int64(unsafe.Sizeof(*m)) + int64(cap(m.Episodes))*int64(unsafe.Sizeof(EpisodeEntry{}))
-	for i := range m.Episodes {
-		e := &m.Episodes[i]
-		n += int64(len(e.Episode) + len(e.DataFile))
-		n += mapBytes(len(e.Partition), 2*str)
-		for k, v := range e.Partition {
-			n += int64(len(k) + len(v))
+func (c *manifestCache) len() int { return c.lru.Len() }
+
+// CacheBytes is what the table's caches of decoded metadata (manifests,
+// snapshots and chunk indexes) hold, by the sizes they are charged.
+func (t *Table) CacheBytes() int64 {
+	return t.manifests.lru.Bytes() + t.snapshots.Bytes() + t.chunkIndexes.Bytes()
+}
+
+// loadedBytes estimates the memory of a loaded manifest: a version-2
+// manifest is kept as stored (each read decodes the columns it needs, and
+// drops them), so it takes its Parquet bytes; a version-1 manifest and a
+// manifest list are kept decoded, and take their decoded form (for a
+// version-1 manifest, also the JSON its strings point into).
+func loadedBytes(m *loadedManifest) int64 {
+	return int64(unsafe.Sizeof(*m)) + int64(cap(m.data)) + m.json + entriesBytes(m.entries) + summariesBytes(m.list)
+}
+
+const stringBytes = int64(unsafe.Sizeof(""))
+
+// entriesBytes estimates the memory of decoded manifest entries besides
+// their strings' bytes (which point into the JSON they were decoded
+// from): the entries, and their maps, which take most of it.
+func entriesBytes(entries []EpisodeEntry) int64 {
+	n := int64(cap(entries)) * int64(unsafe.Sizeof(EpisodeEntry{}))
+	for i := range entries {
+		e := &entries[i]
+		n += mapBytes(len(e.Partition), stringBytes, stringBytes)
+		n += mapBytes(len(e.Videos), stringBytes, int64(unsafe.Sizeof(VideoRef{})))
+		for _, v := range e.Videos {
+			n += int64(cap(v.Sizes)) * int64(unsafe.Sizeof(SizesRef{}))
 		}
-		n += mapBytes(len(e.Videos), str+int64(unsafe.Sizeof(VideoRef{})))
-		for k, v := range e.Videos {
-			n += int64(len(k)+len(v.Pack)+len(v.SHA256)+len(v.Codec)+len(v.SourceName)) + int64(cap(v.Sizes))*int64(unsafe.Sizeof(SizesRef{}))
-			for _, sz := range v.Sizes {
-				n += int64(len(sz.Identity) + len(sz.Object))
-			}
+		n += mapBytes(len(e.Stats), stringBytes, int64(unsafe.Sizeof(ColumnStats{})))
+	}
+	return n
+}
+
+// summariesBytes estimates the memory of a decoded manifest list. The
+// column names its maps are keyed by are the list schema's, shared.
+func summariesBytes(list []manifest.Summary) int64 {
+	n := int64(cap(list)) * int64(unsafe.Sizeof(manifest.Summary{}))
+	for i := range list {
+		s := &list[i]
+		n += int64(len(s.Manifest) + len(s.EpisodeMin) + len(s.EpisodeMax))
+		n += mapBytes(len(s.Partitions), stringBytes, int64(unsafe.Sizeof(manifest.Range{})))
+		for _, r := range s.Partitions {
+			n += int64(len(r.Min.Str) + len(r.Max.Str))
 		}
-		n += mapBytes(len(e.Stats), str+int64(unsafe.Sizeof(ColumnStats{})))
-		for k, v := range e.Stats {
-			n += int64(len(k) + cap(v.Min) + cap(v.Max))
+		n += mapBytes(len(s.Stats), stringBytes, int64(unsafe.Sizeof(manifest.Stats{})))
+		for _, st := range s.Stats {
+			n += int64(len(st.Min.Str) + len(st.Max.Str))
 		}
 	}
 	return n
 }
 
-// mapBytes estimates the memory of a map of n entries of slot bytes each.
-func mapBytes(n int, slot int64) int64 {
+// mapBytes estimates the memory of a map of n entries whose keys and
+// values take key and value bytes, as Go lays maps out: a header, and
+// groups of 8 slots behind 8 control bytes; a value of more than 128
+// bytes is kept in an allocation of its own, its slot holding a pointer.
+func mapBytes(n int, key, value int64) int64 {
 	if n == 0 {
 		return 0
 	}
-	const header, group = 48, 8
+	const header, group, maxInline = 48, 8, 128
+	slot, outside := key+value, int64(0)
+	if value > maxInline {
+		slot, outside = key+8, allocBytes(value)
+	}
 	groups := int64((n + group - 1) / group)
-	return header + groups*(8+group*slot)
+	return header + groups*allocBytes(8+group*slot) + int64(n)*outside
 }
 
-func (c *manifestCache) len() int { return c.lru.Len() }
+// allocBytes rounds an allocation up as Go's allocator does, roughly: to
+// one of 16 size classes per power of two.
+func allocBytes(n int64) int64 {
+	step := max(int64(16), int64(1)<<max(0, bits.Len64(uint64(n-1))-4))
+	return (n + step - 1) / step * step
+}

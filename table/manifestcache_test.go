@@ -11,15 +11,16 @@ import (
 	fastjson "github.com/goccy/go-json"
 
 	"github.com/framefs/framefs/cache"
+	"github.com/framefs/framefs/table/manifest"
 )
 
 // TestManifestCacheBounded: the cache keeps the most recently used
 // manifests within its byte bound, always the one just added if it fits.
 func TestManifestCacheBounded(t *testing.T) {
-	entry := manifestBytes(&Manifest{}) + cache.EntryOverhead
+	entry := loadedBytes(&loadedManifest{data: make([]byte, 300)}) + cache.EntryOverhead
 	c := newManifestCache(3*entry + 10)
 	for i := range 50 {
-		c.add(fmt.Sprintf("m%d", i), &Manifest{})
+		c.add(fmt.Sprintf("m%d", i), &loadedManifest{data: make([]byte, 300)})
 		if b := c.lru.Bytes(); b > 3*entry+10 {
 			t.Fatalf("after %d adds: %d bytes kept, bound %d", i+1, b, 3*entry+10)
 		}
@@ -37,18 +38,19 @@ func TestManifestCacheBounded(t *testing.T) {
 	if c.get("m49") == nil || c.get("m1") != nil {
 		t.Error("want the newest and the recently used kept, the old ones gone")
 	}
-	c.add("big", &Manifest{Episodes: make([]EpisodeEntry, 10)})
+	c.add("big", &loadedManifest{data: make([]byte, 5000)})
 	if c.get("big") != nil || c.len() != 3 {
 		t.Errorf("a manifest larger than the bound: kept %v, %d entries; want it dropped, the others kept", c.get("big") != nil, c.len())
 	}
 }
 
-// TestManifestBytesMatchesMemory: what the cache charges a manifest is
-// within a quarter of the heap memory its decoded form takes (about 3.4
-// times its JSON: charging the JSON let the cache hold that much more than
-// its bound).
+// TestManifestBytesMatchesMemory: what the cache charges a decoded
+// version-1 manifest or a manifest list is within a quarter of the heap
+// memory its decoded form takes (about 3 times a version-1 manifest's
+// JSON, 20 times a manifest list's Parquet: charging what was read let
+// the cache hold that much more than its bound).
 func TestManifestBytesMatchesMemory(t *testing.T) {
-	m := &Manifest{FormatVersion: FormatVersion}
+	m := &Manifest{FormatVersion: 1}
 	for i := range 50 {
 		m.Episodes = append(m.Episodes, EpisodeEntry{
 			Episode: fmt.Sprintf("episode-%05d", i), Partition: map[string]string{"task": "pick"},
@@ -62,21 +64,65 @@ func TestManifestBytesMatchesMemory(t *testing.T) {
 			Stats: map[string]ColumnStats{"state": {}, "t": {Min: json.RawMessage("0"), Max: json.RawMessage("29")}},
 		})
 	}
-	data := marshalCompact(m)
+	t.Run("version 1 manifest", func(t *testing.T) {
+		data := marshalCompact(m)
+		chargedMatchesHeap(t, len(data), func() *loadedManifest {
+			var jm Manifest
+			if err := fastjson.Unmarshal(data, &jm); err != nil {
+				t.Fatal(err)
+			}
+			return &loadedManifest{entries: jm.Episodes, json: int64(len(data))}
+		})
+	})
+	t.Run("manifest list", func(t *testing.T) {
+		layout := manifest.Layout{Partitions: []manifest.Column{{Name: "task", Type: "string"}},
+			Columns: []manifest.Column{{Name: "t", Type: "int64"}, {Name: "label", Type: "string"}}, Videos: []string{"video"}}
+		var sums []manifest.Summary
+		for i := range 40 {
+			es := slices.Clone(m.Episodes)
+			for k := range es {
+				es[k].Episode = fmt.Sprintf("episode-%03d-%05d", i, k)
+				es[k].Stats = map[string]ColumnStats{"t": {Min: json.RawMessage("0"), Max: json.RawMessage("29")},
+					"label": {Min: json.RawMessage(`"a fairly long label"`), Max: json.RawMessage(`"the longest label"`)}}
+			}
+			_, sum, err := manifest.Encode(layout, es)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum.Manifest = fmt.Sprintf("manifest/%08d-a552-4710-8939-4490c9ed74c4.parquet", i)
+			sums = append(sums, sum)
+		}
+		data, err := manifest.EncodeList(layout, sums)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chargedMatchesHeap(t, len(data), func() *loadedManifest {
+			list, err := manifest.DecodeList(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &loadedManifest{list: list}
+		})
+	})
+}
+
+// chargedMatchesHeap checks that what the cache charges what load returns
+// is within a quarter of the heap memory it keeps.
+func chargedMatchesHeap(t *testing.T, stored int, load func() *loadedManifest) {
+	t.Helper()
 	// The heap's growth is measured five times and the median taken:
 	// goroutines that earlier tests left (caches, closers) may allocate or
 	// free meanwhile.
 	const copies = 100
+	load() // warm what the decoder keeps for reuse
 	measure := func() float64 {
-		keep := make([]*Manifest, copies)
+		keep := make([]*loadedManifest, copies)
 		var before, after runtime.MemStats
+		runtime.GC()
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		for i := range keep {
-			keep[i] = new(Manifest)
-			if err := fastjson.Unmarshal(data, keep[i]); err != nil {
-				t.Fatal(err)
-			}
+			keep[i] = load()
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -89,14 +135,10 @@ func TestManifestBytesMatchesMemory(t *testing.T) {
 	}
 	slices.Sort(heaps)
 	heap := heaps[2]
-	decoded := new(Manifest)
-	if err := fastjson.Unmarshal(data, decoded); err != nil {
-		t.Fatal(err)
-	}
-	charged := float64(manifestBytes(decoded))
-	t.Logf("%d bytes of JSON, %.0f bytes decoded (measured %.0f), %.0f charged", len(data), heap, heaps, charged)
+	charged := float64(loadedBytes(load()))
+	t.Logf("%d bytes stored, %.0f bytes decoded (measured %.0f), %.0f charged", stored, heap, heaps, charged)
 	if charged < 0.75*heap || charged > 1.25*heap {
-		t.Errorf("a manifest is charged %.0f bytes, its decoded form takes %.0f (measured %.0f)", charged, heap, heaps)
+		t.Errorf("charged %.0f bytes, the decoded form takes %.0f (measured %.0f)", charged, heap, heaps)
 	}
 }
 

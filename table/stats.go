@@ -8,17 +8,6 @@ import (
 	"unicode/utf8"
 )
 
-// ColumnStats summarise one user column over an episode's rows, so that a
-// filter can skip episodes without reading their rows. Min and Max are
-// JSON values of the column's type (timestamps as integer microseconds);
-// they bound every non-null value and are left out when unknown (lists,
-// floats holding NaN or infinities, strings with no short upper bound).
-type ColumnStats struct {
-	Min   json.RawMessage `json:"min,omitempty"`
-	Max   json.RawMessage `json:"max,omitempty"`
-	Nulls int64           `json:"nulls"`
-}
-
 // maxStatBytes bounds string bounds kept in manifests: longer minimums
 // are cut (still a lower bound), longer maximums cut and incremented
 // (still an upper bound).

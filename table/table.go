@@ -14,9 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet/schema"
-	fastjson "github.com/goccy/go-json"
 	"github.com/google/uuid"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/framefs/framefs/cache"
 	"github.com/framefs/framefs/table/input"
@@ -82,17 +80,23 @@ type Table struct {
 	opts  Options
 	meta  tableMeta
 
-	manifests *manifestCache // bounded; has its own lock
+	// manifests holds manifests and manifest lists (manifests.go),
+	// bounded in bytes (manifestcache.go); it has its own lock.
+	manifests *manifestCache
+	// merges decides the manifests commits write (tests shrink it).
+	merges mergePolicy
 	// snapshots caches the snapshots read or committed, bounded in bytes
 	// (a mount that follows commits for days reads every one of them);
 	// it has its own lock.
 	snapshots *cache.Sized[int64, *Snapshot]
 
+	// chunkIndexes serve filters (see chunks.go), bounded in bytes; a nil
+	// index records that a data file has none. It has its own lock.
+	chunkIndexes *cache.Sized[string, *ChunkIndex]
+
 	mu      sync.Mutex // guards the caches below
 	schemas map[int]*Schema
-	// chunkIndexes and parquetSchemas serve filters (see chunks.go); a
-	// nil index records that a data file has none.
-	chunkIndexes   map[string]*ChunkIndex
+	// parquetSchemas serve filters too (see chunks.go).
 	parquetSchemas map[int]*schema.Schema
 }
 
@@ -158,8 +162,9 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error
 		schemas:   map[int]*Schema{},
 		snapshots: cache.NewSized[int64, *Snapshot](maxSnapshotBytes, 0, nil),
 		manifests: newManifestCache(maxManifestBytes),
+		merges:    defaultMergePolicy,
 
-		chunkIndexes:   map[string]*ChunkIndex{},
+		chunkIndexes:   cache.NewSized[string, *ChunkIndex](maxChunkIndexBytes, 0, nil),
 		parquetSchemas: map[int]*schema.Schema{},
 	}, nil
 }
@@ -272,125 +277,22 @@ func (t *Table) Snapshot(ctx context.Context, id int64) (*Snapshot, error) {
 	return s, nil
 }
 
-// maxSnapshotBytes bounds the snapshots a Table keeps decoded (about
-// 3 KB each for a snapshot of 32 manifests): a few thousand, whatever the
-// length of the table's history.
+// maxSnapshotBytes bounds the snapshots a Table keeps decoded (a few
+// hundred bytes for a snapshot of format version 2, which names its
+// manifest list; about 3 KB for one of version 1 with 32 manifests): a
+// few thousand, whatever the length of the table's history.
 const maxSnapshotBytes = 8 << 20
 
 // keepSnapshot adds s to the snapshot cache, charged its memory: the
 // fixed fields plus its strings.
 func (t *Table) keepSnapshot(s *Snapshot) {
-	size := int64(unsafe.Sizeof(*s))
+	size := int64(unsafe.Sizeof(*s)) + int64(len(s.ManifestList))
 	for _, list := range [][]string{s.Features, s.Manifests, s.Changed} {
 		for _, v := range list {
 			size += int64(unsafe.Sizeof(v)) + int64(len(v))
 		}
 	}
 	t.snapshots.Add(s.ID, s, size)
-}
-
-// Manifest returns a manifest by key.
-func (t *Table) Manifest(ctx context.Context, key string) (*Manifest, error) {
-	if m := t.manifests.get(key); m != nil {
-		return m, nil
-	}
-	m := new(Manifest)
-	data, err := t.store.ReadAll(ctx, key)
-	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
-		}
-		return nil, err
-	}
-	// Manifests are the bulk of what listing a snapshot reads (about a
-	// kilobyte per episode): decoded with a faster decoder than
-	// encoding/json, which gives the same result for this input.
-	if err := fastjson.Unmarshal(data, m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
-	}
-	if err := checkFormat("manifest "+key, m.FormatVersion, nil); err != nil {
-		return nil, err
-	}
-	t.manifests.add(key, m)
-	return m, nil
-}
-
-// Episodes returns the episodes of a snapshot, sorted by partition values
-// and episode id. It reads the snapshot's manifests only, never rows.
-func (t *Table) Episodes(ctx context.Context, snap *Snapshot) ([]EpisodeEntry, error) {
-	// Manifests are read and decoded in parallel (decoding a large
-	// table's manifests is most of the time a listing takes), then
-	// gathered in order.
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for _, key := range snap.Manifests {
-		g.Go(func() error {
-			_, err := t.Manifest(gctx, key)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
-	}
-	var out []EpisodeEntry
-	for _, key := range snap.Manifests {
-		m, err := t.Manifest(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %d: %w", snap.ID, err)
-		}
-		out = append(out, m.Episodes...)
-	}
-	schema, err := t.Schema(ctx, snap.SchemaID)
-	if err != nil {
-		return nil, err
-	}
-	sortEpisodes(out, schema.PartitionColumns)
-	return out, nil
-}
-
-func sortEpisodes(eps []EpisodeEntry, partitions []string) {
-	if len(partitions) == 0 {
-		slices.SortFunc(eps, func(a, b EpisodeEntry) int { return strings.Compare(a.Episode, b.Episode) })
-		return
-	}
-	// Sort keys made once: map lookups in the comparison would cost more
-	// than the sort.
-	keys := make([]string, len(eps))
-	for i, e := range eps {
-		var b strings.Builder
-		for _, p := range partitions {
-			b.WriteString(e.Partition[p])
-			b.WriteByte(0)
-		}
-		b.WriteString(e.Episode)
-		keys[i] = b.String()
-	}
-	idx := make([]int, len(eps))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
-	sorted := make([]EpisodeEntry, len(eps))
-	for i, j := range idx {
-		sorted[i] = eps[j]
-	}
-	copy(eps, sorted)
-}
-
-// Episode returns one episode of a snapshot.
-func (t *Table) Episode(ctx context.Context, snap *Snapshot, id string) (EpisodeEntry, error) {
-	for _, key := range snap.Manifests {
-		m, err := t.Manifest(ctx, key)
-		if err != nil {
-			return EpisodeEntry{}, err
-		}
-		for _, e := range m.Episodes {
-			if e.Episode == id {
-				return e, nil
-			}
-		}
-	}
-	return EpisodeEntry{}, fmt.Errorf("%w: episode %q in snapshot %d", ErrNotFound, id, snap.ID)
 }
 
 // Resolve finds the snapshot for a time-travel request: a snapshot id, a

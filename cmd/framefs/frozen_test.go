@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/framefs/framefs/internal/frozentable"
+	"github.com/framefs/framefs/table"
 )
 
 // TestFrozenFrames decodes frames of every frozen table with `framefs
@@ -56,4 +59,57 @@ func parsePPM(b []byte) (w, h int, pix []byte, err error) {
 		return 0, 0, nil, fmt.Errorf("PPM of %dx%d holds %d bytes of pixels", w, h, len(pix))
 	}
 	return w, h, pix, nil
+}
+
+// TestFrozenUpgrade: `framefs upgrade` brings every frozen table of an
+// older format version to the current one, which then lists the same
+// episodes and verifies, printing its cost per episode on stderr.
+func TestFrozenUpgrade(t *testing.T) {
+	frozentable.Run(t, func(t *testing.T, v int, exp *frozentable.Expected) {
+		dir := frozentable.CopyTable(t, v)
+		last := exp.Snapshots[len(exp.Snapshots)-1]
+		out := mustRunString(t, "upgrade", dir)
+		if v == table.FormatVersion {
+			if !strings.Contains(out, "already") {
+				t.Errorf("upgrade of a current table: %s", out)
+			}
+			return
+		}
+		want := fmt.Sprintf("from format version %d to %d: snapshot %d holds its %d episodes", v, table.FormatVersion, last.ID+1, last.Episodes)
+		if !strings.Contains(out, want) {
+			t.Errorf("upgrade says %q, want %q", out, want)
+		}
+		var listed struct {
+			Snapshot int64 `json:"snapshot"`
+			Episodes []struct {
+				Episode string `json:"episode"`
+			} `json:"episodes"`
+		}
+		if err := json.Unmarshal(mustRun(t, "ls", dir, "--json"), &listed); err != nil {
+			t.Fatal(err)
+		}
+		lastEps := exp.Episodes[len(exp.Episodes)-1].Episodes
+		if listed.Snapshot != last.ID+1 || len(listed.Episodes) != len(lastEps) {
+			t.Fatalf("after the upgrade ls lists %+v", listed)
+		}
+		for i, e := range listed.Episodes {
+			if e.Episode != lastEps[i].Episode {
+				t.Errorf("episode %d is %s, want %s", i, e.Episode, lastEps[i].Episode)
+			}
+		}
+		cmd := newRootCommand()
+		var stdout, stderr bytes.Buffer
+		cmd.SetOut(&stdout)
+		cmd.SetErr(&stderr)
+		cmd.SetArgs([]string{"verify", dir})
+		if err := cmd.ExecuteContext(t.Context()); err != nil || stdout.String() != "ok\n" {
+			t.Fatalf("verify: %v\n%s", err, stdout.String())
+		}
+		if !strings.Contains(stderr.String(), "per episode") || !strings.Contains(stderr.String(), "verified ") {
+			t.Errorf("verify printed no cost: %q", stderr.String())
+		}
+		if out := mustRunString(t, "upgrade", dir); !strings.Contains(out, "already") {
+			t.Errorf("upgrade again: %s", out)
+		}
+	})
 }

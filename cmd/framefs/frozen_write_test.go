@@ -309,6 +309,17 @@ func expectFrozen(ctx context.Context, tbl *table.Table, snaps []*table.Snapshot
 	videos := map[string]bool{}
 	for _, snap := range snaps {
 		exp.Snapshots = append(exp.Snapshots, *snap)
+		infos, err := tbl.Manifests(ctx, snap)
+		if err != nil {
+			return err
+		}
+		if snap.ManifestList != "" {
+			sm := frozentable.SnapshotManifests{Snapshot: snap.ID}
+			for _, info := range infos {
+				sm.Summaries = append(sm.Summaries, *info.Summary)
+			}
+			exp.ManifestLists = append(exp.ManifestLists, sm)
+		}
 		eps, err := tbl.Episodes(ctx, snap)
 		if err != nil {
 			return err

@@ -40,9 +40,9 @@ func (o lsWhereOptions) filter(ctx context.Context, tbl *table.Table, snap *tabl
 // filter: episode, frame and the row's columns.
 func runLsWhere(ctx context.Context, out io.Writer, tbl *table.Table, snap *table.Snapshot, o lsWhereOptions) error {
 	// A one-shot command over a table's manifests allocates much and
-	// keeps little: collect garbage less often (memory stays bounded by
-	// the manifests' size).
+	// keeps little: collect garbage less often, up to a bound on the heap.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	defer limitBatchHeap()()
 	f, err := o.filter(ctx, tbl, snap)
 	if err != nil {
 		return err
@@ -54,7 +54,7 @@ func runLsWhere(ctx context.Context, out io.Writer, tbl *table.Table, snap *tabl
 	if o.count {
 		if o.asJSON {
 			return printJSON(out, map[string]any{"snapshot": snap.ID, "frames": sel.Frames,
-				"episodes": len(sel.Episodes), "stats": sel.Stats})
+				"episodes": sel.Matched, "stats": sel.Stats})
 		}
 		_, err := fmt.Fprintln(out, sel.Frames)
 		return err

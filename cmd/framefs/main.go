@@ -53,6 +53,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newProbeCommand(), newCreateCommand(stores), newIngestCommand(stores), newUpdateCommand(stores),
 		newReplaceCommand(stores), newDeleteCommand(stores), newLogCommand(stores), newTagCommand(stores), newLsCommand(stores),
 		newExpireCommand(stores), newGCCommand(stores), newVerifyCommand(stores), newMountCommand(stores), newIngestImagesCommand(stores),
-		newFrameCommand(stores), newWarmCommand(stores), newViewCommand(stores), newImportCommand(stores), newExportCommand(stores))
+		newFrameCommand(stores), newWarmCommand(stores), newViewCommand(stores), newImportCommand(stores), newExportCommand(stores),
+		newUpgradeCommand(stores))
 	return root
 }

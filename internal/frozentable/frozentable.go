@@ -25,6 +25,7 @@ import (
 	"testing"
 
 	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/manifest"
 	"github.com/framefs/framefs/table/storage"
 )
 
@@ -98,6 +99,16 @@ type Expected struct {
 	Frames        []Frame            `json:"frames"`
 	Selections    []ViewSelection    `json:"view_selections"`
 	Encodings     []Encoding         `json:"encodings"`
+	// ManifestLists are the summaries of each snapshot's manifests, as
+	// its manifest list holds them (format version 2 and later).
+	ManifestLists []SnapshotManifests `json:"manifest_lists,omitempty"`
+}
+
+// SnapshotManifests are the summaries of one snapshot's manifests, in the
+// order of its manifest list.
+type SnapshotManifests struct {
+	Snapshot  int64              `json:"snapshot"`
+	Summaries []manifest.Summary `json:"summaries"`
 }
 
 // SnapshotEpisodes are the episodes of one snapshot, in the order

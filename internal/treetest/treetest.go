@@ -211,3 +211,110 @@ func RowXattrs(row table.Row) map[string][]byte {
 	}
 	return out
 }
+
+// CountingStore is a store that records the manifests (not manifest
+// lists) read from it whole, of either format version: what a test of
+// lazy reading counts.
+type CountingStore struct {
+	storage.Store
+	mu    sync.Mutex
+	reads []string
+}
+
+// ReadAll reads an object, recording it if it is a manifest.
+func (s *CountingStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
+	if strings.HasPrefix(key, "manifest/") && !strings.HasPrefix(key, "manifest/list-") {
+		s.mu.Lock()
+		s.reads = append(s.reads, key)
+		s.mu.Unlock()
+	}
+	return s.Store.ReadAll(ctx, key)
+}
+
+// ManifestReads returns the keys of the manifests read since the last
+// call, in the order they were read.
+func (s *CountingStore) ManifestReads() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.reads
+	s.reads = nil
+	return out
+}
+
+// InterleavedTable makes a local table partitioned by task, in three
+// commits of one task each (so one manifest per task), perTask episodes
+// each; episode ids ep-000, ep-001, ... take the tasks in turn, so that
+// every manifest's id range spans nearly all ids. It returns the store.
+func InterleavedTable(t testing.TB, perTask int) storage.Store {
+	t.Helper()
+	ctx := context.Background()
+	store, err := storage.NewLocal(filepath.Join(t.TempDir(), "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := table.Create(ctx, store, table.Schema{
+		Columns:          []table.Column{{Name: "task", Type: "string"}, {Name: "t", Type: "int64"}},
+		PartitionColumns: []string{"task"},
+	}, table.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, task := range Tasks {
+		var inputs []table.EpisodeInput
+		for i := range perTask {
+			ep := fmt.Sprintf("ep-%03d", 3*i+k)
+			inputs = append(inputs, table.EpisodeInput{Episode: ep, Sidecar: Rows(t, ep, task, 3),
+				Videos: map[string]table.VideoFile{"": {Path: Video("h264_vfr.mp4")}}})
+		}
+		if _, err := tbl.AddEpisodes(ctx, inputs, table.AddOptions{NoSizes: true, ReuseStoredVideos: k > 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return store
+}
+
+// Tasks are InterleavedTable's partition values, in commit order.
+var Tasks = []string{"pick", "place", "stack"}
+
+// Interleaved is an InterleavedTable opened afresh over a CountingStore.
+type Interleaved struct {
+	Table *table.Table
+	Head  *table.Snapshot
+	Store *CountingStore
+	// ManifestOf is the key of the manifest of each task.
+	ManifestOf map[string]string
+}
+
+// OpenInterleaved makes an InterleavedTable of perTask episodes a task
+// and opens it over a CountingStore, with nothing read from it yet but
+// its head and manifest list.
+func OpenInterleaved(t testing.TB, perTask int) *Interleaved {
+	t.Helper()
+	ctx := context.Background()
+	x := &Interleaved{Store: &CountingStore{Store: InterleavedTable(t, perTask)}, ManifestOf: map[string]string{}}
+	var err error
+	if x.Table, err = table.Open(ctx, x.Store, table.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if x.Head, err = x.Table.Head(ctx); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := x.Table.Manifests(ctx, x.Head)
+	if err != nil || len(infos) != len(Tasks) {
+		t.Fatalf("%d manifests, %v; want one per task", len(infos), err)
+	}
+	for _, info := range infos {
+		x.ManifestOf[info.Summary.Partitions["task"].Min.Str] = info.Key
+	}
+	x.Store.ManifestReads()
+	return x
+}
+
+// Reads checks that the manifests read since the last check are want, in
+// order; what says what read them.
+func (x *Interleaved) Reads(t testing.TB, what string, want ...string) {
+	t.Helper()
+	if got := x.Store.ManifestReads(); !slices.Equal(got, want) {
+		t.Errorf("%s read manifests %v, want %v", what, got, want)
+	}
+}
