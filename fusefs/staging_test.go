@@ -274,11 +274,21 @@ func TestCommitNowFailure(t *testing.T) {
 	if len(batches) != 1 {
 		t.Fatalf("batch directories %v, want one", batches)
 	}
-	if err := os.Remove(batches[0]); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(batches[0], nil, 0o644); err != nil {
-		t.Fatal(err)
+	// A file where the batch directory goes. The stager makes the
+	// directory again when it finds it missing, so the swap is retried
+	// until the file wins.
+	for try := 0; ; try++ {
+		if err := os.RemoveAll(batches[0]); err != nil {
+			t.Fatal(err)
+		}
+		fh, err := os.OpenFile(batches[0], os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			fh.Close()
+			break
+		}
+		if try == 100 {
+			t.Fatalf("a file in place of %s: %v", batches[0], err)
+		}
 	}
 	before, err := f.tbl.SnapshotIDs(ctx)
 	if err != nil {
