@@ -256,14 +256,17 @@ func (p *pruning) manifests(ctx context.Context) error {
 		if s := info.Summary; s != nil {
 			d := p.f.Prune(summaryStats(p.schema, s))
 			if d == filter.None || (d == filter.All && p.opts.CountOnly) {
+				// The manifests read meanwhile count under p.mu too.
+				p.mu.Lock()
 				p.sel.Stats.Episodes += int(s.Episodes)
 				if d == filter.None {
 					p.sel.Stats.SkippedByManifest += int(s.Episodes)
-					continue
+				} else {
+					p.sel.Stats.MatchedByManifest += int(s.Episodes)
+					p.sel.Matched += int(s.Episodes)
+					p.sel.Frames += s.Rows
 				}
-				p.sel.Stats.MatchedByManifest += int(s.Episodes)
-				p.sel.Matched += int(s.Episodes)
-				p.sel.Frames += s.Rows
+				p.mu.Unlock()
 				continue
 			}
 		}
