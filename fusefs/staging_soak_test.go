@@ -472,9 +472,15 @@ func (s *soak) check() {
 			s.fail("episode %s was committed from a killed writer's removed files", name)
 		}
 	}
-	out, err := s.framefs("verify", s.tblDir)
-	if err != nil || strings.TrimSpace(out) != "ok" {
-		s.fail("framefs verify: %v\n%s", err, out)
+	// verify prints its problems, or ok, on stdout, and what it checked
+	// on stderr.
+	var stderr strings.Builder
+	verify := exec.Command(s.bin, "verify", s.tblDir)
+	verify.Stderr = &stderr
+	stdout, err := verify.Output()
+	out := strings.TrimSpace(string(stdout))
+	if err != nil || out != "ok" {
+		s.fail("framefs verify: %v\n%s%s", err, stdout, stderr.String())
 	}
 	if s.daemon.ProcessState != nil {
 		s.fail("the daemon exited: %v", s.daemon.ProcessState)
@@ -489,7 +495,7 @@ func (s *soak) check() {
 		s.drops.Load(), s.multi.Load(), s.abandons.Load(), s.deletes.Load(), s.expires.Load(), s.gcs.Load(), s.gcRemoved.Load())
 	t.Logf("soak: the mount committed %d snapshots with %d episodes; %d ingest failures; %d error files seen", commits, episodes, failures, len(s.problems))
 	t.Logf("soak: %d readers read %d frames right, 0 wrong; %d ENOENT (deleted or expired since listed), %d EIO", soakReaders, s.reads.Load(), s.readENOENT.Load(), s.readEIO.Load())
-	t.Logf("soak: %d episodes in the head, %d snapshots; framefs verify: %s", len(eps), head.ID, strings.TrimSpace(out))
+	t.Logf("soak: %d episodes in the head, %d snapshots; framefs verify: %s (%s)", len(eps), head.ID, out, strings.TrimSpace(stderr.String()))
 	t.Logf("soak: daemon RSS peak %.1f MiB (anonymous %.1f MiB, mapped from files %.1f MiB; VmHWM %.1f MiB); %d ERROR log lines",
 		float64(s.rssPeak.Load())/(1<<20), float64(s.rssPeakAnon)/(1<<20), float64(s.rssPeakFile)/(1<<20), float64(hwm)/(1<<20), errorLines)
 	s.memory.check(true, false)

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
@@ -154,7 +153,6 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOp
 	if err != nil {
 		return err
 	}
-	limitGoMemory(int64(o.CacheBytes))
 	// 0 means none here; in serving's options it means the default, and
 	// negative means none.
 	pictures, cacheBytes := int64(o.PictureCacheBytes), int64(o.CacheBytes)
@@ -179,10 +177,14 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOp
 	frames := serving.New(decoder.Codec{}, frameOpts)
 	defer frames.Close()
 	// The image cache is most of the live Go heap: the collector's
-	// headroom is worked out from the rest of it (internal/gcpace).
+	// headroom is worked out from the rest of it, and the Go heap gets
+	// what FFmpeg leaves of the mount's memory budget (internal/gcpace).
 	paceCtx, stopPacing := context.WithCancel(ctx)
 	defer stopPacing()
-	go gcpace.Run(paceCtx, gcpace.Options{Cached: func() int64 { return frames.CacheStats().Bytes }})
+	go gcpace.Run(paceCtx, gcpace.Options{
+		Cached: func() int64 { return frames.CacheStats().Bytes },
+		Budget: memoryBudget(o.CacheBytes, o.PictureCacheBytes),
+	})
 	if err := registerServingMetrics(registry, frames, disk, store); err != nil {
 		return err
 	}
@@ -326,21 +328,17 @@ func goMemoryClasses() map[string]uint64 {
 	return classes
 }
 
-// goHeapHeadroom is the Go memory a mount needs besides its image cache:
-// nodes of the files the kernel holds, snapshot trees, rows, I/O buffers,
-// commits of the write directories.
-const goHeapHeadroom = 128 << 20
+// memoryHeadroom is the anonymous memory a mount needs besides its
+// caches: decoder sessions, nodes of the files the kernel holds, snapshot
+// trees, rows, I/O buffers, commits of the write directories, and the
+// collector's headroom. The documented bound is the caches plus 150 MB;
+// the rest of that is the slack of sampling the memory once a second.
+const memoryHeadroom = 128 << 20
 
-// limitGoMemory sets a soft limit on the Go heap (unless GOMEMLIMIT does):
-// the image cache plus headroom. gcpace already keeps the collector's
-// headroom to the part of the heap that is not cache; the limit is the
-// backstop when that part grows (a burst of listings or a large commit):
-// near it the collector runs more often rather than let the heap double.
-func limitGoMemory(cacheBytes int64) {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	debug.SetMemoryLimit(max(cacheBytes, 0) + goHeapHeadroom)
+// memoryBudget is the anonymous memory a mount aims to stay within: its
+// configured caches (image and picture) plus memoryHeadroom.
+func memoryBudget(cacheBytes, pictureCacheBytes byteSize) int64 {
+	return int64(cacheBytes) + int64(pictureCacheBytes) + memoryHeadroom
 }
 
 // stagingDirFor picks the local directory for the write directories'

@@ -14,13 +14,24 @@
 // Run lowers GOGC so that the headroom is Percent of the heap that is not
 // cache, never less than MinHeadroom: the collector runs as often as it
 // would without the cache, and a cache costs its size once.
+//
+// The Go heap is not all of a mount's memory: FFmpeg's decoders and the
+// decoded pictures it keeps are allocated in C, where the collector cannot
+// see them. Given a Budget for the process's anonymous memory, Run also
+// sets the Go heap's soft limit to what the C side leaves of it, read
+// again every tick, so that the collector works harder when the decoders
+// need more rather than let the two add up past the budget.
 package gcpace
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"time"
 )
 
@@ -37,6 +48,11 @@ type Options struct {
 	MinHeadroom int64
 	// Every is how often GOGC is worked out again (1 s).
 	Every time.Duration
+	// Budget, when positive, bounds the process's anonymous memory (the
+	// Go runtime's and C libraries'): the Go heap's soft limit is set to
+	// Budget less the anonymous memory outside the Go runtime, never
+	// below the live heap plus MinHeadroom.
+	Budget int64
 }
 
 func (o Options) withDefaults() Options {
@@ -67,18 +83,36 @@ func Percent(live, cached int64, percent int, minHeadroom int64) int {
 	return int(min(max(p, 1), int64(percent)))
 }
 
-// Run sets GOGC from the live heap and opts.Cached every opts.Every until
-// ctx is done, then puts back the GOGC it found. It does nothing when the
-// GOGC environment variable is set: the user chose.
+// Limit returns the Go heap's soft limit that keeps a process within
+// budget bytes of anonymous memory when outside bytes of it are not the
+// Go runtime's: the rest of the budget, but never less than the live heap
+// plus minHeadroom, so that a heap which has outgrown the budget is
+// collected as often as with a small GOGC, not continuously.
+func Limit(budget, outside, live, minHeadroom int64) int64 {
+	return max(budget-max(outside, 0), live+minHeadroom)
+}
+
+// Run sets GOGC from the live heap and opts.Cached, and the soft limit
+// from opts.Budget, every opts.Every until ctx is done, then puts back
+// the GOGC and limit it found. It leaves GOGC alone when the GOGC
+// environment variable is set, and the limit when GOMEMLIMIT is: the user
+// chose.
 func Run(ctx context.Context, opts Options) {
-	if os.Getenv("GOGC") != "" || opts.Cached == nil {
+	pace := os.Getenv("GOGC") == "" && opts.Cached != nil
+	bound := os.Getenv("GOMEMLIMIT") == "" && opts.Budget > 0
+	if !pace && !bound {
 		return
 	}
 	opts = opts.withDefaults()
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	current := debug.SetGCPercent(opts.Percent)
-	defer debug.SetGCPercent(current)
-	current = opts.Percent
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	current := opts.Percent
+	if pace {
+		defer debug.SetGCPercent(debug.SetGCPercent(current))
+	}
+	var limit int64 = math.MaxInt64
+	if bound {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	}
 	tick := time.NewTicker(opts.Every)
 	defer tick.Stop()
 	for {
@@ -88,14 +122,54 @@ func Run(ctx context.Context, opts Options) {
 		case <-tick.C:
 		}
 		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return // a runtime without the metric: keep GOGC as it is
+		for _, s := range sample {
+			if s.Value.Kind() != metrics.KindUint64 {
+				return // a runtime without the metrics: keep things as they are
+			}
 		}
-		p := Percent(int64(sample[0].Value.Uint64()), opts.Cached(), opts.Percent, opts.MinHeadroom)
-		// Small moves are not worth a change of the pacer's goal.
-		if diff := p - current; diff*20 > current || -diff*20 > current {
-			debug.SetGCPercent(p)
-			current = p
+		live := int64(sample[0].Value.Uint64())
+		if pace {
+			p := Percent(live, opts.Cached(), opts.Percent, opts.MinHeadroom)
+			// Small moves are not worth a change of the pacer's goal.
+			if diff := p - current; diff*20 > current || -diff*20 > current {
+				debug.SetGCPercent(p)
+				current = p
+			}
+		}
+		if bound {
+			anon, ok := anonymousResident()
+			if !ok {
+				bound = false
+				debug.SetMemoryLimit(opts.Budget) // the budget for the Go heap alone
+				continue
+			}
+			goResident := int64(sample[1].Value.Uint64() - sample[2].Value.Uint64())
+			l := Limit(opts.Budget, anon-goResident, live, opts.MinHeadroom)
+			// Moves of less than 1 MiB are noise of the sampling.
+			if d := l - limit; d > 1<<20 || -d > 1<<20 {
+				debug.SetMemoryLimit(l)
+				limit = l
+			}
 		}
 	}
+}
+
+// anonymousResident returns the process's resident anonymous memory
+// (RssAnon in /proc/self/status), false where there is none to read.
+func anonymousResident() (int64, bool) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, found := bytes.CutPrefix(sc.Bytes(), []byte("RssAnon:"))
+		if !found {
+			continue
+		}
+		kb, err := strconv.ParseInt(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))), 10, 64)
+		return kb << 10, err == nil
+	}
+	return 0, false
 }

@@ -91,3 +91,60 @@ func read(name string) uint64 {
 func heapGoal() uint64 { return read("/gc/heap/goal:bytes") }
 func heapLive() uint64 { return read("/gc/heap/live:bytes") }
 func gogc() uint64     { return read("/gc/gogc:percent") }
+
+func TestLimit(t *testing.T) {
+	const MiB = 1 << 20
+	for _, c := range []struct {
+		name                                 string
+		budget, outside, live, floor, want int64
+	}{
+		{"what C leaves", 400 * MiB, 120 * MiB, 100 * MiB, 32 * MiB, 280 * MiB},
+		{"nothing outside Go", 400 * MiB, 0, 100 * MiB, 32 * MiB, 400 * MiB},
+		{"outside over-counted below zero", 400 * MiB, -5 * MiB, 100 * MiB, 32 * MiB, 400 * MiB},
+		{"a heap past the budget keeps its floor", 400 * MiB, 300 * MiB, 150 * MiB, 32 * MiB, 182 * MiB},
+	} {
+		if got := Limit(c.budget, c.outside, c.live, c.floor); got != c.want {
+			t.Errorf("%s: Limit = %d MiB, want %d MiB", c.name, got>>20, c.want>>20)
+		}
+	}
+}
+
+// TestRunSetsTheLimitFromTheBudget checks that Run with a Budget sets the
+// Go heap's soft limit to the budget less this process's anonymous memory
+// outside the Go runtime, and puts the limit it found back when it stops.
+func TestRunSetsTheLimitFromTheBudget(t *testing.T) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOMEMLIMIT is set: Run leaves the limit alone")
+	}
+	if _, ok := anonymousResident(); !ok {
+		t.Fatal("no RssAnon in /proc/self/status")
+	}
+	const budget = 3 << 30
+	before := debug.SetMemoryLimit(-1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, Options{Budget: budget, Every: 5 * time.Millisecond})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		limit := debug.SetMemoryLimit(-1)
+		// The test binary has little or nothing outside the Go runtime:
+		// the limit is the budget less at most a few MiB (it was
+		// unlimited before).
+		if limit <= budget && limit > budget-64<<20 {
+			t.Logf("limit %d MiB of a %d MiB budget", limit>>20, budget>>20)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s the soft limit is %d MiB, want at most the %d MiB budget, a little under it", limit>>20, budget>>20)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("soft limit after Run returned: %d, want %d back", got, before)
+	}
+}
