@@ -95,7 +95,7 @@ func gogc() uint64     { return read("/gc/gogc:percent") }
 func TestLimit(t *testing.T) {
 	const MiB = 1 << 20
 	for _, c := range []struct {
-		name                                 string
+		name                               string
 		budget, outside, live, floor, want int64
 	}{
 		{"what C leaves", 400 * MiB, 120 * MiB, 100 * MiB, 32 * MiB, 280 * MiB},
