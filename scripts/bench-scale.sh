@@ -156,7 +156,9 @@ for r in range(10): print(json.dumps({"task": "pick", "speed": 1.5 + r, "gear": 
 		snapdir=$(readlink "$mnt/latest")
 		ticks=$(cpu_ticks "$pid")
 		start=$(date +%s%N)
-		listed=$(find "$mnt/$snapdir/task=pick" -mindepth 1 -maxdepth 1 -printf '%f\n' | wc -l)
+		# ls, as users list a folder: find looks every entry up.
+		# shellcheck disable=SC2012
+		listed=$(ls "$mnt/$snapdir/task=pick" | wc -l)
 		end=$(date +%s%N)
 		ticks=$(($(cpu_ticks "$pid") - ticks))
 		fig[list_$n]=$(round "$(((end - start) / 1000))e-3")
