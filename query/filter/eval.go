@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -881,25 +882,15 @@ func compareValuesAt(a *vec, i int, b *vec, j int) int {
 	case tBool:
 		return int(a.tri[i]) - int(b.tri[j])
 	case tInt32, tInt64, tDate, tTimestamp, tTimestampTZ:
-		return cmp3(a.ints[i], b.ints[j])
+		return cmp.Compare(a.ints[i], b.ints[j])
 	case tFloat32, tFloat64:
 		return compareFloat(a.flts[i], b.flts[j])
 	case tDecimal:
 		return a.decs[i].cmp(b.decs[j])
 	case tString:
-		return cmp3(a.strs[i], b.strs[j])
+		return cmp.Compare(a.strs[i], b.strs[j])
 	case tList:
 		return compareLists(a, i, b, j)
-	}
-	return 0
-}
-
-func cmp3[T int64 | string](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
 	}
 	return 0
 }
@@ -925,7 +916,7 @@ func compareLists(a *vec, i int, b *vec, j int) int {
 			return c
 		}
 	}
-	return cmp3(ae-as, be-bs)
+	return cmp.Compare(ae-as, be-bs)
 }
 
 // distinctExpr is x IS [NOT] DISTINCT FROM y: equality where NULL equals

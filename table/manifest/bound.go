@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -58,21 +59,11 @@ func (b Bound) Compare(o Bound) int {
 		}
 		return 1
 	case KindInt:
-		return cmpOrdered(b.Int, o.Int)
+		return cmp.Compare(b.Int, o.Int)
 	case KindFloat:
-		return cmpOrdered(b.Float, o.Float)
+		return cmp.Compare(b.Float, o.Float) // bounds hold no NaN
 	case KindString:
 		return strings.Compare(b.Str, o.Str)
-	}
-	return 0
-}
-
-func cmpOrdered[T int64 | float64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
 	}
 	return 0
 }
