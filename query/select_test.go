@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/table/storage/storagetest"
 )
 
 // TestSummariesDecideManifests: a filter that the manifest list's
@@ -47,7 +47,7 @@ func TestSummariesDecideManifests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rec := &treetest.CountingStore{Store: local}
+	rec := &storagetest.CountingStore{Store: local}
 	for _, tc := range []struct {
 		where          string
 		frames         int64

@@ -8,41 +8,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/framefs/framefs/table/manifest"
 	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/table/storage/storagetest"
 )
-
-// countingStore counts the reads of whole objects by key prefix.
-type countingStore struct {
-	storage.Store
-	mu    sync.Mutex
-	reads []string
-}
-
-func (s *countingStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
-	s.mu.Lock()
-	s.reads = append(s.reads, key)
-	s.mu.Unlock()
-	return s.Store.ReadAll(ctx, key)
-}
-
-// manifestReads returns the manifests (not lists) read since the last
-// call.
-func (s *countingStore) manifestReads() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, k := range s.reads {
-		if strings.HasPrefix(k, prefixManifest) && !strings.HasPrefix(k, prefixManifestList) {
-			out = append(out, k)
-		}
-	}
-	s.reads = nil
-	return out
-}
 
 // partitionedTable makes a table partitioned by task whose commits write
 // manifests of at most target entries, merged in tiers of fanIn.
@@ -238,7 +209,7 @@ func TestLookupsReadOnlyTheirManifests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rec := &countingStore{Store: local}
+	rec := &storagetest.CountingStore{Store: local}
 	fresh, err := Open(ctx, rec, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -248,19 +219,19 @@ func TestLookupsReadOnlyTheirManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := summaries(t, fresh, snap)
-	rec.manifestReads()
+	rec.ManifestReads()
 
 	e, err := fresh.Episode(ctx, snap, "ep-0025")
 	if err != nil || e.Partition["task"] != "place" {
 		t.Fatalf("Episode: %+v %v", e, err)
 	}
-	if got := rec.manifestReads(); len(got) != 1 {
+	if got := rec.ManifestReads(); len(got) != 1 {
 		t.Errorf("one episode's lookup read %d manifests of %d: %v", len(got), len(all), got)
 	}
 	if _, err := fresh.Episode(ctx, snap, "ep-9999"); err == nil {
 		t.Error("found an episode the table does not hold")
 	}
-	if got := rec.manifestReads(); len(got) != 0 {
+	if got := rec.ManifestReads(); len(got) != 0 {
 		t.Errorf("a lookup outside every range read %v", got)
 	}
 
@@ -274,7 +245,7 @@ func TestLookupsReadOnlyTheirManifests(t *testing.T) {
 			want++
 		}
 	}
-	if got := rec.manifestReads(); len(got) != want || want == 0 || want == len(all) {
+	if got := rec.ManifestReads(); len(got) != want || want == 0 || want == len(all) {
 		t.Errorf("a partition read %d manifests, %d of %d hold it", len(got), want, len(all))
 	}
 
@@ -282,14 +253,14 @@ func TestLookupsReadOnlyTheirManifests(t *testing.T) {
 	if _, err := fresh.EpisodeIn(ctx, snap, []string{"place"}, "ep-0005"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("EpisodeIn(place, ep-0005) of an episode of pick: %v", err)
 	}
-	if got := rec.manifestReads(); len(got) != 0 {
+	if got := rec.ManifestReads(); len(got) != 0 {
 		t.Errorf("a lookup in a partition no manifest of its range holds read %v", got)
 	}
 	e, err = fresh.EpisodeIn(ctx, snap, []string{"pick"}, "ep-0005")
 	if err != nil || e.Episode != "ep-0005" {
 		t.Fatalf("EpisodeIn(pick, ep-0005): %+v %v", e, err)
 	}
-	if got := rec.manifestReads(); len(got) != 1 {
+	if got := rec.ManifestReads(); len(got) != 1 {
 		t.Errorf("one episode's lookup in its partition read %d manifests: %v", len(got), got)
 	}
 
@@ -297,7 +268,7 @@ func TestLookupsReadOnlyTheirManifests(t *testing.T) {
 	if err != nil || !slices.Equal(vals, []string{"pick", "place", "stack"}) {
 		t.Fatalf("partition values %v, %v", vals, err)
 	}
-	if got := rec.manifestReads(); len(got) != 0 {
+	if got := rec.ManifestReads(); len(got) != 0 {
 		t.Errorf("partition values of single-partition manifests read %v", got)
 	}
 	if probs, err := fresh.Verify(ctx); err != nil || len(probs) > 0 {

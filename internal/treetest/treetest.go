@@ -19,6 +19,7 @@ import (
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/table/storage/storagetest"
 )
 
 // Frames is a frame server (mounttree.FrameServer) that makes
@@ -212,35 +213,6 @@ func RowXattrs(row table.Row) map[string][]byte {
 	return out
 }
 
-// CountingStore is a store that records the manifests (not manifest
-// lists) read from it whole, of either format version: what a test of
-// lazy reading counts.
-type CountingStore struct {
-	storage.Store
-	mu    sync.Mutex
-	reads []string
-}
-
-// ReadAll reads an object, recording it if it is a manifest.
-func (s *CountingStore) ReadAll(ctx context.Context, key string) ([]byte, error) {
-	if strings.HasPrefix(key, "manifest/") && !strings.HasPrefix(key, "manifest/list-") {
-		s.mu.Lock()
-		s.reads = append(s.reads, key)
-		s.mu.Unlock()
-	}
-	return s.Store.ReadAll(ctx, key)
-}
-
-// ManifestReads returns the keys of the manifests read since the last
-// call, in the order they were read.
-func (s *CountingStore) ManifestReads() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.reads
-	s.reads = nil
-	return out
-}
-
 // InterleavedTable makes a local table partitioned by task, in three
 // commits of one task each (so one manifest per task), perTask episodes
 // each; episode ids ep-000, ep-001, ... take the tasks in turn, so that
@@ -276,22 +248,22 @@ func InterleavedTable(t testing.TB, perTask int) storage.Store {
 // Tasks are InterleavedTable's partition values, in commit order.
 var Tasks = []string{"pick", "place", "stack"}
 
-// Interleaved is an InterleavedTable opened afresh over a CountingStore.
+// Interleaved is an InterleavedTable opened afresh over a storagetest.CountingStore.
 type Interleaved struct {
 	Table *table.Table
 	Head  *table.Snapshot
-	Store *CountingStore
+	Store *storagetest.CountingStore
 	// ManifestOf is the key of the manifest of each task.
 	ManifestOf map[string]string
 }
 
 // OpenInterleaved makes an InterleavedTable of perTask episodes a task
-// and opens it over a CountingStore, with nothing read from it yet but
+// and opens it over a storagetest.CountingStore, with nothing read from it yet but
 // its head and manifest list.
 func OpenInterleaved(t testing.TB, perTask int) *Interleaved {
 	t.Helper()
 	ctx := context.Background()
-	x := &Interleaved{Store: &CountingStore{Store: InterleavedTable(t, perTask)}, ManifestOf: map[string]string{}}
+	x := &Interleaved{Store: &storagetest.CountingStore{Store: InterleavedTable(t, perTask)}, ManifestOf: map[string]string{}}
 	var err error
 	if x.Table, err = table.Open(ctx, x.Store, table.Options{}); err != nil {
 		t.Fatal(err)
