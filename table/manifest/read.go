@@ -729,29 +729,18 @@ func entryColumnsOf(cols map[string]arrow.Array, n int) (*entryColumns, error) {
 	} else if cols[colTime] != nil {
 		return nil, columnError(colTime, cols[colTime], "timestamp[ns]", n)
 	}
+	var err error
 	if p, ok := cols[colPartition].(*array.Struct); ok {
-		st := p.DataType().(*arrow.StructType)
-		for f := 0; f < st.NumFields(); f++ {
-			name := st.Field(f).Name
-			vals, err := stringColumn(p.Field(f), colPartition+"."+name, n)
-			if err != nil {
-				return nil, err
-			}
-			ec.partNames, ec.parts = append(ec.partNames, name), append(ec.parts, vals)
+		if ec.partNames, ec.parts, err = structFields(p, colPartition, n, stringColumn); err != nil {
+			return nil, err
 		}
 	}
 	v, ok := cols[colVideo].(*array.Struct)
 	if !ok || v.Len() != n {
 		return nil, columnError(colVideo, cols[colVideo], "struct", n)
 	}
-	vt := v.DataType().(*arrow.StructType)
-	for f := 0; f < vt.NumFields(); f++ {
-		name := vt.Field(f).Name
-		vc, err := videoColumnsOf(v.Field(f), colVideo+"."+name, n)
-		if err != nil {
-			return nil, err
-		}
-		ec.videoNames, ec.videos = append(ec.videoNames, name), append(ec.videos, vc)
+	if ec.videoNames, ec.videos, err = structFields(v, colVideo, n, videoColumnsOf); err != nil {
+		return nil, err
 	}
 	if s, ok := cols[colStats].(*array.Struct); ok && s.Len() == n {
 		ec.stats = s
@@ -761,6 +750,22 @@ func entryColumnsOf(cols map[string]arrow.Array, n int) (*entryColumns, error) {
 		}
 	}
 	return ec, nil
+}
+
+// structFields checks each field of struct column s (named name) with
+// check and returns the fields' names and what check made of them.
+func structFields[T any](s *array.Struct, name string, n int, check func(a arrow.Array, name string, n int) (T, error)) ([]string, []T, error) {
+	st := s.DataType().(*arrow.StructType)
+	names, vals := make([]string, 0, st.NumFields()), make([]T, 0, st.NumFields())
+	for f := 0; f < st.NumFields(); f++ {
+		field := st.Field(f).Name
+		v, err := check(s.Field(f), name+"."+field, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		names, vals = append(names, field), append(vals, v)
+	}
+	return names, vals, nil
 }
 
 func videoColumnsOf(a arrow.Array, name string, n int) (*videoColumns, error) {
