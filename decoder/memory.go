@@ -4,6 +4,7 @@ package decoder
 import "C"
 
 import (
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,24 @@ import (
 // an arena; it costs a walk of the free lists, a few milliseconds, so it
 // runs after work that freed much (a video encoded, a session closed),
 // once per burst of such work.
+
+// Buffers above glibc's mmap threshold are mapped on their own and go back
+// to the kernel when freed. glibc raises that threshold each time such a
+// buffer is freed, up to 32 MiB, so after a while a decoder's picture
+// buffers (300 KB to 3 MB) are carved out of arenas instead and their
+// memory stays there. The daemon fixes the threshold at 256 KiB, which
+// also turns that adjustment off: in the 2-minute write soak the peak
+// anonymous memory was 254-263 MiB in three runs against 260-274 MiB in
+// five without it. MALLOC_MMAP_THRESHOLD_ or GLIBC_TUNABLES in the environment
+// take precedence.
+func init() {
+	if os.Getenv("MALLOC_MMAP_THRESHOLD_") == "" && os.Getenv("GLIBC_TUNABLES") == "" {
+		C.mallopt(C.M_MMAP_THRESHOLD, mmapThreshold)
+	}
+}
+
+// mmapThreshold is the size from which malloc maps a buffer on its own.
+const mmapThreshold = 256 << 10
 
 // trimDelay lets a burst of frees end before the trim.
 const trimDelay = time.Second

@@ -51,7 +51,8 @@ type Options struct {
 	// Budget, when positive, bounds the process's anonymous memory (the
 	// Go runtime's and C libraries'): the Go heap's soft limit is set to
 	// Budget less the anonymous memory outside the Go runtime, never
-	// below the live heap plus MinHeadroom.
+	// below the live heap plus half of MinHeadroom: past the budget, the
+	// collector runs up to twice as often as the pacing alone has it.
 	Budget int64
 }
 
@@ -144,7 +145,7 @@ func Run(ctx context.Context, opts Options) {
 				continue
 			}
 			goResident := int64(sample[1].Value.Uint64() - sample[2].Value.Uint64())
-			l := Limit(opts.Budget, anon-goResident, live, opts.MinHeadroom)
+			l := Limit(opts.Budget, anon-goResident, live, opts.MinHeadroom/2)
 			// Moves of less than 1 MiB are noise of the sampling.
 			if d := l - limit; d > 1<<20 || -d > 1<<20 {
 				debug.SetMemoryLimit(l)
