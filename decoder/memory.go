@@ -29,7 +29,7 @@ import (
 // buffers (300 KB to 3 MB) are carved out of arenas instead and their
 // memory stays there. The daemon fixes the threshold at 256 KiB, which
 // also turns that adjustment off: in the 2-minute write soak the peak
-// anonymous memory was 247-263 MiB in four runs against 260-274 MiB in
+// anonymous memory was 244-263 MiB in five runs against 260-274 MiB in
 // five without it. MALLOC_MMAP_THRESHOLD_ or GLIBC_TUNABLES in the environment
 // take precedence.
 func init() {
