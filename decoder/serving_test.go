@@ -9,11 +9,10 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/framefs/framefs/cache/diskcache"
+	"github.com/framefs/framefs/internal/procstatus"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/serving"
 )
@@ -168,23 +167,11 @@ func TestMemoryBounded(t *testing.T) {
 	}
 }
 
-// residentBytes returns the process's resident set size from /proc, or 0
-// where there is none.
+// residentBytes returns the process's resident set size, or 0 where
+// there is none to read.
 func residentBytes(t *testing.T) int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatalf("VmRSS %q: %v", rest, err)
-			}
-			return kb << 10
-		}
-	}
-	return 0
+	n, _ := procstatus.Bytes(0, "VmRSS")
+	return n
 }
 
 var bmp = media.ImageSetting{Format: media.FormatBMP}

@@ -93,7 +93,7 @@ func (w *memoryWatch) run(stop chan struct{}) {
 			}
 			lastEpisodes = time.Now()
 		}
-		s := memorySample{at: time.Since(w.start), anon: procStatusBytes(w.pid, "RssAnon:"), file: procStatusBytes(w.pid, "RssFile:"),
+		s := memorySample{at: time.Since(w.start), anon: procStatusBytes(w.pid, "RssAnon"), file: procStatusBytes(w.pid, "RssFile"),
 			caches:   w.statsValue("framefs_image_cache_bytes") + w.statsValue("framefs_picture_cache_bytes") + w.statsValue("framefs_metadata_cache_bytes"),
 			episodes: episodes}
 		if s.anon == 0 {

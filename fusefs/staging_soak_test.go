@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/internal/mounttest"
+	"github.com/framefs/framefs/internal/procstatus"
 	"github.com/framefs/framefs/internal/tabletest"
 	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/media"
@@ -415,33 +416,25 @@ func (s *soak) watch(stop chan struct{}) {
 			s.mu.Unlock()
 		}
 		pid := s.daemon.Process.Pid
-		if rss := procStatusBytes(pid, "VmRSS:"); rss > s.rssPeak.Load() {
+		if rss := procStatusBytes(pid, "VmRSS"); rss > s.rssPeak.Load() {
 			s.rssPeak.Store(rss)
 			// Anonymous memory is the heaps (Go's and FFmpeg's); the
 			// rest is code and libraries mapped from files.
-			s.rssPeakAnon, s.rssPeakFile = procStatusBytes(pid, "RssAnon:"), procStatusBytes(pid, "RssFile:")
+			s.rssPeakAnon, s.rssPeakFile = procStatusBytes(pid, "RssAnon"), procStatusBytes(pid, "RssFile")
 		}
 	}
 }
 
-// procStatusBytes reads a kB field of /proc/PID/status.
+// procStatusBytes reads a memory field of /proc/PID/status: 0 once the
+// daemon is gone.
 func procStatusBytes(pid int, field string) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, field); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	n, _ := procstatus.Bytes(pid, field)
+	return n
 }
 
 func (s *soak) check() {
 	t := s.t
-	hwm := procStatusBytes(s.daemon.Process.Pid, "VmHWM:")
+	hwm := procStatusBytes(s.daemon.Process.Pid, "VmHWM")
 	commits := stagingStat(t, s.mnt, "ingest_commits_total", "ingest")
 	episodes := stagingStat(t, s.mnt, "ingest_episodes_total", "ingest")
 	failures := stagingStat(t, s.mnt, "ingest_failures_total", "ingest")

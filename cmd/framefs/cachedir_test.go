@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/internal/mounttest"
+	"github.com/framefs/framefs/internal/procstatus"
 	"github.com/framefs/framefs/internal/testenv"
 )
 
@@ -82,21 +83,11 @@ func readPromptly(t *testing.T, path string, unblock func()) []byte {
 // peakRSS is a process's peak resident set, in bytes.
 func peakRSS(t *testing.T, pid int) int64 {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := procstatus.Bytes(pid, "VmHWM")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatalf("VmHWM %q: %v", rest, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmHWM in /proc/%d/status", pid)
-	return 0
+	return n
 }
 
 // diskEntries finds the disk tier's entry files in dir by the frame

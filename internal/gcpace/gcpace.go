@@ -24,15 +24,14 @@
 package gcpace
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
-	"strconv"
 	"time"
+
+	"github.com/framefs/framefs/internal/procstatus"
 )
 
 // Options configure Run. Zero values take the defaults.
@@ -138,8 +137,8 @@ func Run(ctx context.Context, opts Options) {
 			}
 		}
 		if bound {
-			anon, ok := anonymousResident()
-			if !ok {
+			anon, err := procstatus.Bytes(0, "RssAnon")
+			if err != nil {
 				bound = false
 				debug.SetMemoryLimit(opts.Budget) // the budget for the Go heap alone
 				continue
@@ -153,24 +152,4 @@ func Run(ctx context.Context, opts Options) {
 			}
 		}
 	}
-}
-
-// anonymousResident returns the process's resident anonymous memory
-// (RssAnon in /proc/self/status), false where there is none to read.
-func anonymousResident() (int64, bool) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		rest, found := bytes.CutPrefix(sc.Bytes(), []byte("RssAnon:"))
-		if !found {
-			continue
-		}
-		kb, err := strconv.ParseInt(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))), 10, 64)
-		return kb << 10, err == nil
-	}
-	return 0, false
 }

@@ -8,6 +8,8 @@ import (
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/framefs/framefs/internal/procstatus"
 )
 
 func TestPercent(t *testing.T) {
@@ -116,8 +118,8 @@ func TestRunSetsTheLimitFromTheBudget(t *testing.T) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOMEMLIMIT is set: Run leaves the limit alone")
 	}
-	if _, ok := anonymousResident(); !ok {
-		t.Fatal("no RssAnon in /proc/self/status")
+	if _, err := procstatus.Bytes(0, "RssAnon"); err != nil {
+		t.Fatal(err)
 	}
 	const budget = 3 << 30
 	before := debug.SetMemoryLimit(-1)
