@@ -30,13 +30,15 @@ import (
 // evidence says they do not pay off: a dataset much larger than the cache,
 // read without a disk tier, or a reader that never comes back to a GOP.
 //
-// What a fill keeps of a sibling is its image or its packed picture
-// (media.Codec.Pack); see fillPolicy.packs. Images of raw formats are
-// large (a 640x480 BMP is 900 KB, a GOP of them 27 MB): kept as images,
-// the fills of a shuffled epoch would not fit any cache and would be
-// declined, and each frame would be decoded from its keyframe (8 pictures
-// per frame at GOP 30). Packed, a picture is its YUV planes losslessly
-// compressed, a fraction of that; a request renders its image from it.
+// What a fill keeps of a sibling is its image, its packed picture
+// (media.Codec.Pack) or its compressed image (compress.go); see
+// fillPolicy.form. Images of raw formats are large (a 640x480 BMP is
+// 900 KB, a GOP of them 27 MB): kept as images, the fills of a shuffled
+// epoch would not fit any cache and would be declined, and each frame
+// would be decoded from its keyframe (8 pictures per frame at GOP 30).
+// Packed, a picture is its YUV planes losslessly compressed, a fraction of
+// that; a request renders its image from it. A raw image scaled well down
+// is smaller than the packed picture; it is kept compressed.
 
 // group returns the frames [from, to) of v that share frame ordinal's
 // decode start, within the frames requests may ask for (v's span): the
@@ -67,11 +69,15 @@ const maxGroup = 300
 type FillStats struct {
 	// Fills is the number of GOP fills started; FramesFilled the frames
 	// they made for requests still to come (not the requested ones), of
-	// which FramesPacked were kept as packed pictures.
-	Fills, FramesFilled, FramesPacked int64
+	// which FramesPacked were kept as packed pictures and FramesCompressed
+	// as compressed images.
+	Fills, FramesFilled, FramesPacked, FramesCompressed int64
 	// PackedBytes is the size of every picture packed, in total;
 	// Unpacked counts the images rendered from packed pictures.
 	PackedBytes, Unpacked int64
+	// CompressedBytes is the size of every image compressed, in total;
+	// Decompressed counts the images served from compressed ones.
+	CompressedBytes, Decompressed int64
 	// FramesSized counts the frames FrameSizes kept in the cache (as
 	// images or packed) for the requests to come.
 	FramesSized int64
@@ -97,10 +103,12 @@ type fillPolicy struct {
 	// decodeNs, encodeNs and packNs are moving averages of the time to
 	// decode a picture, to convert and encode an image and to pack a
 	// picture; packedRatio of the size of a packed picture relative to
-	// the coded picture size in YUV 4:2:0.
-	decodeNs, encodeNs, packNs, packedRatio float64
-	// packedMeasured says packedRatio is measured, not the prior.
-	packedMeasured bool
+	// the coded picture size in YUV 4:2:0, and compressedRatio of the
+	// size of a compressed image relative to the image.
+	decodeNs, encodeNs, packNs, packedRatio, compressedRatio float64
+	// packedMeasured and compressedMeasured say packedRatio and
+	// compressedRatio are measured, not the priors.
+	packedMeasured, compressedMeasured bool
 	// imageBytes is the moving average of the size of the images served,
 	// by setting (bounded: maxSettings).
 	imageBytes map[media.ImageSetting]float64
@@ -125,8 +133,9 @@ const (
 func newFillPolicy() *fillPolicy {
 	// Costs before the first measurement: decoding and encoding a 640x480
 	// frame take about a millisecond each, packing a picture a third of
-	// that, and a packed picture is a third of the raw one.
-	return &fillPolicy{decodeNs: 1e6, encodeNs: 1e6, packNs: 0.3e6, packedRatio: 1.0 / 3,
+	// that, and a packed picture (or a compressed image) is a third of the
+	// raw one.
+	return &fillPolicy{decodeNs: 1e6, encodeNs: 1e6, packNs: 0.3e6, packedRatio: 1.0 / 3, compressedRatio: 1.0 / 3,
 		imageBytes: map[media.ImageSetting]float64{}}
 }
 
@@ -149,9 +158,15 @@ func (p *fillPolicy) packedSize(v media.Video) float64 {
 	return float64(v.Index.Width*v.Index.Height*3/2) * p.packedRatio
 }
 
-// packs reports whether a fill of v's frames for setting keeps its
-// siblings packed rather than as images: unless an image is less than half
-// a packed picture (a JPEG or PNG scaled well down).
+// form returns the form in which a fill of v's frames for setting keeps
+// its siblings. Raw images (BMP, PPM, NPY) are kept compressed or packed,
+// whichever is expected to be smaller: compressed when scaled well down,
+// packed at full size (YUV 4:2:0 planes are half the bytes of RGB).
+// Serving a compressed image costs a decompression only; its conversion
+// and scaling were done by the fill.
+//
+// JPEG and PNG siblings are packed unless an image is less than half a
+// packed picture (a JPEG or PNG scaled well down).
 //
 // Packing a sibling costs a third of encoding it, and the image is made
 // only if the sibling is asked for. No reader tells early whether it will
@@ -163,10 +178,20 @@ func (p *fillPolicy) packedSize(v media.Video) float64 {
 // random frames: 8.8-9.3 ms of daemon CPU per frame served against 11.6
 // with JPEG siblings, PyAV's exact seeks taking 11.9-14). Packed pictures
 // also let one fill serve every image setting.
-func (p *fillPolicy) packs(v media.Video, setting media.ImageSetting) bool {
+func (p *fillPolicy) form(v media.Video, setting media.ImageSetting) form {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.imageSize(v, setting) > 0.5*p.packedSize(v)
+	image, packed := p.imageSize(v, setting), p.packedSize(v)
+	if _, raw := media.PredictSize(setting, 1, 1); raw {
+		if image*p.compressedRatio < packed {
+			return formCompressed
+		}
+		return formPicture
+	}
+	if image > 0.5*packed {
+		return formPicture
+	}
+	return formImage
 }
 
 // usefulness is the estimated share of filled frames that are served.
@@ -176,15 +201,18 @@ func (p *fillPolicy) usefulness() float64 {
 }
 
 // budget returns how many frames of v a fill for setting may leave in a
-// memory cache of cacheBytes without an ImageStore, as images or packed:
-// a quarter of what it holds, so that a fill does not evict the frames of
-// the fills before it (nor its own) before they are asked for.
-func (p *fillPolicy) budget(cacheBytes int64, v media.Video, setting media.ImageSetting, packed bool) int {
+// memory cache of cacheBytes without an ImageStore, in form f: a quarter
+// of what it holds, so that a fill does not evict the frames of the fills
+// before it (nor its own) before they are asked for.
+func (p *fillPolicy) budget(cacheBytes int64, v media.Video, setting media.ImageSetting, f form) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	size := p.imageSize(v, setting)
-	if packed {
+	switch f {
+	case formPicture:
 		size = p.packedSize(v)
+	case formCompressed:
+		size *= p.compressedRatio
 	}
 	return int(float64(cacheBytes) / 4 / max(size+cache.EntryOverhead, 1))
 }
@@ -219,7 +247,7 @@ func window(missing []int, ordinal, n int) []int {
 // serving the missing siblings alone would take, weighted by how likely
 // they are to be asked for, against the decoding of the group past what the
 // request needs and the encoding of siblings that may never be served.
-func (p *fillPolicy) worthIt(ix *videoidx.Index, ordinal int, missing []int, packed bool) bool {
+func (p *fillPolicy) worthIt(ix *videoidx.Index, ordinal int, missing []int, f form) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := p.usefulness()
@@ -239,10 +267,10 @@ func (p *fillPolicy) worthIt(ix *videoidx.Index, ordinal int, missing []int, pac
 		last = max(last, ix.SampleOf(o))
 	}
 	extraDecode := float64(last - ix.SampleOf(ordinal))
-	// A sibling costs its encoding now, or its packing now and its
-	// rendering when it is asked for.
+	// A sibling costs its encoding now (compressed or not), or its
+	// packing now and its rendering when it is asked for.
 	keepNs := p.encodeNs
-	if packed {
+	if f == formPicture {
 		keepNs = p.packNs
 	}
 	benefit := u * saved * p.decodeNs
@@ -254,14 +282,17 @@ func (p *fillPolicy) worthIt(ix *videoidx.Index, ordinal int, missing []int, pac
 	return false
 }
 
-// filled counts a fill and the sibling frames it makes.
-func (p *fillPolicy) filled(siblings int, packed bool) {
+// filled counts a fill and the sibling frames it makes in form f.
+func (p *fillPolicy) filled(siblings int, f form) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.Fills++
 	p.stats.FramesFilled += int64(siblings)
-	if packed {
+	switch f {
+	case formPicture:
 		p.stats.FramesPacked += int64(siblings)
+	case formCompressed:
+		p.stats.FramesCompressed += int64(siblings)
 	}
 }
 
@@ -277,6 +308,13 @@ func (p *fillPolicy) unpacked() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.Unpacked++
+}
+
+// decompressed counts an image served from a compressed one.
+func (p *fillPolicy) decompressed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats.Decompressed++
 }
 
 // served and evicted record the fate of a filled frame.
@@ -318,6 +356,22 @@ func (p *fillPolicy) measuredPack(d time.Duration, n, w, h int) {
 		}
 		p.packedRatio += costSmoothing * (float64(n)/raw - p.packedRatio)
 	}
+}
+
+// measuredCompress folds the size of one image compressed to n bytes from
+// raw into the estimates.
+func (p *fillPolicy) measuredCompress(n, raw int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats.CompressedBytes += int64(n)
+	if n <= 0 || raw <= 0 {
+		return
+	}
+	r := float64(n) / float64(raw)
+	if !p.compressedMeasured {
+		p.compressedRatio, p.compressedMeasured = r, true
+	}
+	p.compressedRatio += costSmoothing * (r - p.compressedRatio)
 }
 
 // servedBytes folds the size of an image of setting served into its

@@ -3,8 +3,11 @@ package serving
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/klauspost/compress/s2"
 
 	"github.com/framefs/framefs/cache"
 	"github.com/framefs/framefs/media"
@@ -263,5 +266,69 @@ func TestSecondEpochFromPackedPictures(t *testing.T) {
 	shuffledRead(t, srv, v, bmp, 2, -1)
 	if d := c.decoded.Load(); d != 300 {
 		t.Errorf("epoch 2 decoded %d more pictures, want none (fills %+v, cache %+v)", d-300, srv.FillStats(), srv.CacheStats())
+	}
+}
+
+// TestCompressedFillsServeScaledRawFormats: a shuffled epoch of BMP frames
+// scaled well down, over a dataset many times larger than the cache in BMP
+// form, decodes each frame once: fills keep the siblings as compressed
+// images, smaller than packed pictures, and each request is served from
+// one by decompressing it, without rendering. A second epoch whose caller
+// lost its copies decodes nothing.
+func TestCompressedFillsServeScaledRawFormats(t *testing.T) {
+	const cacheBytes = 8 << 20
+	scaled := media.ImageSetting{Format: media.FormatBMP, Width: 224, Height: 224}
+	c := &countingCodec{}
+	srv := New(c, Options{CacheBytes: cacheBytes, PictureCacheBytes: -1, Readahead: -1, DemoteServed: true})
+	defer srv.Close()
+	v := countingVideo(t, "a", 600, 30)
+	if bmpBytes := int64(600 * len(countingImage(v.Key, 0, scaled))); bmpBytes < 10*cacheBytes {
+		t.Fatalf("the dataset's BMP images (%d bytes) are not many times the cache", bmpBytes)
+	}
+	peak := int64(0)
+	for _, i := range rand.New(rand.NewPCG(5, 5)).Perm(600) {
+		b, err := srv.Frame(context.Background(), v, i, scaled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, countingImage(v.Key, i, scaled)) {
+			t.Fatalf("frame %d: got another frame's image", i)
+		}
+		peak = max(peak, srv.CacheStats().Bytes)
+	}
+	fs := srv.FillStats()
+	if d := c.decoded.Load(); d != 600 {
+		t.Errorf("%d pictures decoded for 600 frames served (fills %+v), want each decoded once", d, fs)
+	}
+	if fs.FramesCompressed == 0 || fs.FramesPacked != 0 || c.packed.Load() != 0 || fs.Decompressed < fs.FramesCompressed {
+		t.Errorf("fills %+v, %d packed by the codec: want the siblings compressed and served from their compressed images", fs, c.packed.Load())
+	}
+	if encoded := c.encoded.Load(); encoded != 600 {
+		t.Errorf("%d images rendered for 600 frames, want each rendered once", encoded)
+	}
+	if peak > cacheBytes {
+		t.Errorf("the cache held %d bytes, limit %d", peak, cacheBytes)
+	}
+	shuffledRead(t, srv, v, scaled, 6, -1)
+	if d := c.decoded.Load(); d != 600 {
+		t.Errorf("epoch 2 decoded %d more pictures, want none (fills %+v, cache %+v)", d-600, srv.FillStats(), srv.CacheStats())
+	}
+}
+
+// TestDecompressImageRefusesDamage: bytes that are not a compressed image
+// of a sane size end in an error, never a wrong image or a huge allocation.
+func TestDecompressImageRefusesDamage(t *testing.T) {
+	image := bytes.Repeat([]byte("BM frame "), 5000)
+	c := s2.Encode(nil, image)
+	if b, err := decompressImage(c); err != nil || !bytes.Equal(b, image) {
+		t.Fatalf("round trip: %v", err)
+	}
+	huge := binary.AppendUvarint(nil, maxCompressedImage+1)
+	for name, bad := range map[string][]byte{
+		"empty": nil, "truncated": c[:len(c)/2], "huge": append(huge, 0), "garbage": []byte("not s2 at all"),
+	} {
+		if _, err := decompressImage(bad); err == nil {
+			t.Errorf("%s: no error", name)
+		}
 	}
 }

@@ -123,16 +123,30 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// frameKey identifies one encoded image, or one packed picture.
+// frameKey identifies one encoded image, or a compact form of a frame
+// that a fill keeps for the requests to come (see form).
 type frameKey struct {
 	video   media.VideoKey
 	stream  int
 	ordinal int
 	setting media.ImageSetting
-	// packed marks the key of a frame's packed picture (media.Codec.Pack),
-	// which renders any setting; setting is zero then.
-	packed bool
+	form    form
 }
+
+// form is what the cache holds under a frameKey.
+type form uint8
+
+const (
+	// formImage is the image file of setting, as served.
+	formImage form = iota
+	// formPicture is the frame's packed picture (media.Codec.Pack), which
+	// renders any setting; setting is zero then.
+	formPicture
+	// formCompressed is the image of setting compressed with S2 (see
+	// compress.go): what fills keep of raw images smaller than the
+	// frame's packed picture, such as a scaled-down BMP view's.
+	formCompressed
+)
 
 // at returns the key of frame ordinal of the same video and form.
 func (k frameKey) at(ordinal int) frameKey {
@@ -142,7 +156,30 @@ func (k frameKey) at(ordinal int) frameKey {
 
 // packedKey returns the key of the frame's packed picture.
 func (k frameKey) packedKey() frameKey {
-	return frameKey{video: k.video, stream: k.stream, ordinal: k.ordinal, packed: true}
+	return frameKey{video: k.video, stream: k.stream, ordinal: k.ordinal, form: formPicture}
+}
+
+// compressedKey returns the key of the compressed image of k's setting.
+func (k frameKey) compressedKey() frameKey {
+	k.form = formCompressed
+	return k
+}
+
+// imageKey returns the key of the image of k's setting.
+func (k frameKey) imageKey() frameKey {
+	k.form = formImage
+	return k
+}
+
+// as returns the key of the frame's image in form f.
+func (k frameKey) as(f form) frameKey {
+	switch f {
+	case formPicture:
+		return k.packedKey()
+	case formCompressed:
+		return k.compressedKey()
+	}
+	return k.imageKey()
 }
 
 // readerKey identifies what a sequential reader walks.
@@ -263,13 +300,18 @@ func (fs *Server) Frame(ctx context.Context, v media.Video, ordinal int, setting
 	}
 	fs.served(key)
 	fs.fills.servedBytes(key.setting, len(b))
-	if _, raw := media.PredictSize(key.setting, 1, 1); raw && fs.opts.DemoteServed && fs.cache.Contains(key.packedKey()) {
+	if _, raw := media.PredictSize(key.setting, 1, 1); raw && fs.opts.DemoteServed {
 		// The caller keeps the image (in the kernel's page cache); should it
-		// lose it, the frame's packed picture, a fraction of a raw image's
-		// size, makes it again without decoding. Keeping the raw image too
-		// would push packed pictures out of the cache.
-		fs.cache.Remove(key)
-		fs.cache.Demote(key.packedKey())
+		// lose it, the frame's compressed image or packed picture, a
+		// fraction of a raw image's size, makes it again without decoding.
+		// Keeping the raw image too would push them out of the cache.
+		for _, compact := range []frameKey{key.compressedKey(), key.packedKey()} {
+			if fs.cache.Contains(compact) {
+				fs.cache.Remove(key)
+				fs.cache.Demote(compact)
+				break
+			}
+		}
 	}
 	return b, nil
 }
@@ -318,8 +360,9 @@ func (fs *Server) image(ctx context.Context, v media.Video, ordinal int, setting
 }
 
 // load makes the image of key, which the cache does not hold: from a load
-// in flight, from the store, from the frame's packed picture (kept or
-// being made by a fill), by a fill of its GOP, or by decoding it alone.
+// in flight, from the store, from the frame's compressed image or packed
+// picture (kept or being made by a fill), by a fill of its GOP, or by
+// decoding it alone.
 func (fs *Server) load(ctx context.Context, v media.Video, key frameKey) ([]byte, error) {
 	if !fs.cache.Contains(key) {
 		if fs.opts.Store != nil {
@@ -328,12 +371,15 @@ func (fs *Server) load(ctx context.Context, v media.Video, key frameKey) ([]byte
 		if b, ok := fs.fromStore(v, key); ok {
 			return b, nil
 		}
-		if !fs.cache.Contains(key.packedKey()) {
+		if !fs.hasCompact(key) {
 			fs.fill(v, key)
 		}
 	}
 	return fs.cache.Load(ctx, key, func(ctx context.Context) ([]byte, error) {
-		b, ok, err := fs.fromPacked(ctx, v, key)
+		b, ok, err := fs.fromCompressed(ctx, key)
+		if !ok && err == nil {
+			b, ok, err = fs.fromPacked(ctx, v, key)
+		}
 		if !ok && err == nil {
 			b, err = fs.pool.frame(ctx, v, key.ordinal, key.setting)
 		}
@@ -342,6 +388,31 @@ func (fs *Server) load(ctx context.Context, v media.Video, key frameKey) ([]byte
 		}
 		return b, err
 	})
+}
+
+// hasCompact reports whether the cache holds (or a fill is making) the
+// frame of key in a form its image is made from without decoding.
+func (fs *Server) hasCompact(key frameKey) bool {
+	return fs.cache.Contains(key.packedKey()) || fs.cache.Contains(key.compressedKey())
+}
+
+// fromCompressed returns key's image from its compressed form, waiting for
+// a fill that is making it; ok is false when there is none (or it does not
+// decompress).
+func (fs *Server) fromCompressed(ctx context.Context, key frameKey) (b []byte, ok bool, err error) {
+	ck := key.compressedKey()
+	c, ok, err := fs.cache.Wait(ctx, ck)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	if b, err = decompressImage(c); err != nil {
+		// Never expected of bytes this process compressed; decode instead.
+		fs.cache.Remove(ck)
+		return nil, false, nil
+	}
+	fs.fills.decompressed()
+	fs.served(ck)
+	return b, true, nil
 }
 
 // fromPacked renders key's image from the frame's packed picture, waiting
@@ -416,8 +487,8 @@ func (fs *Server) forgetFilled(key frameKey) {
 // every frame of its group not cached, in flight or in the store is
 // promised in the cache (key among them, so the caller waits for the fill)
 // and decoded in order by a job, whose encoders fulfil the promises. The
-// frames nobody has asked for yet are kept as images of key's setting or
-// as packed pictures, whichever is smaller; key's own frame is an image.
+// frames nobody has asked for yet are kept in the form fillPolicy.form
+// chooses; key's own frame is an image.
 func (fs *Server) fill(v media.Video, key frameKey) {
 	if fs.opts.NoFill {
 		return
@@ -428,22 +499,23 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	for o := from; o < to; o++ {
 		if o != key.ordinal {
 			k := key.at(o)
-			if fs.cache.Contains(k) || fs.cache.Contains(k.packedKey()) || fs.inStore(v, k) {
+			if fs.cache.Contains(k) || fs.hasCompact(k) || fs.inStore(v, k) {
 				continue
 			}
 		}
 		missing = append(missing, o)
 	}
 	// With a store every image made is kept on disk, so siblings stay
-	// images; without one they are packed when that is smaller, and a
-	// fill must fit in the memory cache.
-	packed := fs.opts.Store == nil && fs.fills.packs(v, key.setting)
+	// images; without one they take the most compact form, and a fill
+	// must fit in the memory cache.
+	siblings := formImage
 	if fs.opts.Store == nil {
-		missing = window(missing, key.ordinal, fs.fills.budget(fs.opts.CacheBytes, v, key.setting, packed))
+		siblings = fs.fills.form(v, key.setting)
+		missing = window(missing, key.ordinal, fs.fills.budget(fs.opts.CacheBytes, v, key.setting, siblings))
 	}
 	// A lone missing frame (the rest of its GOP is at hand, or there is no
 	// room for it) is decoded alone, from the reference pictures only.
-	if len(missing) < 2 || !fs.fills.worthIt(ix, key.ordinal, missing, packed) {
+	if len(missing) < 2 || !fs.fills.worthIt(ix, key.ordinal, missing, siblings) {
 		return
 	}
 	rk := readerKey{v.Key, v.Index.Stream, key.setting}
@@ -452,11 +524,11 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	if fs.closed.Load() {
 		return
 	}
-	job := &raJob{v: v, setting: key.setting, end: to, more: make(chan struct{}, 1), packed: packed}
+	job := &raJob{v: v, setting: key.setting, end: to, more: make(chan struct{}, 1), siblings: siblings}
 	for _, o := range missing {
 		k := key.at(o)
-		if packed && o != key.ordinal {
-			k = k.packedKey()
+		if o != key.ordinal {
+			k = k.as(siblings)
 		}
 		if p, ok := fs.cache.Promise(k); ok {
 			job.pending = append(job.pending, p)
@@ -465,16 +537,16 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	if len(job.pending) == 0 {
 		return
 	}
-	siblings := 0
+	filled := 0
 	fs.umu.Lock()
 	for _, p := range job.pending {
 		if p.Key() != key {
 			fs.unserved[p.Key()] = struct{}{}
-			siblings++
+			filled++
 		}
 	}
 	fs.umu.Unlock()
-	fs.fills.filled(siblings, packed)
+	fs.fills.filled(filled, siblings)
 	fs.active[rk] = append(fs.active[rk], job)
 	fs.wg.Add(1)
 	go func() {
@@ -555,10 +627,11 @@ type raJob struct {
 	// left: readaheadLinger for a sequential reader's job, which expects
 	// the reader's next range; nothing for a fill.
 	linger time.Duration
-	// packed says the job is a fill that packs its siblings: the frame it
-	// renders for its request is packed too, so that every frame of the
-	// GOP has a packed picture once it is served (see Frame).
-	packed bool
+	// siblings is the form in which a fill keeps the frames nobody has
+	// asked for yet. The frame it renders for its request is kept in that
+	// form too (unless formImage), so that every frame of the GOP has its
+	// compact form once it is served (see Frame).
+	siblings form
 }
 
 // readahead has frames [from, to) of v decoded into the cache on other
@@ -597,8 +670,8 @@ func (fs *Server) readahead(v media.Video, setting media.ImageSetting, from, to 
 	job.end = to
 	for n := from; n < to; n++ {
 		k := frameKey{video: v.Key, stream: v.Index.Stream, ordinal: n, setting: setting}
-		if fs.inStore(v, k) || fs.cache.Contains(k.packedKey()) {
-			continue // the reader will find it there, or render it from its packed picture
+		if fs.inStore(v, k) || fs.hasCompact(k) {
+			continue // the reader will find it there, or make it from its compact form
 		}
 		if p, ok := fs.cache.Promise(k); ok {
 			job.pending = append(job.pending, p)
@@ -681,16 +754,20 @@ func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 					start := time.Now()
 					var b []byte
 					var err error
-					if k.packed {
+					switch k.form {
+					case formPicture:
 						b, err = fs.pool.codec.Pack(w.pic)
 						fs.fills.measuredPack(time.Since(start), len(b), job.v.Index.Width, job.v.Index.Height)
-					} else {
+					case formCompressed:
+						if b, err = r.Encode(w.pic, k.setting); err == nil {
+							fs.fills.measuredEncode(time.Since(start))
+							b = fs.compress(b)
+						}
+					default:
 						b, err = r.Encode(w.pic, k.setting)
 						fs.fills.measuredEncode(time.Since(start))
-						if err == nil && job.packed {
-							if pb, perr := fs.pool.codec.Pack(w.pic); perr == nil {
-								fs.cache.Add(k.packedKey(), pb)
-							}
+						if err == nil {
+							fs.keepCompact(k, w.pic, b, job.siblings)
 						}
 					}
 					w.pic.Release()
@@ -701,7 +778,7 @@ func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 						r = fs.pool.renderers.get()
 					}
 					w.p.Fulfil(b, err)
-					if err == nil && !k.packed {
+					if err == nil && k.form == formImage {
 						fs.toStore(job.v, k, b)
 					} else if err != nil {
 						fs.forgetFilled(k)
@@ -860,7 +937,7 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 	if fs.opts.Store != nil {
 		fs.digests.verify(ctx, fs.ctx, v)
 	}
-	keep := &sizeKeep{budget: fs.opts.CacheBytes / 2, packed: fs.opts.Store == nil && fs.fills.packs(v, setting)}
+	keep := &sizeKeep{budget: fs.opts.CacheBytes / 2, packed: fs.opts.Store == nil && fs.fills.form(v, setting) == formPicture}
 	workers := min(fs.opts.SizeWorkers, fs.pool.opts.maxPerVideo)
 	chunks := gopChunks(v, workers)
 	workers = min(workers, len(chunks))
@@ -945,7 +1022,7 @@ func (fs *Server) sizeImage(ctx context.Context, s *session, v media.Video, ordi
 	}
 	key := frameKey{video: v.Key, stream: v.Index.Stream, ordinal: ordinal, setting: setting}
 	fs.toStore(v, key, b)
-	if keep.budget <= 0 || fs.cache.Contains(key) || fs.cache.Contains(key.packedKey()) {
+	if keep.budget <= 0 || fs.cache.Contains(key) || fs.hasCompact(key) {
 		return b, nil
 	}
 	value := b
