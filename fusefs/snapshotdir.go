@@ -110,10 +110,10 @@ func (n *folderNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 // defaultMaxListedNodes is the largest listing whose entries are looked
 // up as they are listed: READDIRPLUS hands the kernel every entry's
 // attributes with its name, and the kernel keeps an inode, the daemon a
-// node (about 600 bytes), for each. A larger folder, a partition of many
-// episodes or an episode of many frames, is listed with names and types
-// only: the kernel looks up the entries it then uses, one at a time, and
-// listing costs no node per entry.
+// node (about 600 bytes), for each. A larger folder, such as a partition
+// of many episodes, is listed with names and types only: the kernel looks
+// up the entries it then uses, one at a time, and listing costs no node
+// per entry. Frames are always listed so (folderHandle.Lookup).
 const defaultMaxListedNodes = 4096
 
 // errNotLookedUp answers READDIRPLUS's lookup of an entry it does not
@@ -126,8 +126,8 @@ const errNotLookedUp = syscall.EAGAIN
 // the folder for READDIR and READDIRPLUS. READDIRPLUS also hands the
 // kernel each entry's node and attributes, except in a listing of more
 // than the mount's maxListedNodes entries (see defaultMaxListedNodes), and
-// for a frame whose size is known only by making its image: listing an
-// episode, as image-folder loaders and file managers do, decodes nothing.
+// for frames (see Lookup): listing an episode, as image-folder loaders and
+// file managers do, decodes nothing and leaves no node per frame.
 // go-fuse calls a handle's methods one at a time.
 type folderHandle struct {
 	m       *mountFS
@@ -184,8 +184,16 @@ func (h *folderHandle) Releasedir(ctx context.Context, flags uint32) {
 }
 
 // Lookup gives READDIRPLUS the node and attributes of the entry just
-// listed, unless the listing is large or the entry is a frame whose size
-// is known only by making its image.
+// listed, unless the listing is large or the entry is a frame.
+//
+// Frames are listed with names and types only. A node handed out with a
+// listing lives until the kernel forgets it, which it does only under
+// memory pressure: a job that lists every episode of a growing table and
+// reads a few frames of each would otherwise keep a node (about 1.2 KB in
+// the daemon, with the GC's headroom for it) for every frame it ever
+// listed, 280 KB per 30-frame episode in the follower soak. A program
+// that stats or opens a frame looks it up then; `ls -l` of an episode
+// costs a LOOKUP per frame instead of none (see README, Mounting).
 func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if h.large {
 		return nil, errNotLookedUp
@@ -194,14 +202,8 @@ func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryO
 	if err != nil {
 		return nil, errno("look up "+name+" in "+h.f.Path(), err)
 	}
-	if file, ok := item.(*mounttree.File); ok {
-		_, known, err := file.KnownSize(ctx)
-		if err != nil {
-			return nil, errno("size of "+file.String(), err)
-		}
-		if !known {
-			return nil, errNotLookedUp
-		}
+	if file, ok := item.(*mounttree.File); ok && file.Kind() == mounttree.FrameFile {
+		return nil, errNotLookedUp
 	}
 	return nodeOf(ctx, h.m, h.parent, item, out)
 }
