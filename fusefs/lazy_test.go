@@ -47,7 +47,8 @@ func TestMountReadsOnlyListedPartitions(t *testing.T) {
 // maxListedNodes is listed, names and types, without a node per entry
 // (READDIRPLUS's lookups are declined), and the memory is trimmed when the
 // listing is closed; an entry the kernel then uses is looked up alone. A
-// smaller folder's entries are looked up as they are listed.
+// smaller folder's entries are looked up as they are listed, except its
+// frames.
 func TestLargeListingMakesNoNodes(t *testing.T) {
 	testenv.RequireFUSE(t)
 	ctx := context.Background()
@@ -87,18 +88,18 @@ func TestLargeListingMakesNoNodes(t *testing.T) {
 	if n := made() - before; n != 2 {
 		t.Errorf("looking a frame up made %d nodes, want its folder's and its own", n)
 	}
-	// 3 rows and 3 files: 6 entries, looked up as they are listed, except
-	// frames whose size the mount does not know yet (a listing makes no
-	// image; see inprocess TestEpisode), which get theirs when used.
-	// Every entry gets one node, none two.
+	// 3 frames and 3 other files: the files are looked up as they are
+	// listed, the frames only when used (a listing leaves no node per
+	// frame; see folderHandle.Lookup). Every entry gets one node, none
+	// two.
 	before = made()
 	ep := filepath.Join(stack, "ep-008")
 	got := names(t, ep)
 	if len(got) != 6 {
 		t.Fatalf("ep-008 lists %q", got)
 	}
-	if n := made() - before; n < 1+3 || n > 1+6 {
-		t.Errorf("listing an episode folder of 3 frames and 3 files made %d nodes, want its own, the files' and at most the frames'", n)
+	if n := made() - before; n != 1+3 {
+		t.Errorf("listing an episode folder of 3 frames and 3 files made %d nodes, want 4: its own and the files'", n)
 	}
 	for _, name := range got {
 		if _, err := os.Stat(filepath.Join(ep, name)); err != nil {
