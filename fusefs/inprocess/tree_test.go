@@ -590,37 +590,40 @@ func TestMetadataCacheBytesShown(t *testing.T) {
 	}
 }
 
-// TestListingSizes: a listing gives the kernel every frame's attributes
-// when their sizes follow from the picture size (one FrameSizes call for
-// the video, no frame made), and no frame's when its size needs its image.
+// TestListingSizes: a listing gives the kernel no frame's node or
+// attributes and makes no frame, whatever the image setting (frames are
+// looked up when used: a node handed out with a listing would live until
+// the kernel forgets it); the episode's other files come with theirs. A
+// frame looked up then has its size: for BMP from the picture size (one
+// FrameSizes call for the video, no frame made).
 func TestListingSizes(t *testing.T) {
 	tbl := treetest.RobotTable(t)
 	bmp := newTree(t, tbl, fusefs.Options{ReadOnly: true, Image: fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: "bmp"}}})
+	jpg := newTree(t, tbl, fusefs.Options{ReadOnly: true})
+	for name, tr := range map[string]*tree{"BMP": bmp, "JPEG": jpg} {
+		names, entries := tr.list(tr.walk("latest/task=pick/ep1").NodeId)
+		for _, n := range names[:40] {
+			if e := entries[n]; e.NodeId != 0 {
+				t.Errorf("%s listing: %s has node %d of size %d, want none", name, n, e.NodeId, e.Size)
+			}
+		}
+		for _, n := range []string{"video.mp4", "frames.jsonl"} {
+			if e := entries[n]; e.NodeId == 0 || e.Size == 0 {
+				t.Errorf("%s listing: %s has node %d of size %d, want both", name, n, e.NodeId, e.Size)
+			}
+		}
+		if sized, made := tr.frames.Sized(), tr.frames.Asked(); len(sized) != 0 || len(made) != 0 {
+			t.Errorf("%s listing made frames: sized %v, made %v", name, sized, made)
+		}
+	}
 	key, _ := bmp.videoKey("ep1")
-	names, entries := bmp.list(bmp.walk("latest/task=pick/ep1").NodeId)
-	for i, name := range names[:40] {
+	for i := range 3 {
 		want := treetest.Image(key, i, media.ImageSetting{Format: media.FormatBMP})
-		if e := entries[name]; e.NodeId == 0 || e.Size != uint64(len(want)) {
-			t.Errorf("BMP listing: %s has node %d of size %d, want a node of size %d", name, e.NodeId, e.Size, len(want))
+		if e := bmp.walk(fmt.Sprintf("latest/task=pick/ep1/%06d.bmp", i)); e.NodeId == 0 || e.Size != uint64(len(want)) {
+			t.Errorf("BMP frame %d looked up: node %d of size %d, want a node of size %d", i, e.NodeId, e.Size, len(want))
 		}
 	}
 	if n, sized, made := bmp.frames.SizeCalls(), bmp.frames.Sized(), bmp.frames.Asked(); n != 1 || len(sized) != 0 || len(made) != 0 {
-		t.Errorf("BMP listing: %d FrameSizes calls, frames sized %v, made %v; want 1 call and none", n, sized, made)
-	}
-
-	jpg := newTree(t, tbl, fusefs.Options{ReadOnly: true})
-	names, entries = jpg.list(jpg.walk("latest/task=pick/ep1").NodeId)
-	for _, name := range names[:40] {
-		if e := entries[name]; e.NodeId != 0 {
-			t.Errorf("JPEG listing: %s has node %d of size %d, want none", name, e.NodeId, e.Size)
-		}
-	}
-	for _, name := range []string{"video.mp4", "frames.jsonl"} {
-		if e := entries[name]; e.NodeId == 0 || e.Size == 0 {
-			t.Errorf("JPEG listing: %s has node %d of size %d, want both", name, e.NodeId, e.Size)
-		}
-	}
-	if sized, made := jpg.frames.Sized(), jpg.frames.Asked(); len(sized) != 0 || len(made) != 0 {
-		t.Errorf("JPEG listing made frames: sized %v, made %v", sized, made)
+		t.Errorf("BMP lookups: %d FrameSizes calls, frames sized %v, made %v; want 1 call and none", n, sized, made)
 	}
 }
