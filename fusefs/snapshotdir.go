@@ -134,8 +134,9 @@ type folderHandle struct {
 	parent  *fs.Inode
 	f       *mounttree.Folder
 	entries []fuse.DirEntry
-	next    int  // index of the next entry to list
-	large   bool // more than maxListedNodes entries
+	frames  []bool // whether each entry is a frame
+	next    int    // index of the next entry to list
+	large   bool   // more than maxListedNodes entries
 }
 
 // openFolder opens folder f of a tree, whose node is parent, for listing.
@@ -144,15 +145,15 @@ func openFolder(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.
 	if err != nil {
 		return nil, 0, errno("list "+f.Path(), err)
 	}
-	entries := make([]fuse.DirEntry, len(list))
+	entries, frames := make([]fuse.DirEntry, len(list)), make([]bool, len(list))
 	for i, e := range list {
 		mode := uint32(fuse.S_IFREG)
 		if e.Folder {
 			mode = fuse.S_IFDIR
 		}
-		entries[i] = fuse.DirEntry{Name: e.Name, Mode: mode, Ino: e.Ino}
+		entries[i], frames[i] = fuse.DirEntry{Name: e.Name, Mode: mode, Ino: e.Ino}, e.Frame
 	}
-	return &folderHandle{m: m, parent: parent, f: f, entries: entries, large: len(entries) > m.maxListedNodes}, 0, 0
+	return &folderHandle{m: m, parent: parent, f: f, entries: entries, frames: frames, large: len(entries) > m.maxListedNodes}, 0, 0
 }
 
 // Readdirent returns the next entry; its offset is its position plus one.
@@ -194,8 +195,11 @@ func (h *folderHandle) Releasedir(ctx context.Context, flags uint32) {
 // listed, 280 KB per 30-frame episode in the follower soak. A program
 // that stats or opens a frame looks it up then; `ls -l` of an episode
 // costs a LOOKUP per frame instead of none (see README, Mounting).
+//
+// go-fuse asks for the entry Readdirent returned last, which the listing
+// says is a frame or not: a frame costs no lookup at all.
 func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if h.large {
+	if last := h.next - 1; h.large || last >= 0 && h.entries[last].Name == name && h.frames[last] {
 		return nil, errNotLookedUp
 	}
 	item, err := h.f.Lookup(ctx, name)
@@ -203,7 +207,7 @@ func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryO
 		return nil, errno("look up "+name+" in "+h.f.Path(), err)
 	}
 	if file, ok := item.(*mounttree.File); ok && file.Kind() == mounttree.FrameFile {
-		return nil, errNotLookedUp
+		return nil, errNotLookedUp // an entry listed earlier (not expected)
 	}
 	return nodeOf(ctx, h.m, h.parent, item, out)
 }

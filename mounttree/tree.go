@@ -94,9 +94,10 @@ var errNoEntry = fmt.Errorf("%w: no such file or folder", table.ErrNotFound)
 // Entry is a name in a folder's listing.
 type Entry struct {
 	Name string
-	// Folder says the entry is a folder; otherwise it is a file.
-	Folder bool
-	Ino    uint64
+	// Folder says the entry is a folder; otherwise it is a file, and
+	// Frame says whether it is a frame.
+	Folder, Frame bool
+	Ino           uint64
 }
 
 // Item is what a lookup finds: a *Folder or a *File.
@@ -207,7 +208,7 @@ func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 		if f.column != "" {
 			ext := b.ext()
 			for j, row := range f.clip.frames {
-				entries = append(entries, Entry{Name: clipFrameName(j, len(f.clip.frames), ext), Ino: f.frameIno(row)})
+				entries = append(entries, Entry{Name: clipFrameName(j, len(f.clip.frames), ext), Frame: true, Ino: f.frameIno(row)})
 			}
 		}
 		if f.kind == clipFolder {
@@ -218,7 +219,7 @@ func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 	if f.column != "" {
 		ext := b.ext()
 		add := func(i int64) {
-			entries = append(entries, Entry{Name: FrameName(i, e.rows, ext), Ino: f.frameIno(i)})
+			entries = append(entries, Entry{Name: FrameName(i, e.rows, ext), Frame: true, Ino: f.frameIno(i)})
 		}
 		if f.ep.rows == nil {
 			for i := int64(0); i < e.rows; i++ {
