@@ -102,13 +102,12 @@ type fillPolicy struct {
 	useful, wasted float64
 	// decodeNs, encodeNs and packNs are moving averages of the time to
 	// decode a picture, to convert and encode an image and to pack a
-	// picture; packedRatio of the size of a packed picture relative to
-	// the coded picture size in YUV 4:2:0, and compressedRatio of the
-	// size of a compressed image relative to the image.
-	decodeNs, encodeNs, packNs, packedRatio, compressedRatio float64
-	// packedMeasured and compressedMeasured say packedRatio and
-	// compressedRatio are measured, not the priors.
-	packedMeasured, compressedMeasured bool
+	// picture.
+	decodeNs, encodeNs, packNs float64
+	// packedRatio is the size of a packed picture relative to the coded
+	// picture size in YUV 4:2:0, compressedRatio the size of a compressed
+	// image relative to the image.
+	packedRatio, compressedRatio sizeRatio
 	// imageBytes is the moving average of the size of the images served,
 	// by setting (bounded: maxSettings).
 	imageBytes map[media.ImageSetting]float64
@@ -135,7 +134,8 @@ func newFillPolicy() *fillPolicy {
 	// frame take about a millisecond each, packing a picture a third of
 	// that, and a packed picture (or a compressed image) is a third of the
 	// raw one.
-	return &fillPolicy{decodeNs: 1e6, encodeNs: 1e6, packNs: 0.3e6, packedRatio: 1.0 / 3, compressedRatio: 1.0 / 3,
+	return &fillPolicy{decodeNs: 1e6, encodeNs: 1e6, packNs: 0.3e6,
+		packedRatio: sizeRatio{v: 1.0 / 3}, compressedRatio: sizeRatio{v: 1.0 / 3},
 		imageBytes: map[media.ImageSetting]float64{}}
 }
 
@@ -155,7 +155,7 @@ func (p *fillPolicy) imageSize(v media.Video, setting media.ImageSetting) float6
 
 // packedSize is the expected size of a packed picture of v. p.mu held.
 func (p *fillPolicy) packedSize(v media.Video) float64 {
-	return float64(v.Index.Width*v.Index.Height*3/2) * p.packedRatio
+	return float64(v.Index.Width*v.Index.Height*3/2) * p.packedRatio.v
 }
 
 // form returns the form in which a fill of v's frames for setting keeps
@@ -183,7 +183,7 @@ func (p *fillPolicy) form(v media.Video, setting media.ImageSetting) form {
 	defer p.mu.Unlock()
 	image, packed := p.imageSize(v, setting), p.packedSize(v)
 	if _, raw := media.PredictSize(setting, 1, 1); raw {
-		if image*p.compressedRatio < packed {
+		if image*p.compressedRatio.v < packed {
 			return formCompressed
 		}
 		return formPicture
@@ -212,7 +212,7 @@ func (p *fillPolicy) budget(cacheBytes int64, v media.Video, setting media.Image
 	case formPicture:
 		size = p.packedSize(v)
 	case formCompressed:
-		size *= p.compressedRatio
+		size *= p.compressedRatio.v
 	}
 	return int(float64(cacheBytes) / 4 / max(size+cache.EntryOverhead, 1))
 }
@@ -349,13 +349,7 @@ func (p *fillPolicy) measuredPack(d time.Duration, n, w, h int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.PackedBytes += int64(n)
-	if raw := float64(w * h * 3 / 2); n > 0 && raw > 0 {
-		// The first measurement replaces the prior.
-		if !p.packedMeasured {
-			p.packedRatio, p.packedMeasured = float64(n)/raw, true
-		}
-		p.packedRatio += costSmoothing * (float64(n)/raw - p.packedRatio)
-	}
+	p.packedRatio.fold(n, w*h*3/2)
 }
 
 // measuredCompress folds the size of one image compressed to n bytes from
@@ -364,14 +358,27 @@ func (p *fillPolicy) measuredCompress(n, raw int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.CompressedBytes += int64(n)
+	p.compressedRatio.fold(n, raw)
+}
+
+// sizeRatio is a moving average of the size of a compact form relative to
+// what it was made of, starting from a prior.
+type sizeRatio struct {
+	v        float64
+	measured bool // v is measured, not the prior
+}
+
+// fold takes in one form of n bytes made of raw; the first measurement
+// replaces the prior.
+func (r *sizeRatio) fold(n, raw int) {
 	if n <= 0 || raw <= 0 {
 		return
 	}
-	r := float64(n) / float64(raw)
-	if !p.compressedMeasured {
-		p.compressedRatio, p.compressedMeasured = r, true
+	x := float64(n) / float64(raw)
+	if !r.measured {
+		r.v, r.measured = x, true
 	}
-	p.compressedRatio += costSmoothing * (r - p.compressedRatio)
+	r.v += costSmoothing * (x - r.v)
 }
 
 // servedBytes folds the size of an image of setting served into its
