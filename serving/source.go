@@ -165,21 +165,13 @@ func (k frameKey) compressedKey() frameKey {
 	return k
 }
 
-// imageKey returns the key of the image of k's setting.
-func (k frameKey) imageKey() frameKey {
-	k.form = formImage
-	return k
-}
-
 // as returns the key of the frame's image in form f.
 func (k frameKey) as(f form) frameKey {
-	switch f {
-	case formPicture:
+	if f == formPicture {
 		return k.packedKey()
-	case formCompressed:
-		return k.compressedKey()
 	}
-	return k.imageKey()
+	k.form = f
+	return k
 }
 
 // readerKey identifies what a sequential reader walks.
