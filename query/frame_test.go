@@ -10,6 +10,7 @@ import (
 
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/table/storage/storagetest"
 )
 
 // selectedOrdinals returns the rows a selection holds, by episode.
@@ -37,7 +38,7 @@ func TestFrameColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recordingStore{Store: local}
+	rec := &storagetest.OpenRecordingStore{Store: local}
 	tbl, snap := filterTestTable(t, rec)
 	eps, err := tbl.Episodes(ctx, snap)
 	if err != nil {
@@ -68,7 +69,7 @@ func TestFrameColumn(t *testing.T) {
 	}
 
 	// Bounds come from the manifest: no data file is opened.
-	rec.take()
+	rec.Opened()
 	for _, tc := range []struct {
 		filter     string
 		none, all  bool
@@ -96,7 +97,7 @@ func TestFrameColumn(t *testing.T) {
 		case !tc.none && !tc.all && n != tc.wantFrames:
 			t.Errorf("%s: %d frames, want %d", tc.filter, n, tc.wantFrames)
 		}
-		if opened := rec.take(); (tc.none || tc.all) && len(opened) != 0 {
+		if opened := rec.Opened(); (tc.none || tc.all) && len(opened) != 0 {
 			t.Errorf("%s opened %v", tc.filter, opened)
 		}
 	}

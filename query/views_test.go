@@ -5,35 +5,13 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/framefs/framefs/table"
 	"github.com/framefs/framefs/table/storage"
+	"github.com/framefs/framefs/table/storage/storagetest"
 )
-
-// recordingStore remembers which objects were opened for ranged reads.
-type recordingStore struct {
-	storage.Store
-	mu     sync.Mutex
-	opened []string
-}
-
-func (s *recordingStore) Open(ctx context.Context, key string) (storage.Object, error) {
-	s.mu.Lock()
-	s.opened = append(s.opened, key)
-	s.mu.Unlock()
-	return s.Store.Open(ctx, key)
-}
-
-func (s *recordingStore) take() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.opened
-	s.opened = nil
-	return out
-}
 
 // TestPartitionFilterReadsOnlyItsPartition checks that a filter on a
 // partition column opens no data file of other partitions, and that a
@@ -44,7 +22,7 @@ func TestPartitionFilterReadsOnlyItsPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recordingStore{Store: local}
+	rec := &storagetest.OpenRecordingStore{Store: local}
 	tbl, _ := filterTestTable(t, rec)
 	// One more commit holding only "pick" episodes: its data file is the
 	// only one a filter on pick and speed may open besides the others
@@ -61,7 +39,7 @@ func TestPartitionFilterReadsOnlyItsPartition(t *testing.T) {
 		}
 		files[e.DataFile][e.Partition["task"]] = true
 	}
-	rec.take()
+	rec.Opened()
 	f, err := CompileFilter(ctx, tbl, snap, "task = 'stack'")
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +48,7 @@ func TestPartitionFilterReadsOnlyItsPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opened := rec.take(); len(opened) != 0 || n == 0 || st.MatchedByManifest == 0 {
+	if opened := rec.Opened(); len(opened) != 0 || n == 0 || st.MatchedByManifest == 0 {
 		t.Errorf("count of a partition: %d frames, opened %v (stats %+v); want frames from the manifests alone", n, opened, st)
 	}
 	f, err = CompileFilter(ctx, tbl, snap, "task = 'stack' AND speed > 40")
@@ -80,7 +58,7 @@ func TestPartitionFilterReadsOnlyItsPartition(t *testing.T) {
 	if _, err := Select(ctx, tbl, snap, f, SelectOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range rec.take() {
+	for _, key := range rec.Opened() {
 		if !files[key]["stack"] {
 			t.Errorf("a filter on task = 'stack' opened %s, which holds %v", key, files[key])
 		}
