@@ -157,14 +157,17 @@ func openFolder(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.
 }
 
 // Readdirent returns the next entry; its offset is its position plus one.
+// The entry is the listing's own, not a copy: go-fuse copies what it
+// keeps, and a listing of every episode would otherwise allocate an entry
+// per file listed.
 func (h *folderHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
 	if h.next >= len(h.entries) {
 		return nil, 0
 	}
-	e := h.entries[h.next]
+	e := &h.entries[h.next]
 	h.next++
 	e.Off = uint64(h.next)
-	return &e, 0
+	return e, 0
 }
 
 // Seekdir continues the listing after the entry of offset off.

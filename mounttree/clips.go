@@ -68,8 +68,7 @@ func parseClipName(name string, rows int64) (int64, bool) {
 // clipFrameName is the name of the j-th frame of a window of length
 // frames: zero-padded to the window length's width, at least 2 digits.
 func clipFrameName(j, length int, ext string) string {
-	width := max(2, len(strconv.Itoa(length-1)))
-	return fmt.Sprintf("%0*d.%s", width, j, ext)
+	return paddedName(int64(j), max(2, len(strconv.Itoa(length-1))), ext)
 }
 
 // parseClipFrameName is the inverse of clipFrameName.

@@ -2,7 +2,6 @@ package mounttree
 
 import (
 	"fmt"
-	"hash/fnv"
 	"path"
 	"strconv"
 	"strings"
@@ -11,12 +10,38 @@ import (
 )
 
 // PathIno derives a stable inode number from a node's path in the mount.
-func PathIno(path string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(path))
-	v := h.Sum64()
+func PathIno(path string) uint64 { return newInoHash().str(path).ino() }
+
+// inoHash is the 64-bit FNV-1a hash of a name written in pieces, without
+// building the name: newInoHash().str(a).str(b).ino() == PathIno(a + b).
+// Listing an episode names an inode for every frame, and building each
+// name with fmt was most of what a listing allocated.
+type inoHash uint64
+
+func newInoHash() inoHash { return 14695981039346656037 } // FNV-1a's offset basis
+
+func (h inoHash) str(s string) inoHash { return hashBytes(h, s) }
+
+// int adds v in decimal, as fmt's %d writes it.
+func (h inoHash) int(v int64) inoHash {
+	var buf [20]byte
+	return hashBytes(h, strconv.AppendInt(buf[:0], v, 10))
+}
+
+func hashBytes[S string | []byte](h inoHash, s S) inoHash {
+	for i := 0; i < len(s); i++ {
+		h ^= inoHash(s[i])
+		h *= 1099511628211 // FNV's 64-bit prime
+	}
+	return h
+}
+
+// ino is the inode number of the hashed name: 0 is no inode and 1 the
+// root.
+func (h inoHash) ino() uint64 {
+	v := uint64(h)
 	if v <= 1 {
-		v += 2 // 1 is the root
+		v += 2
 	}
 	return v
 }
@@ -52,8 +77,34 @@ func videoIno(ref table.VideoRef) uint64 {
 // FrameName is the file name of row i: a zero-padded ordinal, so that name
 // order is frame order.
 func FrameName(i, rows int64, ext string) string {
-	width := max(6, len(strconv.FormatInt(rows-1, 10)))
-	return fmt.Sprintf("%0*d.%s", width, i, ext)
+	return paddedName(i, frameNameWidth(rows), ext)
+}
+
+// frameNameWidth is the digits of the frame names of an episode of rows
+// rows: 6, or more for the largest ordinal.
+func frameNameWidth(rows int64) int {
+	width := 6
+	for n := rows - 1; n >= 1_000_000; n /= 10 {
+		width++
+	}
+	return width
+}
+
+// paddedName is i, zero-padded to width digits, and ext: what
+// fmt.Sprintf("%0*d.%s", width, i, ext) makes for i ≥ 0, in one
+// allocation.
+func paddedName(i int64, width int, ext string) string {
+	var buf [20]byte
+	digits := strconv.AppendInt(buf[:0], i, 10)
+	var b strings.Builder
+	b.Grow(max(width, len(digits)) + 1 + len(ext))
+	for n := len(digits); n < width; n++ {
+		b.WriteByte('0')
+	}
+	b.Write(digits)
+	b.WriteByte('.')
+	b.WriteString(ext)
+	return b.String()
 }
 
 // parseFrameName is the inverse of FrameName.
@@ -80,16 +131,24 @@ func parseFrameName(name string, rows int64, ext string) (int64, bool) {
 // files report one link: they are not hard links to tools that copy
 // trees.)
 func episodeFileIno(e *episode, schemaID int, parts ...string) uint64 {
-	var b strings.Builder
-	fmt.Fprintf(&b, "episode|%s|%s#%d|%d|%d|%d", e.name, e.dataFile, e.rowGroup, e.firstRowID, e.rows, schemaID)
+	h := episodeInoHash(e, schemaID)
+	for _, p := range parts {
+		h = h.str("|").str(p)
+	}
+	return h.ino()
+}
+
+// episodeInoHash hashes what names episode e's version in the inode
+// numbers of its files: "episode|NAME|DATAFILE#ROWGROUP|FIRSTROW|ROWS|SCHEMA"
+// and "|COLUMN=PACK@OFFSET+LENGTH:FIRSTFRAME" for each video.
+func episodeInoHash(e *episode, schemaID int) inoHash {
+	h := newInoHash().str("episode|").str(e.name).str("|").str(e.dataFile).str("#").int(int64(e.rowGroup)).
+		str("|").int(e.firstRowID).str("|").int(e.rows).str("|").int(int64(schemaID))
 	for _, v := range e.videos { // sorted by column
 		r := v.ref
-		fmt.Fprintf(&b, "|%s=%s@%d+%d:%d", v.column, r.Pack, r.Offset, r.Length, r.FirstFrame)
+		h = h.str("|").str(v.column).str("=").str(r.Pack).str("@").int(r.Offset).str("+").int(r.Length).str(":").int(r.FirstFrame)
 	}
-	for _, p := range parts {
-		b.WriteString("|" + p)
-	}
-	return PathIno(b.String())
+	return h
 }
 
 // UserXattrPrefix is the only extended attribute namespace of the mount:

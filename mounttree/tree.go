@@ -193,22 +193,38 @@ func (f *Folder) subfolders() []string {
 	return nil
 }
 
+// entriesHint is about how many entries List returns, so that their list
+// is allocated once: the frames, and a few more.
+func (f *Folder) entriesHint() int {
+	n := 4
+	switch {
+	case f.column == "":
+	case f.clip != nil:
+		n += len(f.clip.frames)
+	case f.ep.rows != nil:
+		n += len(f.ep.rows)
+	case f.ep.e != nil:
+		n += int(min(f.ep.e.rows, 1<<20))
+	}
+	return n
+}
+
 // List returns the folder's entries in name order (frames in frame
 // order), folders first.
 func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 	if f.kind == partitionFolder {
 		return f.listPartition(ctx)
 	}
-	var entries []Entry
+	entries := make([]Entry, 0, f.entriesHint())
 	for _, name := range f.subfolders() {
 		entries = append(entries, Entry{Name: name, Folder: true, Ino: PathIno(f.path + "/" + name)})
 	}
 	b, e := f.tree.base, f.ep.e
 	if f.clip != nil {
 		if f.column != "" {
-			ext := b.ext()
+			ext, ino := b.ext(), f.frameInos()
 			for j, row := range f.clip.frames {
-				entries = append(entries, Entry{Name: clipFrameName(j, len(f.clip.frames), ext), Frame: true, Ino: f.frameIno(row)})
+				entries = append(entries, Entry{Name: clipFrameName(j, len(f.clip.frames), ext), Frame: true, Ino: ino(row)})
 			}
 		}
 		if f.kind == clipFolder {
@@ -217,9 +233,9 @@ func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 		return entries, nil
 	}
 	if f.column != "" {
-		ext := b.ext()
+		ext, width, ino := b.ext(), frameNameWidth(e.rows), f.frameInos()
 		add := func(i int64) {
-			entries = append(entries, Entry{Name: FrameName(i, e.rows, ext), Frame: true, Ino: f.frameIno(i)})
+			entries = append(entries, Entry{Name: paddedName(i, width, ext), Frame: true, Ino: ino(i)})
 		}
 		if f.ep.rows == nil {
 			for i := int64(0); i < e.rows; i++ {
@@ -439,9 +455,15 @@ func episodeFileTime(b *treeBase, e *episode) time.Time {
 
 // frameIno is the inode number of row's frame of f's video column, as
 // served with the table's image setting (or a view's own).
-func (f *Folder) frameIno(row int64) uint64 {
+func (f *Folder) frameIno(row int64) uint64 { return f.frameInos()(row) }
+
+// frameInos returns frameIno for many rows: what the inode numbers of
+// f's frames share is hashed once. A frame's number is episodeFileIno's
+// with the parts "frame", the column, the row and the image identity.
+func (f *Folder) frameInos() func(row int64) uint64 {
 	_, identity := f.tree.base.setting(f.ep.e.video(f.column))
-	return episodeFileIno(f.ep.e, f.tree.base.snap.SchemaID, "frame", f.column, fmt.Sprint(row), identity)
+	h := episodeInoHash(f.ep.e, f.tree.base.snap.SchemaID).str("|frame|").str(f.column).str("|")
+	return func(row int64) uint64 { return h.int(row).str("|").str(identity).ino() }
 }
 
 // rowsIno is the inode number of one of f's episode's rows files.
