@@ -41,6 +41,11 @@ func (s *Server) Wait() {
 // as the mount command does on SIGTERM.
 func (s *Server) Unmount() error { return s.Server.Unmount() }
 
+// MetadataCacheBytes is what the mounted tables' metadata caches hold
+// (rows, rows files, sizes, trees, manifests, snapshots), by the sizes
+// they are charged: memory the mount keeps on purpose, within bounds.
+func (s *Server) MetadataCacheBytes() int64 { return s.m.metadataCacheBytes() }
+
 // MountWarehouse mounts every table of a warehouse at dir.
 func MountWarehouse(dir, source string, wh Warehouse, frames mounttree.FrameServer, opts Options) (*Server, error) {
 	m, err := newMountFS(frames, opts)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -176,13 +177,22 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOp
 	}
 	frames := serving.New(decoder.Codec{}, frameOpts)
 	defer frames.Close()
-	// The image cache is most of the live Go heap: the collector's
-	// headroom is worked out from the rest of it, and the Go heap gets
-	// what FFmpeg leaves of the mount's memory budget (internal/gcpace).
+	// The image cache and the tables' metadata caches are most of the
+	// live Go heap: the collector's headroom is worked out from the rest
+	// of it, and the Go heap gets what FFmpeg leaves of the mount's memory
+	// budget (internal/gcpace). The metadata caches are counted once the
+	// mount is up.
+	var mounted atomic.Pointer[fusefs.Server]
 	paceCtx, stopPacing := context.WithCancel(ctx)
 	defer stopPacing()
 	go gcpace.Run(paceCtx, gcpace.Options{
-		Cached: func() int64 { return frames.CacheStats().Bytes },
+		Cached: func() int64 {
+			n := frames.CacheStats().Bytes
+			if srv := mounted.Load(); srv != nil {
+				n += srv.MetadataCacheBytes()
+			}
+			return n
+		},
 		Budget: memoryBudget(o.CacheBytes, o.PictureCacheBytes),
 	})
 	if err := registerServingMetrics(registry, frames, disk, store); err != nil {
@@ -220,6 +230,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOp
 			return err
 		}
 	}
+	mounted.Store(srv)
 	slog.Info("mounted", "source", abs, "mountpoint", mnt)
 	if metricsSrv != nil {
 		metricsSrv.start()
