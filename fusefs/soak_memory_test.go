@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,28 @@ type memorySample struct {
 	// (.stats).
 	caches   int64
 	episodes int64 // in the head
+	// parts is where the memory was, from .stats, for the reports.
+	parts memoryParts
+}
+
+// memoryParts is what .stats says of where a daemon's memory is: its
+// caches apart, and the Go runtime's share of its anonymous memory (what
+// it has mapped, of which heap objects, and the collector's goal); the
+// rest is FFmpeg's heap (decoders, kept pictures) and other C memory.
+type memoryParts struct {
+	image, picture, metadata  int64
+	goMapped, goObjects, goal int64
+}
+
+// memoryStats are the .stats values memoryParts is read from.
+var memoryStats = []string{"framefs_image_cache_bytes", "framefs_picture_cache_bytes", "framefs_metadata_cache_bytes",
+	"framefs_go_mapped_bytes", "framefs_go_heap_object_bytes", "framefs_go_heap_goal_bytes"}
+
+func (p memoryParts) caches() int64 { return p.image + p.picture + p.metadata }
+
+func (p memoryParts) String() string {
+	return fmt.Sprintf("image cache %s, picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, goal %s)",
+		mib(p.image), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goal))
 }
 
 // headTerm is the memory the head's episodes may take.
@@ -93,9 +116,10 @@ func (w *memoryWatch) run(stop chan struct{}) {
 			}
 			lastEpisodes = time.Now()
 		}
+		v := w.statsValues()
+		parts := memoryParts{image: v[0], picture: v[1], metadata: v[2], goMapped: v[3], goObjects: v[4], goal: v[5]}
 		s := memorySample{at: time.Since(w.start), anon: procStatusBytes(w.pid, "RssAnon"), file: procStatusBytes(w.pid, "RssFile"),
-			caches:   w.statsValue("framefs_image_cache_bytes") + w.statsValue("framefs_picture_cache_bytes") + w.statsValue("framefs_metadata_cache_bytes"),
-			episodes: episodes}
+			caches: parts.caches(), episodes: episodes, parts: parts}
 		if s.anon == 0 {
 			continue // the daemon is gone
 		}
@@ -109,21 +133,23 @@ func (w *memoryWatch) run(stop chan struct{}) {
 	}
 }
 
-// statsValue reads one value of .stats, 0 if it cannot.
-func (w *memoryWatch) statsValue(name string) int64 {
+// statsValues reads the values of memoryStats from .stats, 0 for those
+// it cannot.
+func (w *memoryWatch) statsValues() []int64 {
+	values := make([]int64, len(memoryStats))
 	f, err := os.Open(w.stats)
 	if err != nil {
-		return 0
+		return values
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if i := slices.Index(memoryStats, name); ok && i >= 0 {
+			values[i], _ = strconv.ParseInt(v, 10, 64)
 		}
 	}
-	return 0
+	return values
 }
 
 // memoryRules is how the samples of a run fare against the targets.
@@ -200,6 +226,7 @@ func (w *memoryWatch) report(final bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s memory %s: anonymous %s (mapped from files %s), caches hold %s, %d episodes in the head\n", w.name, when,
 		mib(r.last.anon), mib(r.last.file), mib(r.last.caches), r.last.episodes)
+	fmt.Fprintf(&b, "  where: %v; the rest %s\n", r.last.parts, mib(r.last.anon-r.last.parts.goMapped))
 	fmt.Fprintf(&b, "  bound: peak anonymous %s at %s ≤ caches %s + 150 MB + %d B × %d head episodes = %s: %v\n",
 		mib(r.peak.anon), r.peak.at.Round(time.Second), mib(w.configured), mounttree.BytesPerHeadEpisode, r.peak.episodes, mib(r.bound), r.peak.anon <= r.bound)
 	if r.early > 0 && r.late > 0 {
