@@ -65,17 +65,20 @@ type memorySample struct {
 type memoryParts struct {
 	image, picture, metadata  int64
 	goMapped, goObjects, goal int64
+	// gcCPU is the CPU time the collector took so far, as the runtime
+	// estimates it.
+	gcCPU time.Duration
 }
 
 // memoryStats are the .stats values memoryParts is read from.
 var memoryStats = []string{"framefs_image_cache_bytes", "framefs_picture_cache_bytes", "framefs_metadata_cache_bytes",
-	"framefs_go_mapped_bytes", "framefs_go_heap_object_bytes", "framefs_go_heap_goal_bytes"}
+	"framefs_go_mapped_bytes", "framefs_go_heap_object_bytes", "framefs_go_heap_goal_bytes", "framefs_go_gc_cpu_seconds_total"}
 
 func (p memoryParts) caches() int64 { return p.image + p.picture + p.metadata }
 
 func (p memoryParts) String() string {
-	return fmt.Sprintf("image cache %s, picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, goal %s)",
-		mib(p.image), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goal))
+	return fmt.Sprintf("image cache %s, picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, goal %s; collector CPU so far %.1f s)",
+		mib(p.image), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goal), p.gcCPU.Seconds())
 }
 
 // headTerm is the memory the head's episodes may take.
@@ -117,7 +120,8 @@ func (w *memoryWatch) run(stop chan struct{}) {
 			lastEpisodes = time.Now()
 		}
 		v := w.statsValues()
-		parts := memoryParts{image: v[0], picture: v[1], metadata: v[2], goMapped: v[3], goObjects: v[4], goal: v[5]}
+		parts := memoryParts{image: int64(v[0]), picture: int64(v[1]), metadata: int64(v[2]), goMapped: int64(v[3]), goObjects: int64(v[4]), goal: int64(v[5]),
+			gcCPU: time.Duration(v[6] * float64(time.Second))}
 		s := memorySample{at: time.Since(w.start), anon: procStatusBytes(w.pid, "RssAnon"), file: procStatusBytes(w.pid, "RssFile"),
 			caches: parts.caches(), episodes: episodes, parts: parts}
 		if s.anon == 0 {
@@ -135,8 +139,8 @@ func (w *memoryWatch) run(stop chan struct{}) {
 
 // statsValues reads the values of memoryStats from .stats, 0 for those
 // it cannot.
-func (w *memoryWatch) statsValues() []int64 {
-	values := make([]int64, len(memoryStats))
+func (w *memoryWatch) statsValues() []float64 {
+	values := make([]float64, len(memoryStats))
 	f, err := os.Open(w.stats)
 	if err != nil {
 		return values
@@ -146,7 +150,7 @@ func (w *memoryWatch) statsValues() []int64 {
 	for sc.Scan() {
 		name, v, ok := strings.Cut(sc.Text(), " ")
 		if i := slices.Index(memoryStats, name); ok && i >= 0 {
-			values[i], _ = strconv.ParseInt(v, 10, 64)
+			values[i], _ = strconv.ParseFloat(v, 64)
 		}
 	}
 	return values
