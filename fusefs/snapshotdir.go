@@ -113,7 +113,7 @@ func (n *folderNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 // node (about 600 bytes), for each. A larger folder, such as a partition
 // of many episodes, is listed with names and types only: the kernel looks
 // up the entries it then uses, one at a time, and listing costs no node
-// per entry. Frames are always listed so (folderHandle.Lookup).
+// per entry. Files are always listed so (folderHandle.Lookup).
 const defaultMaxListedNodes = 4096
 
 // errNotLookedUp answers READDIRPLUS's lookup of an entry it does not
@@ -126,17 +126,16 @@ const errNotLookedUp = syscall.EAGAIN
 // the folder for READDIR and READDIRPLUS. READDIRPLUS also hands the
 // kernel each entry's node and attributes, except in a listing of more
 // than the mount's maxListedNodes entries (see defaultMaxListedNodes), and
-// for frames (see Lookup): listing an episode, as image-folder loaders and
-// file managers do, decodes nothing and leaves no node per frame.
+// for files (see Lookup): listing an episode, as image-folder loaders and
+// file managers do, decodes nothing and leaves no node per file.
 // go-fuse calls a handle's methods one at a time.
 type folderHandle struct {
 	m       *mountFS
 	parent  *fs.Inode
 	f       *mounttree.Folder
 	entries []fuse.DirEntry
-	frames  []bool // whether each entry is a frame
-	next    int    // index of the next entry to list
-	large   bool   // more than maxListedNodes entries
+	next    int  // index of the next entry to list
+	large   bool // more than maxListedNodes entries
 }
 
 // openFolder opens folder f of a tree, whose node is parent, for listing.
@@ -145,15 +144,15 @@ func openFolder(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.
 	if err != nil {
 		return nil, 0, errno("list "+f.Path(), err)
 	}
-	entries, frames := make([]fuse.DirEntry, len(list)), make([]bool, len(list))
+	entries := make([]fuse.DirEntry, len(list))
 	for i, e := range list {
 		mode := uint32(fuse.S_IFREG)
 		if e.Folder {
 			mode = fuse.S_IFDIR
 		}
-		entries[i], frames[i] = fuse.DirEntry{Name: e.Name, Mode: mode, Ino: e.Ino}, e.Frame
+		entries[i] = fuse.DirEntry{Name: e.Name, Mode: mode, Ino: e.Ino}
 	}
-	return &folderHandle{m: m, parent: parent, f: f, entries: entries, frames: frames, large: len(entries) > m.maxListedNodes}, 0, 0
+	return &folderHandle{m: m, parent: parent, f: f, entries: entries, large: len(entries) > m.maxListedNodes}, 0, 0
 }
 
 // Readdirent returns the next entry; its offset is its position plus one.
@@ -187,29 +186,32 @@ func (h *folderHandle) Releasedir(ctx context.Context, flags uint32) {
 	}
 }
 
-// Lookup gives READDIRPLUS the node and attributes of the entry just
-// listed, unless the listing is large or the entry is a frame.
+// Lookup gives READDIRPLUS the node and attributes of the folder just
+// listed, unless the listing is large.
 //
-// Frames are listed with names and types only. A node handed out with a
-// listing lives until the kernel forgets it, which it does only under
-// memory pressure: a job that lists every episode of a growing table and
-// reads a few frames of each would otherwise keep a node (about 1.2 KB in
-// the daemon, with the GC's headroom for it) for every frame it ever
-// listed, 280 KB per 30-frame episode in the follower soak. A program
-// that stats or opens a frame looks it up then; `ls -l` of an episode
-// costs a LOOKUP per frame instead of none (see README, Mounting).
+// Files (frames, stored videos, rows files) are listed with names and
+// types only. A node handed out with a listing lives until the kernel
+// forgets it, which it does only under memory pressure: a job that lists
+// every episode of a growing table and reads a few frames of each would
+// otherwise keep a node (about 1.2 KB in the daemon, with the GC's
+// headroom for it) for every file it ever listed, 280 KB per 30-frame
+// episode in the follower soak when frames had nodes, 3 KB with its video
+// and rows files alone. A program that stats or opens a file looks it up
+// then; `ls -l` of an episode costs a LOOKUP per file instead of none (see
+// README, Mounting). Folders keep their nodes: a program that lists a
+// folder usually goes into its subfolders next.
 //
-// go-fuse asks for the entry Readdirent returned last, which the listing
-// says is a frame or not: a frame costs no lookup at all.
+// go-fuse asks for the entry Readdirent returned last, whose type the
+// listing has: a file costs no lookup at all.
 func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if last := h.next - 1; h.large || last >= 0 && h.entries[last].Name == name && h.frames[last] {
+	if last := h.next - 1; h.large || last >= 0 && h.entries[last].Name == name && h.entries[last].Mode != fuse.S_IFDIR {
 		return nil, errNotLookedUp
 	}
 	item, err := h.f.Lookup(ctx, name)
 	if err != nil {
 		return nil, errno("look up "+name+" in "+h.f.Path(), err)
 	}
-	if file, ok := item.(*mounttree.File); ok && file.Kind() == mounttree.FrameFile {
+	if _, ok := item.(*mounttree.File); ok {
 		return nil, errNotLookedUp // an entry listed earlier (not expected)
 	}
 	return nodeOf(ctx, h.m, h.parent, item, out)

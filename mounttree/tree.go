@@ -94,10 +94,9 @@ var errNoEntry = fmt.Errorf("%w: no such file or folder", table.ErrNotFound)
 // Entry is a name in a folder's listing.
 type Entry struct {
 	Name string
-	// Folder says the entry is a folder; otherwise it is a file, and
-	// Frame says whether it is a frame.
-	Folder, Frame bool
-	Ino           uint64
+	// Folder says the entry is a folder; otherwise it is a file.
+	Folder bool
+	Ino    uint64
 }
 
 // Item is what a lookup finds: a *Folder or a *File.
@@ -224,7 +223,7 @@ func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 		if f.column != "" {
 			ext, ino := b.ext(), f.frameInos()
 			for j, row := range f.clip.frames {
-				entries = append(entries, Entry{Name: clipFrameName(j, len(f.clip.frames), ext), Frame: true, Ino: ino(row)})
+				entries = append(entries, Entry{Name: clipFrameName(j, len(f.clip.frames), ext), Ino: ino(row)})
 			}
 		}
 		if f.kind == clipFolder {
@@ -235,7 +234,7 @@ func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 	if f.column != "" {
 		ext, width, ino := b.ext(), frameNameWidth(e.rows), f.frameInos()
 		add := func(i int64) {
-			entries = append(entries, Entry{Name: paddedName(i, width, ext), Frame: true, Ino: ino(i)})
+			entries = append(entries, Entry{Name: paddedName(i, width, ext), Ino: ino(i)})
 		}
 		if f.ep.rows == nil {
 			for i := int64(0); i < e.rows; i++ {

@@ -547,18 +547,27 @@ func (tr *tree) statsValue(name string) int64 {
 	return 0
 }
 
-// TestLookupsReuseNodes: after a commit, listing the new head's folder of
-// an unchanged episode makes nodes for the new folders only: its frames,
-// rows files and video are the inodes the daemon already has (their
-// numbers name the episode version), and get the same node ids.
+// TestLookupsReuseNodes: after a commit, looking up the files of an
+// unchanged episode in the new head makes nodes for the new folders only:
+// its frames, rows files and video are the inodes the daemon already has
+// (their numbers name the episode version), and get the same node ids.
 func TestLookupsReuseNodes(t *testing.T) {
 	tbl := treetest.RobotTable(t)
 	tr := newTree(t, tbl, fusefs.Options{ReadOnly: true, Refresh: time.Millisecond})
 	const ep1 = "latest/task=pick/ep1"
-	names, before := tr.list(tr.walk(ep1).NodeId)
+	names, _ := tr.list(tr.walk(ep1).NodeId)
 	if len(names) != 43 {
 		t.Fatalf("%s lists %d names, want 40 frames, a video and two rows files", ep1, len(names))
 	}
+	files := append(names[:3:3], names[40:]...)
+	nodes := func() map[string]uint64 {
+		ids := map[string]uint64{}
+		for _, name := range files {
+			ids[name] = tr.walk(ep1 + "/" + name).NodeId
+		}
+		return ids
+	}
+	before := nodes()
 	made := tr.statsValue("framefs_nodes_made_total")
 	if _, err := tbl.UpdateRows(context.Background(), "ep2", treetest.Rows(t, "ep2", "place", 30)); err != nil {
 		t.Fatal(err)
@@ -567,14 +576,14 @@ func TestLookupsReuseNodes(t *testing.T) {
 	if target := tr.readlink(tr.walk("latest").NodeId); target != "snapshots/2" {
 		t.Fatalf("latest -> %s after the commit", target)
 	}
-	_, after := tr.list(tr.walk(ep1).NodeId)
+	after := nodes()
 	// snapshots/2, task=pick and ep1 are new folders.
 	if n := tr.statsValue("framefs_nodes_made_total") - made; n != 3 {
-		t.Errorf("listing an unchanged episode in the new head made %d nodes, want 3 (its folders)", n)
+		t.Errorf("looking up the files of an unchanged episode in the new head made %d nodes, want 3 (its folders)", n)
 	}
-	for name, e := range before {
-		if after[name].NodeId != e.NodeId {
-			t.Errorf("%s: node %d in snapshot 1, %d in snapshot 2", name, e.NodeId, after[name].NodeId)
+	for _, name := range files {
+		if before[name] == 0 || after[name] != before[name] {
+			t.Errorf("%s: node %d in snapshot 1, %d in snapshot 2", name, before[name], after[name])
 		}
 	}
 }
@@ -590,26 +599,26 @@ func TestMetadataCacheBytesShown(t *testing.T) {
 	}
 }
 
-// TestListingSizes: a listing gives the kernel no frame's node or
-// attributes and makes no frame, whatever the image setting (frames are
+// TestListingSizes: a listing gives the kernel no file's node or
+// attributes and makes no frame, whatever the image setting (files are
 // looked up when used: a node handed out with a listing would live until
-// the kernel forgets it); the episode's other files come with theirs. A
-// frame looked up then has its size: for BMP from the picture size (one
-// FrameSizes call for the video, no frame made).
+// the kernel forgets it). A file looked up then has its size: a BMP frame
+// from the picture size (one FrameSizes call for the video, no frame
+// made).
 func TestListingSizes(t *testing.T) {
 	tbl := treetest.RobotTable(t)
 	bmp := newTree(t, tbl, fusefs.Options{ReadOnly: true, Image: fusefs.ImageChoice{ImageOptions: table.ImageOptions{Format: "bmp"}}})
 	jpg := newTree(t, tbl, fusefs.Options{ReadOnly: true})
 	for name, tr := range map[string]*tree{"BMP": bmp, "JPEG": jpg} {
 		names, entries := tr.list(tr.walk("latest/task=pick/ep1").NodeId)
-		for _, n := range names[:40] {
+		for _, n := range names {
 			if e := entries[n]; e.NodeId != 0 {
 				t.Errorf("%s listing: %s has node %d of size %d, want none", name, n, e.NodeId, e.Size)
 			}
 		}
 		for _, n := range []string{"video.mp4", "frames.jsonl"} {
-			if e := entries[n]; e.NodeId == 0 || e.Size == 0 {
-				t.Errorf("%s listing: %s has node %d of size %d, want both", name, n, e.NodeId, e.Size)
+			if e := tr.walk("latest/task=pick/ep1/" + n); e.NodeId == 0 || e.Size == 0 {
+				t.Errorf("%s: %s looked up has node %d of size %d, want both", name, n, e.NodeId, e.Size)
 			}
 		}
 		if sized, made := tr.frames.Sized(), tr.frames.Asked(); len(sized) != 0 || len(made) != 0 {
