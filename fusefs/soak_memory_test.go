@@ -68,17 +68,21 @@ type memoryParts struct {
 	// gcCPU is the CPU time the collector took so far, as the runtime
 	// estimates it.
 	gcCPU time.Duration
+	// nodes are the snapshot files and folders the daemon has a node
+	// for: made, less those the kernel forgot.
+	nodes int64
 }
 
 // memoryStats are the .stats values memoryParts is read from.
 var memoryStats = []string{"framefs_image_cache_bytes", "framefs_picture_cache_bytes", "framefs_metadata_cache_bytes",
-	"framefs_go_mapped_bytes", "framefs_go_heap_object_bytes", "framefs_go_heap_goal_bytes", "framefs_go_gc_cpu_seconds_total"}
+	"framefs_go_mapped_bytes", "framefs_go_heap_object_bytes", "framefs_go_heap_goal_bytes", "framefs_go_gc_cpu_seconds_total",
+	"framefs_nodes_made_total", "framefs_nodes_forgotten_total"}
 
 func (p memoryParts) caches() int64 { return p.image + p.picture + p.metadata }
 
 func (p memoryParts) String() string {
-	return fmt.Sprintf("image cache %s, picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, goal %s; collector CPU so far %.1f s)",
-		mib(p.image), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goal), p.gcCPU.Seconds())
+	return fmt.Sprintf("image cache %s, picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, goal %s; collector CPU so far %.1f s); %d nodes",
+		mib(p.image), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goal), p.gcCPU.Seconds(), p.nodes)
 }
 
 // headTerm is the memory the head's episodes may take.
@@ -121,7 +125,7 @@ func (w *memoryWatch) run(stop chan struct{}) {
 		}
 		v := w.statsValues()
 		parts := memoryParts{image: int64(v[0]), picture: int64(v[1]), metadata: int64(v[2]), goMapped: int64(v[3]), goObjects: int64(v[4]), goal: int64(v[5]),
-			gcCPU: time.Duration(v[6] * float64(time.Second))}
+			gcCPU: time.Duration(v[6] * float64(time.Second)), nodes: int64(v[7] - v[8])}
 		s := memorySample{at: time.Since(w.start), anon: procStatusBytes(w.pid, "RssAnon"), file: procStatusBytes(w.pid, "RssFile"),
 			caches: parts.caches(), episodes: episodes, parts: parts}
 		if s.anon == 0 {
