@@ -11,9 +11,12 @@
 // grow to 188 MiB between collections, where 124 MiB gives the rest of the
 // heap the same room.
 //
-// Run lowers GOGC so that the headroom is Percent of the heap that is not
+// Run sets GOGC so that the headroom is Percent of the heap that is not
 // cache, never less than MinHeadroom: the collector runs as often as it
-// would without the cache, and a cache costs its size once.
+// would without the cache, and a cache costs its size once. On a small
+// heap that is a GOGC above 100; a cap at 100 gave the heap headroom in
+// proportion to its caches again, and a mount whose caches filled over
+// its first minutes grew by twice what they took.
 //
 // The Go heap is not all of a mount's memory: FFmpeg's decoders and the
 // decoded pictures it keeps are allocated in C, where the collector cannot
@@ -70,8 +73,8 @@ func (o Options) withDefaults() Options {
 
 // Percent returns the GOGC that lets a heap of live bytes, cached of them
 // held by caches, grow by percent of its uncached part (at least
-// minHeadroom bytes) before the next collection. It is never above
-// percent; with nothing live yet it is percent.
+// minHeadroom bytes) before the next collection. With nothing live yet it
+// is percent.
 func Percent(live, cached int64, percent int, minHeadroom int64) int {
 	if live <= 0 {
 		return percent
@@ -80,8 +83,15 @@ func Percent(live, cached int64, percent int, minHeadroom int64) int {
 	// The runtime's goal is live + live*GOGC/100 (plus stacks and
 	// globals, small here), so GOGC = 100*headroom/live, rounded up.
 	p := (headroom*100 + live - 1) / live
-	return int(min(max(p, 1), int64(percent)))
+	// The runtime collects no heap smaller than 4 MiB x GOGC/100: a GOGC
+	// that puts that above minHeadroom would let a heap that is still
+	// small (one just started) grow past its floor.
+	ceiling := max(int64(percent), 100*minHeadroom/runtimeHeapMinimum)
+	return int(min(max(p, 1), ceiling))
 }
+
+// runtimeHeapMinimum is the Go runtime's least heap goal at GOGC=100.
+const runtimeHeapMinimum = 4 << 20
 
 // Limit returns the Go heap's soft limit that keeps a process within
 // budget bytes of anonymous memory when outside bytes of it are not the

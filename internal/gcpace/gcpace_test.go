@@ -25,7 +25,9 @@ func TestPercent(t *testing.T) {
 		{"half of the rest", 100 * MiB, 60 * MiB, 8 * MiB, 50, 20},
 		{"all cache: the floor", 256 * MiB, 256 * MiB, 32 * MiB, 100, 13},
 		{"cache above live (counted before a collection)", 100 * MiB, 150 * MiB, 32 * MiB, 100, 32},
-		{"floor above the percent", 10 * MiB, 0, 32 * MiB, 100, 100},
+		{"a small heap: the floor, not twice the live heap", 10 * MiB, 0, 32 * MiB, 100, 320},
+		{"a small heap's caches take no headroom", 10 * MiB, 6 * MiB, 16 * MiB, 100, 160},
+		{"a heap far below its floor: the runtime's minimum heap at the floor", 1, 0, 32 * MiB, 100, 800},
 		{"never below 1", 1 << 40, 1 << 40, 1, 100, 1},
 	} {
 		if got := Percent(c.live, c.cached, c.percent, c.floor); got != c.want {
