@@ -97,7 +97,7 @@ func TestPaddedNamesAsFmtWritesThem(t *testing.T) {
 	}
 }
 
-// BenchmarkListEpisode is the cost of naming an episode's frames: a
+// BenchmarkFrameNamesAndInos is the cost of naming an episode's frames: a
 // listing's names and inode numbers.
 func BenchmarkFrameNamesAndInos(b *testing.B) {
 	e := &episode{name: "ep-7", dataFile: "data/part-0001.parquet", rows: 1800,
