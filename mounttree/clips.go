@@ -68,8 +68,12 @@ func parseClipName(name string, rows int64) (int64, bool) {
 // clipFrameName is the name of the j-th frame of a window of length
 // frames: zero-padded to the window length's width, at least 2 digits.
 func clipFrameName(j, length int, ext string) string {
-	return paddedName(int64(j), max(2, len(strconv.Itoa(length-1))), ext)
+	return paddedName(int64(j), clipFrameWidth(length), ext)
 }
+
+// clipFrameWidth is the digits of the frame names of a window of length
+// frames.
+func clipFrameWidth(length int) int { return max(2, len(strconv.Itoa(length-1))) }
 
 // parseClipFrameName is the inverse of clipFrameName.
 func parseClipFrameName(name string, length int, ext string) (int, bool) {

@@ -22,6 +22,14 @@ func newInoHash() inoHash { return 14695981039346656037 } // FNV-1a's offset bas
 
 func (h inoHash) str(s string) inoHash { return hashBytes(h, s) }
 
+// parts adds each of parts after a "|", as episodeFileIno names them.
+func (h inoHash) parts(parts ...string) inoHash {
+	for _, p := range parts {
+		h = h.str("|").str(p)
+	}
+	return h
+}
+
 // int adds v in decimal, as fmt's %d writes it.
 func (h inoHash) int(v int64) inoHash {
 	var buf [20]byte
@@ -82,13 +90,7 @@ func FrameName(i, rows int64, ext string) string {
 
 // frameNameWidth is the digits of the frame names of an episode of rows
 // rows: 6, or more for the largest ordinal.
-func frameNameWidth(rows int64) int {
-	width := 6
-	for n := rows - 1; n >= 1_000_000; n /= 10 {
-		width++
-	}
-	return width
-}
+func frameNameWidth(rows int64) int { return max(6, len(strconv.FormatInt(rows-1, 10))) }
 
 // paddedName is i, zero-padded to width digits, and ext: what
 // fmt.Sprintf("%0*d.%s", width, i, ext) makes for i ≥ 0, in one
@@ -131,11 +133,7 @@ func parseFrameName(name string, rows int64, ext string) (int64, bool) {
 // files report one link: they are not hard links to tools that copy
 // trees.)
 func episodeFileIno(e *episode, schemaID int, parts ...string) uint64 {
-	h := episodeInoHash(e, schemaID)
-	for _, p := range parts {
-		h = h.str("|").str(p)
-	}
-	return h.ino()
+	return episodeInoHash(e, schemaID).parts(parts...).ino()
 }
 
 // episodeInoHash hashes what names episode e's version in the inode

@@ -192,38 +192,23 @@ func (f *Folder) subfolders() []string {
 	return nil
 }
 
-// entriesHint is about how many entries List returns, so that their list
-// is allocated once: the frames, and a few more.
-func (f *Folder) entriesHint() int {
-	n := 4
-	switch {
-	case f.column == "":
-	case f.clip != nil:
-		n += len(f.clip.frames)
-	case f.ep.rows != nil:
-		n += len(f.ep.rows)
-	case f.ep.e != nil:
-		n += int(min(f.ep.e.rows, 1<<20))
-	}
-	return n
-}
-
 // List returns the folder's entries in name order (frames in frame
 // order), folders first.
 func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 	if f.kind == partitionFolder {
 		return f.listPartition(ctx)
 	}
-	entries := make([]Entry, 0, f.entriesHint())
+	var entries []Entry
 	for _, name := range f.subfolders() {
 		entries = append(entries, Entry{Name: name, Folder: true, Ino: PathIno(f.path + "/" + name)})
 	}
 	b, e := f.tree.base, f.ep.e
 	if f.clip != nil {
 		if f.column != "" {
-			ext, ino := b.ext(), f.frameInos()
+			ext, width, ino := b.ext(), clipFrameWidth(len(f.clip.frames)), f.frameInos()
+			entries = slices.Grow(entries, len(f.clip.frames)+1)
 			for j, row := range f.clip.frames {
-				entries = append(entries, Entry{Name: clipFrameName(j, len(f.clip.frames), ext), Ino: ino(row)})
+				entries = append(entries, Entry{Name: paddedName(int64(j), width, ext), Ino: ino(row)})
 			}
 		}
 		if f.kind == clipFolder {
@@ -233,6 +218,12 @@ func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 	}
 	if f.column != "" {
 		ext, width, ino := b.ext(), frameNameWidth(e.rows), f.frameInos()
+		frames := int64(len(f.ep.rows))
+		if f.ep.rows == nil {
+			frames = e.rows
+		}
+		// Room for the frames, and the video and rows files after them.
+		entries = slices.Grow(entries, int(min(frames, 1<<20))+len(e.videos)+2)
 		add := func(i int64) {
 			entries = append(entries, Entry{Name: paddedName(i, width, ext), Ino: ino(i)})
 		}
@@ -461,8 +452,8 @@ func (f *Folder) frameIno(row int64) uint64 { return f.frameInos()(row) }
 // with the parts "frame", the column, the row and the image identity.
 func (f *Folder) frameInos() func(row int64) uint64 {
 	_, identity := f.tree.base.setting(f.ep.e.video(f.column))
-	h := episodeInoHash(f.ep.e, f.tree.base.snap.SchemaID).str("|frame|").str(f.column).str("|")
-	return func(row int64) uint64 { return h.int(row).str("|").str(identity).ino() }
+	h := episodeInoHash(f.ep.e, f.tree.base.snap.SchemaID).parts("frame", f.column).str("|")
+	return func(row int64) uint64 { return h.int(row).parts(identity).ino() }
 }
 
 // rowsIno is the inode number of one of f's episode's rows files.
