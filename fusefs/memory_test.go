@@ -19,21 +19,38 @@ import (
 // statsValue reads one counter of the mount's .stats.
 func statsValue(t *testing.T, f *fixture, name string) int64 {
 	t.Helper()
-	data, err := os.ReadFile(f.path(statsName))
+	values, err := readStats(f.path(statsName))
 	if err != nil {
 		t.Fatal(err)
 	}
+	v, ok := values[name]
+	if !ok {
+		t.Fatalf(".stats has no %s", name)
+	}
+	if v != float64(int64(v)) {
+		t.Fatalf("%s: %v is not a count", name, v)
+	}
+	return int64(v)
+}
+
+// readStats reads the values of a .stats file by series name (labels
+// included, as .stats writes them).
+func readStats(path string) (map[string]float64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]float64{}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatalf("%s: %q", name, line)
-			}
-			return n
+		name, v, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			values[name] = n
 		}
 	}
-	t.Fatalf(".stats has no %s", name)
-	return 0
+	return values, nil
 }
 
 // dropKernelCaches asks the kernel to evict unused dentries and inodes, as

@@ -1,13 +1,9 @@
 package fusefs
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,13 +46,13 @@ const (
 type memorySample struct {
 	at         time.Duration
 	anon, file int64 // RssAnon and RssFile
-	// caches is what the image, picture and metadata caches held
-	// (.stats).
-	caches   int64
-	episodes int64 // in the head
-	// parts is where the memory was, from .stats, for the reports.
+	episodes   int64 // in the head
+	// parts is where the memory was, from .stats.
 	parts memoryParts
 }
+
+// caches is what the image, picture and metadata caches held.
+func (s memorySample) caches() int64 { return s.parts.image + s.parts.picture + s.parts.metadata }
 
 // memoryParts is what .stats says of where a daemon's memory is: its
 // caches apart, and the Go runtime's share of its anonymous memory (what
@@ -73,12 +69,18 @@ type memoryParts struct {
 	nodes int64
 }
 
-// memoryStats are the .stats values memoryParts is read from.
-var memoryStats = []string{"framefs_image_cache_bytes", "framefs_picture_cache_bytes", "framefs_metadata_cache_bytes",
-	"framefs_go_mapped_bytes", "framefs_go_heap_object_bytes", "framefs_go_heap_goal_bytes", "framefs_go_gc_cpu_seconds_total",
-	"framefs_nodes_made_total", "framefs_nodes_forgotten_total"}
-
-func (p memoryParts) caches() int64 { return p.image + p.picture + p.metadata }
+// readMemoryParts reads a daemon's memoryParts from its .stats, 0 for
+// what it cannot read.
+func readMemoryParts(stats string) memoryParts {
+	v, _ := readStats(stats)
+	return memoryParts{
+		image: int64(v["framefs_image_cache_bytes"]), picture: int64(v["framefs_picture_cache_bytes"]),
+		metadata: int64(v["framefs_metadata_cache_bytes"]), goMapped: int64(v["framefs_go_mapped_bytes"]),
+		goObjects: int64(v["framefs_go_heap_object_bytes"]), goal: int64(v["framefs_go_heap_goal_bytes"]),
+		gcCPU: time.Duration(v["framefs_go_gc_cpu_seconds_total"] * float64(time.Second)),
+		nodes: int64(v["framefs_nodes_made_total"] - v["framefs_nodes_forgotten_total"]),
+	}
+}
 
 func (p memoryParts) String() string {
 	return fmt.Sprintf("image cache %s, picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, goal %s; collector CPU so far %.1f s); %d nodes",
@@ -123,11 +125,8 @@ func (w *memoryWatch) run(stop chan struct{}) {
 			}
 			lastEpisodes = time.Now()
 		}
-		v := w.statsValues()
-		parts := memoryParts{image: int64(v[0]), picture: int64(v[1]), metadata: int64(v[2]), goMapped: int64(v[3]), goObjects: int64(v[4]), goal: int64(v[5]),
-			gcCPU: time.Duration(v[6] * float64(time.Second)), nodes: int64(v[7] - v[8])}
 		s := memorySample{at: time.Since(w.start), anon: procStatusBytes(w.pid, "RssAnon"), file: procStatusBytes(w.pid, "RssFile"),
-			caches: parts.caches(), episodes: episodes, parts: parts}
+			episodes: episodes, parts: readMemoryParts(w.stats)}
 		if s.anon == 0 {
 			continue // the daemon is gone
 		}
@@ -139,25 +138,6 @@ func (w *memoryWatch) run(stop chan struct{}) {
 			w.t.Log(w.report(false))
 		}
 	}
-}
-
-// statsValues reads the values of memoryStats from .stats, 0 for those
-// it cannot.
-func (w *memoryWatch) statsValues() []float64 {
-	values := make([]float64, len(memoryStats))
-	f, err := os.Open(w.stats)
-	if err != nil {
-		return values
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), " ")
-		if i := slices.Index(memoryStats, name); ok && i >= 0 {
-			values[i], _ = strconv.ParseFloat(v, 64)
-		}
-	}
-	return values
 }
 
 // memoryRules is how the samples of a run fare against the targets.
@@ -199,12 +179,12 @@ func (w *memoryWatch) rules() (memoryRules, bool) {
 		v := s.anon - s.headTerm()
 		switch {
 		case s.at >= end/2:
-			r.late, r.lateLessCaches = max(r.late, v), max(r.lateLessCaches, v-s.caches)
+			r.late, r.lateLessCaches = max(r.late, v), max(r.lateLessCaches, v-s.caches())
 		case s.at >= end/5:
-			r.early, r.earlyLessCaches = max(r.early, v), max(r.earlyLessCaches, v-s.caches)
+			r.early, r.earlyLessCaches = max(r.early, v), max(r.earlyLessCaches, v-s.caches())
 		}
-		if s.at <= first && s.anon-s.caches > r.firstMinute {
-			r.firstMinute, r.firstEpisodes = s.anon-s.caches, s.episodes
+		if s.at <= first && s.anon-s.caches() > r.firstMinute {
+			r.firstMinute, r.firstEpisodes = s.anon-s.caches(), s.episodes
 		}
 	}
 	for _, s := range samples {
@@ -212,7 +192,7 @@ func (w *memoryWatch) rules() (memoryRules, bool) {
 			continue
 		}
 		allowed := int64(memoryGrowth*float64(r.firstMinute)) + followerBytesPerEpisode*(s.episodes-r.firstEpisodes)
-		if excess := s.anon - s.caches - allowed; excess > r.followerExcess {
+		if excess := s.anon - s.caches() - allowed; excess > r.followerExcess {
 			r.follower, r.followerExcess = s, excess
 		}
 	}
@@ -233,7 +213,7 @@ func (w *memoryWatch) report(final bool) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s memory %s: anonymous %s (mapped from files %s), caches hold %s, %d episodes in the head\n", w.name, when,
-		mib(r.last.anon), mib(r.last.file), mib(r.last.caches), r.last.episodes)
+		mib(r.last.anon), mib(r.last.file), mib(r.last.caches()), r.last.episodes)
 	fmt.Fprintf(&b, "  where: %v; the rest %s\n", r.last.parts, mib(r.last.anon-r.last.parts.goMapped))
 	fmt.Fprintf(&b, "  bound: peak anonymous %s at %s ≤ caches %s + 150 MB + %d B × %d head episodes = %s: %v\n",
 		mib(r.peak.anon), r.peak.at.Round(time.Second), mib(w.configured), mounttree.BytesPerHeadEpisode, r.peak.episodes, mib(r.bound), r.peak.anon <= r.bound)
@@ -245,7 +225,7 @@ func (w *memoryWatch) report(final bool) string {
 	}
 	if r.follower.at > 0 {
 		fmt.Fprintf(&b, "  follower: anonymous less caches %s at %s (%d episodes) ≤ %.1f × %s (first minute, %d episodes) + 2 KB per episode added: %v (%s over)",
-			mib(r.follower.anon-r.follower.caches), r.follower.at.Round(time.Second), r.follower.episodes, memoryGrowth, mib(r.firstMinute), r.firstEpisodes,
+			mib(r.follower.anon-r.follower.caches()), r.follower.at.Round(time.Second), r.follower.episodes, memoryGrowth, mib(r.firstMinute), r.firstEpisodes,
 			r.followerExcess <= 0, mib(r.followerExcess))
 	}
 	return strings.TrimRight(b.String(), "\n")
