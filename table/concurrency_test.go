@@ -84,14 +84,14 @@ func startWriter(t *testing.T, uri, prefix string, count int, env ...string) *ex
 }
 
 // TestConcurrentWriters runs writer processes against one table (locally
-// four of 25 commits each; on S3 eight of 5, each with its own block cache
+// four of 12 commits each; on S3 eight of 3, each with its own block cache
 // directory, as separate machines would): every episode lands once and
 // snapshot ids are contiguous.
 func TestConcurrentWriters(t *testing.T) {
 	forEachStore(t, func(t *testing.T, k storeKind) {
-		writers, commits := 4, 25
+		writers, commits := 4, 12
 		if k.name == "s3" {
-			writers, commits = 8, 5
+			writers, commits = 8, 3
 		}
 		concurrentWriters(t, k.newURI(t), writers, commits)
 	})
