@@ -133,9 +133,12 @@ type folderHandle struct {
 	m       *mountFS
 	parent  *fs.Inode
 	f       *mounttree.Folder
-	entries []fuse.DirEntry
+	entries []mounttree.Entry
 	next    int  // index of the next entry to list
 	large   bool // more than maxListedNodes entries
+	// listed is the entry Readdirent handed out last: go-fuse copies
+	// what it keeps of it, so one serves the whole listing.
+	listed fuse.DirEntry
 }
 
 // openFolder opens folder f of a tree, whose node is parent, for listing.
@@ -144,29 +147,26 @@ func openFolder(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.
 	if err != nil {
 		return nil, 0, errno("list "+f.Path(), err)
 	}
-	entries := make([]fuse.DirEntry, len(list))
-	for i, e := range list {
-		mode := uint32(fuse.S_IFREG)
-		if e.Folder {
-			mode = fuse.S_IFDIR
-		}
-		entries[i] = fuse.DirEntry{Name: e.Name, Mode: mode, Ino: e.Ino}
-	}
-	return &folderHandle{m: m, parent: parent, f: f, entries: entries, large: len(entries) > m.maxListedNodes}, 0, 0
+	return &folderHandle{m: m, parent: parent, f: f, entries: list, large: len(list) > m.maxListedNodes}, 0, 0
 }
 
 // Readdirent returns the next entry; its offset is its position plus one.
-// The entry is the listing's own, not a copy: go-fuse copies what it
-// keeps, and a listing of every episode would otherwise allocate an entry
-// per file listed.
+// The listing is the folder's own (mounttree.Folder.List), made into
+// go-fuse's entries one at a time in h.listed: a reader that lists every
+// episode folder of a growing table over and over would otherwise
+// allocate each listing twice.
 func (h *folderHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
 	if h.next >= len(h.entries) {
 		return nil, 0
 	}
 	e := &h.entries[h.next]
 	h.next++
-	e.Off = uint64(h.next)
-	return e, 0
+	mode := uint32(fuse.S_IFREG)
+	if e.Folder {
+		mode = fuse.S_IFDIR
+	}
+	h.listed = fuse.DirEntry{Name: e.Name, Mode: mode, Ino: e.Ino, Off: uint64(h.next)}
+	return &h.listed, 0
 }
 
 // Seekdir continues the listing after the entry of offset off.
@@ -204,7 +204,7 @@ func (h *folderHandle) Releasedir(ctx context.Context, flags uint32) {
 // go-fuse asks for the entry Readdirent returned last, whose type the
 // listing has: a file costs no lookup at all.
 func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if last := h.next - 1; h.large || last >= 0 && h.entries[last].Name == name && h.entries[last].Mode != fuse.S_IFDIR {
+	if last := h.next - 1; h.large || last >= 0 && h.entries[last].Name == name && !h.entries[last].Folder {
 		return nil, errNotLookedUp
 	}
 	item, err := h.f.Lookup(ctx, name)
