@@ -98,6 +98,7 @@
 //	table.go         Options, Create, Open, cached metadata reads, Resolve
 //	manifests.go     reading a snapshot's manifests of either version (Episodes, EpisodesIn, EachEpisodeIn, PartitionValues, Episode, EpisodeIn, ReadManifest); writing and merging them by size tiers
 //	manifestcache.go the byte-bounded cache of manifests and manifest lists, charged the memory each takes
+//	foundcache.go    the entries EpisodeIn found, by manifest: a new head's lookups skip the manifests it shares with its parent
 //	commit.go        the commit protocol: change, commit, conflicts, building a snapshot
 //	upgrade.go       Upgrade: a version-1 table to the current format version
 //	ops.go           AddEpisodes, UpdateRows, ReplaceVideo, DeleteEpisode, AddImagesAsVideo

@@ -42,9 +42,10 @@ func (c *manifestCache) add(key string, m *loadedManifest) { c.lru.Add(key, m, l
 func (c *manifestCache) len() int { return c.lru.Len() }
 
 // CacheBytes is what the table's caches of decoded metadata (manifests,
-// snapshots and chunk indexes) hold, by the sizes they are charged.
+// snapshots, chunk indexes and entries found) hold, by the sizes they are
+// charged.
 func (t *Table) CacheBytes() int64 {
-	return t.manifests.lru.Bytes() + t.snapshots.Bytes() + t.chunkIndexes.Bytes()
+	return t.manifests.lru.Bytes() + t.snapshots.Bytes() + t.chunkIndexes.Bytes() + t.found.Bytes()
 }
 
 // loadedBytes estimates the memory of a loaded manifest: a version-2

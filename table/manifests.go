@@ -577,6 +577,9 @@ func (t *Table) EpisodeIn(ctx context.Context, snap *Snapshot, values []string, 
 	if err != nil {
 		return EpisodeEntry{}, err
 	}
+	if e, ok, err := t.foundIn(ctx, snap, layout, values, id); err != nil || ok {
+		return e, err
+	}
 	found, err := t.locateIn(ctx, snap, layout, values, []string{id})
 	if err != nil {
 		return EpisodeEntry{}, err
@@ -591,6 +594,7 @@ func (t *Table) EpisodeIn(ctx context.Context, snap *Snapshot, values []string, 
 			return EpisodeEntry{}, err
 		}
 		if inPartition(layout, &es[0], values) {
+			t.found.Add(foundKey{manifest: key, episode: id, schema: snap.SchemaID}, es[0], foundBytes(&es[0]))
 			return es[0], nil
 		}
 	}
@@ -598,6 +602,25 @@ func (t *Table) EpisodeIn(ctx context.Context, snap *Snapshot, values []string, 
 		return EpisodeEntry{}, fmt.Errorf("%w: episode %q in partition %s of snapshot %d", ErrNotFound, id, strings.Join(values, "/"), snap.ID)
 	}
 	return EpisodeEntry{}, fmt.Errorf("%w: episode %q in snapshot %d", ErrNotFound, id, snap.ID)
+}
+
+// foundIn returns episode id of snap from the entries found before
+// (foundcache.go), if one of them is in a manifest of snap that may hold
+// it in the partition of values.
+func (t *Table) foundIn(ctx context.Context, snap *Snapshot, layout manifest.Layout, values []string, id string) (EpisodeEntry, bool, error) {
+	infos, err := t.Manifests(ctx, snap)
+	if err != nil {
+		return EpisodeEntry{}, false, err
+	}
+	for _, info := range infos {
+		if s := info.Summary; s != nil && (!s.MayHoldPartition(layout, values) || !s.Covers(id)) {
+			continue
+		}
+		if e, ok := t.found.Get(foundKey{manifest: info.Key, episode: id, schema: snap.SchemaID}); ok && inPartition(layout, &e, values) {
+			return e, true, nil
+		}
+	}
+	return EpisodeEntry{}, false, nil
 }
 
 // inPartition reports whether e's first len(values) partition values are

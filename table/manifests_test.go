@@ -378,3 +378,81 @@ func TestEachEpisodeInBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupsInANewHeadReuseFoundEntries: an episode found in one
+// snapshot is found in the next, whose manifest list holds the same
+// manifest, without reading that manifest again; once a change rewrites
+// the manifest, the new head gives the new entry and the old snapshot
+// still the old one.
+func TestLookupsInANewHeadReuseFoundEntries(t *testing.T) {
+	ctx := context.Background()
+	local, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := partitionedTable(t, local, 8, 100)
+	if _, err := tbl.AddEpisodes(ctx, taskInputs(t, 0, 16, "pick"), AddOptions{NoSizes: true}); err != nil {
+		t.Fatal(err)
+	}
+	rec := &storagetest.CountingStore{Store: local}
+	follower, err := Open(ctx, rec, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep no manifest, so that every manifest decoded is a manifest read.
+	follower.manifests = newManifestCache(0)
+	lookup := func(snap *Snapshot, wantReads int) EpisodeEntry {
+		t.Helper()
+		rec.ManifestReads()
+		e, err := follower.EpisodeIn(ctx, snap, []string{"pick"}, "ep-0005")
+		if err != nil || e.Episode != "ep-0005" {
+			t.Fatalf("EpisodeIn(pick, ep-0005) in snapshot %d: %+v %v", snap.ID, e, err)
+		}
+		// Nothing kept, a lookup reads its manifest twice: its episode
+		// ids, then the entry.
+		if got := slices.Compact(slices.Sorted(slices.Values(rec.ManifestReads()))); len(got) != wantReads {
+			t.Errorf("EpisodeIn in snapshot %d read %d manifests, want %d: %v", snap.ID, len(got), wantReads, got)
+		}
+		return e
+	}
+	first, err := follower.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := lookup(first, 1)
+
+	if _, err := tbl.AddEpisodes(ctx, taskInputs(t, 16, 8, "place"), AddOptions{NoSizes: true, ReuseStoredVideos: true}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := follower.Head(ctx)
+	if err != nil || second.ID == first.ID {
+		t.Fatalf("head %+v after a commit, %v", second, err)
+	}
+	if e := lookup(second, 0); e.Rows != before.Rows || e.DataFile != before.DataFile {
+		t.Errorf("the next head's entry %+v, want %+v", e, before)
+	}
+	if _, err := follower.EpisodeIn(ctx, second, []string{"place"}, "ep-0005"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("EpisodeIn(place, ep-0005) of an episode of pick: %v", err)
+	}
+
+	sc, err := ParseSidecar("u.jsonl", []byte(`{"task":"pick","speed":1}`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.UpdateRows(ctx, "ep-0005", sc); err != nil {
+		t.Fatal(err)
+	}
+	third, err := follower.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := lookup(third, 1); e.Rows != 1 || e.DataFile == before.DataFile {
+		t.Errorf("after an update the head's entry is %+v, want its new rows", e)
+	}
+	if e := lookup(first, 0); e.Rows != before.Rows || e.DataFile != before.DataFile {
+		t.Errorf("after an update the first snapshot's entry is %+v, want %+v", e, before)
+	}
+	if follower.found.Bytes() <= 0 || follower.CacheBytes() < follower.found.Bytes() {
+		t.Errorf("found entries charged %d bytes, caches %d", follower.found.Bytes(), follower.CacheBytes())
+	}
+}

@@ -93,6 +93,9 @@ type Table struct {
 	// chunkIndexes serve filters (see chunks.go), bounded in bytes; a nil
 	// index records that a data file has none. It has its own lock.
 	chunkIndexes *cache.Sized[string, *ChunkIndex]
+	// found keeps the entries EpisodeIn found (foundcache.go), bounded
+	// in bytes; it has its own lock.
+	found *cache.Sized[foundKey, EpisodeEntry]
 
 	mu      sync.Mutex // guards the caches below
 	schemas map[int]*Schema
@@ -165,6 +168,7 @@ func Open(ctx context.Context, store storage.Store, opts Options) (*Table, error
 		merges:    defaultMergePolicy,
 
 		chunkIndexes:   cache.NewSized[string, *ChunkIndex](maxChunkIndexBytes, 0, nil),
+		found:          cache.NewSized[foundKey, EpisodeEntry](maxFoundBytes, 0, nil),
 		parquetSchemas: map[int]*schema.Schema{},
 	}, nil
 }
