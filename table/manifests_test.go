@@ -78,7 +78,7 @@ func TestMergeTiers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const target, fanIn, commits = 27, 3, 70 // tiers 1-2, 3-8, 9-26, full
+	const target, fanIn, commits = 27, 3, 40 // tiers 1-2, 3-8, 9-26, full
 	tbl := partitionedTable(t, store, target, fanIn)
 	seen := map[string]bool{}
 	written := int64(0)
