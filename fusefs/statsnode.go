@@ -45,6 +45,7 @@ func (m *mountFS) collectors() []prometheus.Collector {
 		counter("frame_errors_total", "Frames that failed to decode (served as EIO).", &s.frameErrors),
 		counter("frames_sized_total", "Frame images made to learn their size at a stat (sizes not stored at ingest).", &s.catalog.FramesSized),
 		counter("rows_files_made_total", "Rows files (frames.jsonl, frames.parquet) and clip.json files made from rows.", &s.catalog.RowsFilesMade),
+		counter("manifests_listed_total", "Manifests read to list folders of episodes (a new head reads those its parent's folder did not).", &s.catalog.ManifestsListed),
 		counter("lookups_total", "Directory lookups.", &s.lookups),
 		counter("frame_read_requests_total", "READ requests for frame images (most reads are served from the page cache).", &s.frameReads),
 		counter("video_file_bytes_total", "Bytes read from the stored videos shown in episode folders.", &s.videoBytes),

@@ -77,6 +77,9 @@ type Catalog struct {
 	treeDropped func(id int64)
 	// records hands out the records of the episodes the trees show.
 	records episodeRecords
+	// listed keeps the episodes that folders of episodes found in each
+	// manifest (listed.go).
+	listed *sizedLRU[manifestPart, []*episode]
 	// identities caches frames.Identity of the settings views use.
 	identities sync.Map // media.ImageSetting -> string
 	// flight runs one computation per cache key at a time; concurrent
@@ -100,6 +103,10 @@ type Counters struct {
 	// RowsFilesMade counts rows files (frames.jsonl, frames.parquet) and
 	// clip.json files made from rows.
 	RowsFilesMade atomic.Int64
+	// ManifestsListed counts the manifests read to list folders of
+	// episodes; a folder of a new head reads those its parent's did not
+	// (listed.go).
+	ManifestsListed atomic.Int64
 }
 
 // CatalogOptions configure a Catalog.
@@ -134,7 +141,8 @@ func NewCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 		rows:      newSizedLRU[string, *episodeRows](b.Rows, 0, (*episodeRows).bytes, nil),
 		files:     newSizedLRU[string, []byte](b.RowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
 		fileSizes: newSizedLRU[string, int64](b.FileSizes, 0, func(int64) int64 { return 8 }, nil),
-		views:     newSizedLRU[string, *Tree](b.Trees, MaxTrees, (*Tree).bytes, nil)}
+		views:     newSizedLRU[string, *Tree](b.Trees, MaxTrees, (*Tree).bytes, nil),
+		listed:    newSizedLRU[manifestPart, []*episode](maxListedBytes, 0, listedBytes, nil)}
 	// A snapshot's tree is charged its index as its folders are read
 	// (see snapshotIndex.charge).
 	c.trees = newSizedLRU(b.Trees, MaxTrees, (*Tree).bytes, func(id int64, _ *Tree) {
@@ -287,7 +295,7 @@ func (c *Catalog) SnapshotTree(ctx context.Context, snap *table.Snapshot) (*Tree
 // decoded metadata included.
 func (c *Catalog) CacheBytes() int64 {
 	n := c.tbl.CacheBytes()
-	for _, b := range []interface{ Bytes() int64 }{c.videos, c.sizes, c.rows, c.files, c.fileSizes, c.trees, c.views} {
+	for _, b := range []interface{ Bytes() int64 }{c.videos, c.sizes, c.rows, c.files, c.fileSizes, c.trees, c.views, c.listed} {
 		n += b.Bytes()
 	}
 	return n

@@ -258,17 +258,7 @@ func (x *snapshotIndex) load(ctx context.Context, f *snapshotFolder) error {
 			f.folders[i] = col + "=" + v
 		}
 	} else {
-		var mu sync.Mutex // guards eps
-		var eps []*episode
-		err := x.cat.tbl.EachEpisodeIn(ctx, x.snap, f.values, func(batch []table.EpisodeEntry) error {
-			// Batches come from several goroutines: their records are
-			// made in parallel, each batch's sharing strings.
-			recs := x.cat.records.appendRecords(nil, batch, &dedupe{})
-			mu.Lock()
-			defer mu.Unlock()
-			eps = append(eps, recs...)
-			return nil
-		})
+		eps, err := x.episodesIn(ctx, f.values)
 		if err != nil {
 			return fmt.Errorf("list snapshot %d: %w", x.snap.ID, err)
 		}

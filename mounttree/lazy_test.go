@@ -72,3 +72,47 @@ func TestFoldersReadOnlyTheirManifests(t *testing.T) {
 		t.Errorf("the tree is charged %d bytes, its index takes %d", charged, b)
 	}
 }
+
+// TestNewHeadListsOnlyNewManifests: listing a folder of episodes in a new
+// head reads only the manifests its parent's listing did not, and lists
+// the episodes of both; a folder of another partition reads its own.
+func TestNewHeadListsOnlyNewManifests(t *testing.T) {
+	ctx := context.Background()
+	x := treetest.OpenInterleaved(t, 6)
+	counters := &Counters{}
+	c := newTestCatalog(t, x.Table, &treetest.Frames{}, CatalogOptions{Counters: counters})
+	list := func(snap *table.Snapshot, dir string) []string {
+		t.Helper()
+		tree, err := c.SnapshotTree(ctx, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return listNames(t, walk(t, tree.Root("/t"), dir).(*Folder))
+	}
+	first := list(x.Head, "task=place")
+	if len(first) != 6 || counters.ManifestsListed.Load() != 1 {
+		t.Fatalf("task=place of the first head lists %q, reading %d manifests", first, counters.ManifestsListed.Load())
+	}
+	head, err := x.Table.AddEpisodes(ctx, []table.EpisodeInput{{Episode: "ep-900", Sidecar: treetest.Rows(t, "ep-900", "place", 3),
+		Videos: map[string]table.VideoFile{"": {Path: treetest.Video("h264_vfr.mp4")}}}}, table.AddOptions{NoSizes: true, ReuseStoredVideos: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counters.ManifestsListed.Store(0)
+	if got := list(head, "task=place"); !slices.Equal(got, append(slices.Clone(first), "ep-900")) {
+		t.Errorf("task=place of the next head lists %q, want %q and ep-900", got, first)
+	}
+	if n := counters.ManifestsListed.Load(); n != 1 {
+		t.Errorf("listing task=place in the next head read %d manifests, want its new one", n)
+	}
+	counters.ManifestsListed.Store(0)
+	if got := list(head, "task=pick"); len(got) != 6 {
+		t.Errorf("task=pick lists %q", got)
+	}
+	if n := counters.ManifestsListed.Load(); n != 1 {
+		t.Errorf("listing task=pick read %d manifests, want 1", n)
+	}
+	if c.listed.Len() != 3 || c.listed.Bytes() <= 0 {
+		t.Errorf("%d manifests' episodes kept in %d bytes, want 3", c.listed.Len(), c.listed.Bytes())
+	}
+}

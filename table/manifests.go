@@ -388,9 +388,27 @@ func (t *Table) EachEpisodeIn(ctx context.Context, snap *Snapshot, values []stri
 	return t.eachEpisodeIn(ctx, snap, values, false, fn)
 }
 
+// EachManifestEpisodeIn is EachEpisodeIn, a manifest at a time: for each
+// of snap's manifests that may hold episodes of the partition values,
+// skip(key) says whether the caller has what it needs of that manifest
+// (manifests are immutable: what one yields is the same in every
+// snapshot that lists it), and fn gets the episodes of those it does not
+// skip with the key of their manifest. fn is called by several goroutines
+// at once, for one manifest by one goroutine at a time.
+func (t *Table) EachManifestEpisodeIn(ctx context.Context, snap *Snapshot, values []string, skip func(key string) bool, fn func(key string, batch []EpisodeEntry) error) error {
+	return t.eachManifestEpisodeIn(ctx, snap, values, false, skip, fn)
+}
+
 // eachEpisodeIn is EachEpisodeIn, with the entries' statistics if
 // withStats.
 func (t *Table) eachEpisodeIn(ctx context.Context, snap *Snapshot, values []string, withStats bool, fn func(batch []EpisodeEntry) error) error {
+	return t.eachManifestEpisodeIn(ctx, snap, values, withStats, nil, func(_ string, batch []EpisodeEntry) error { return fn(batch) })
+}
+
+// eachManifestEpisodeIn is EachManifestEpisodeIn, with the entries'
+// statistics if withStats; a nil skip skips nothing.
+func (t *Table) eachManifestEpisodeIn(ctx context.Context, snap *Snapshot, values []string, withStats bool,
+	skip func(key string) bool, fn func(key string, batch []EpisodeEntry) error) error {
 	layout, err := t.snapshotLayout(ctx, snap)
 	if err != nil {
 		return err
@@ -407,7 +425,7 @@ func (t *Table) eachEpisodeIn(ctx context.Context, snap *Snapshot, values []stri
 	// the time a listing takes).
 	g.SetLimit(4)
 	for _, info := range infos {
-		if info.Summary != nil && !info.Summary.MayHoldPartition(layout, values) {
+		if info.Summary != nil && !info.Summary.MayHoldPartition(layout, values) || skip != nil && skip(info.Key) {
 			continue
 		}
 		g.Go(func() error {
@@ -415,7 +433,7 @@ func (t *Table) eachEpisodeIn(ctx context.Context, snap *Snapshot, values []stri
 			if err != nil {
 				return err
 			}
-			return m.eachIn(gctx, values, withStats, fn)
+			return m.eachIn(gctx, values, withStats, func(batch []EpisodeEntry) error { return fn(info.Key, batch) })
 		})
 	}
 	if err := g.Wait(); err != nil {
