@@ -1,5 +1,11 @@
 package table
 
+import (
+	"context"
+
+	"github.com/framefs/framefs/table/manifest"
+)
+
 // Entries found one at a time.
 //
 // EpisodeIn finds one episode of a snapshot by reading the episode ids of
@@ -48,4 +54,23 @@ func foundBytes(e *EpisodeEntry) int64 {
 		n += int64(len(col) + len(s.Min) + len(s.Max))
 	}
 	return n
+}
+
+// foundIn returns episode id of snap from the entries found before
+// (foundcache.go), if one of them is in a manifest of snap that may hold
+// it in the partition of values.
+func (t *Table) foundIn(ctx context.Context, snap *Snapshot, layout manifest.Layout, values []string, id string) (EpisodeEntry, bool, error) {
+	infos, err := t.Manifests(ctx, snap)
+	if err != nil {
+		return EpisodeEntry{}, false, err
+	}
+	for _, info := range infos {
+		if s := info.Summary; s != nil && (!s.MayHoldPartition(layout, values) || !s.Covers(id)) {
+			continue
+		}
+		if e, ok := t.found.Get(foundKey{manifest: info.Key, episode: id, schema: snap.SchemaID}); ok && inPartition(layout, &e, values) {
+			return e, true, nil
+		}
+	}
+	return EpisodeEntry{}, false, nil
 }

@@ -622,25 +622,6 @@ func (t *Table) EpisodeIn(ctx context.Context, snap *Snapshot, values []string, 
 	return EpisodeEntry{}, fmt.Errorf("%w: episode %q in snapshot %d", ErrNotFound, id, snap.ID)
 }
 
-// foundIn returns episode id of snap from the entries found before
-// (foundcache.go), if one of them is in a manifest of snap that may hold
-// it in the partition of values.
-func (t *Table) foundIn(ctx context.Context, snap *Snapshot, layout manifest.Layout, values []string, id string) (EpisodeEntry, bool, error) {
-	infos, err := t.Manifests(ctx, snap)
-	if err != nil {
-		return EpisodeEntry{}, false, err
-	}
-	for _, info := range infos {
-		if s := info.Summary; s != nil && (!s.MayHoldPartition(layout, values) || !s.Covers(id)) {
-			continue
-		}
-		if e, ok := t.found.Get(foundKey{manifest: info.Key, episode: id, schema: snap.SchemaID}); ok && inPartition(layout, &e, values) {
-			return e, true, nil
-		}
-	}
-	return EpisodeEntry{}, false, nil
-}
-
 // inPartition reports whether e's first len(values) partition values are
 // values.
 func inPartition(layout manifest.Layout, e *EpisodeEntry, values []string) bool {

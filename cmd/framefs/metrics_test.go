@@ -38,6 +38,7 @@ var statsFamilies = []struct {
 	{"framefs_frame_errors_total", "counter", true},
 	{"framefs_frames_sized_total", "counter", true},
 	{"framefs_rows_files_made_total", "counter", true},
+	{"framefs_manifests_listed_total", "counter", true},
 	{"framefs_lookups_total", "counter", true},
 	{"framefs_frame_read_requests_total", "counter", true},
 	{"framefs_video_file_bytes_total", "counter", true},
