@@ -31,6 +31,12 @@ type manifestPart struct {
 	schema   int
 }
 
+// in returns the name of p's episodes in manifest key.
+func (p manifestPart) in(key string) manifestPart {
+	p.manifest = key
+	return p
+}
+
 // maxListedBytes bounds the episodes kept by manifest: about 10,000
 // episodes with listedRecordBytes each.
 const maxListedBytes = 4 << 20
@@ -51,9 +57,7 @@ func (x *snapshotIndex) episodesIn(ctx context.Context, values []string) ([]*epi
 	var eps []*episode
 	read := map[string][]*episode{} // by manifest, those read now
 	skip := func(key string) bool {
-		p := part
-		p.manifest = key
-		kept, ok := x.cat.listed.Get(p)
+		kept, ok := x.cat.listed.Get(part.in(key))
 		mu.Lock()
 		defer mu.Unlock()
 		if ok {
@@ -77,9 +81,7 @@ func (x *snapshotIndex) episodesIn(ctx context.Context, values []string) ([]*epi
 	}
 	x.cat.counters.ManifestsListed.Add(int64(len(read)))
 	for key, recs := range read {
-		p := part
-		p.manifest = key
-		x.cat.listed.keep(p, recs)
+		x.cat.listed.keep(part.in(key), recs)
 		eps = append(eps, recs...)
 	}
 	return eps, nil

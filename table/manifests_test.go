@@ -386,10 +386,7 @@ func TestEachEpisodeInBatches(t *testing.T) {
 // still the old one.
 func TestLookupsInANewHeadReuseFoundEntries(t *testing.T) {
 	ctx := context.Background()
-	local, err := storage.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	local := mustStore(t, t.TempDir())
 	tbl := partitionedTable(t, local, 8, 100)
 	if _, err := tbl.AddEpisodes(ctx, taskInputs(t, 0, 16, "pick"), AddOptions{NoSizes: true}); err != nil {
 		t.Fatal(err)
