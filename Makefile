@@ -99,8 +99,10 @@ test-server:
 bench: build
 	scripts/bench.sh $(BIN)
 
-# Coverage-guided fuzzing of every parser of untrusted bytes, FUZZTIME each.
+# Coverage-guided fuzzing of every parser of untrusted bytes, FUZZTIME each,
+# and thousands of generated filters checked against DuckDB with a new seed.
 fuzz:
+	FRAMEFS_FILTER_SEED=$$(date +%s) FRAMEFS_FILTER_COUNT=3000 $(GO) test -count=1 -run '^TestRandomFiltersMatchDuckDB$$' -v ./query
 	$(GO) test -run '^$$' -fuzz '^FuzzReadMP4$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
 	$(GO) test -run '^$$' -fuzz '^FuzzFastStart$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
