@@ -75,13 +75,9 @@ type episodeRows struct {
 }
 
 // writeDataFile streams one Parquet file with a row group per episode,
-// and returns its footer.
+// and returns its footer. Data files are compressed with Zstandard: they
+// are written once and read by every reader of the table.
 func writeDataFile(ctx context.Context, put func(io.Reader) error, s *Schema, episodes []episodeRows) (*metadata.FileMetaData, error) {
-	sc, err := DataFileSchema(s)
-	if err != nil {
-		return nil, err
-	}
-	var md *metadata.FileMetaData
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
@@ -89,55 +85,71 @@ func writeDataFile(ctx context.Context, put func(io.Reader) error, s *Schema, ep
 		pr.CloseWithError(err) // unblock the writer if put gave up early
 		done <- err
 	}()
-	werr := func() error {
+	// The Parquet writer writes page by page, tens of bytes at a time:
+	// buffer them into large writes to the store.
+	bw := bufio.NewWriterSize(pw, 1<<20)
+	md, werr := encodeRows(ctx, bw, s, episodes, compress.Codecs.Zstd)
+	if werr == nil {
+		if werr = bw.Flush(); werr != nil {
+			werr = fmt.Errorf("write rows: %w", werr)
+		}
+	}
+	pw.CloseWithError(werr)
+	perr := <-done
+	if werr != nil {
+		return nil, werr
+	}
+	return md, perr
+}
+
+// encodeRows writes episodes to w as one Parquet file with a row group
+// per episode, compressed with codec, and returns its footer.
+func encodeRows(ctx context.Context, w io.Writer, s *Schema, episodes []episodeRows, codec compress.Compression) (*metadata.FileMetaData, error) {
+	sc, err := DataFileSchema(s)
+	if err != nil {
+		return nil, err
+	}
+	md, err := func() (*metadata.FileMetaData, error) {
 		props := parquet.NewWriterProperties(
-			parquet.WithCompression(compress.Codecs.Zstd),
+			parquet.WithCompression(codec),
 			parquet.WithMaxRowGroupLength(math.MaxInt32), // one row group per episode
 			parquet.WithCreatedBy("framefs"),
 			// A row group holds one episode: dictionaries would be built
 			// and written per episode and cost more than they save.
 			parquet.WithDictionaryDefault(false),
 		)
-		// The Parquet writer writes page by page, tens of bytes at a
-		// time: buffer them into large writes to the store.
-		bw := bufio.NewWriterSize(pw, 1<<20)
-		fw, err := pqarrow.NewFileWriter(sc, bw, props, pqarrow.DefaultWriterProps())
+		fw, err := pqarrow.NewFileWriter(sc, w, props, pqarrow.DefaultWriterProps())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 		defer b.Release()
 		for _, ep := range episodes {
 			if err := ctx.Err(); err != nil {
 				fw.Close()
-				return err
+				return nil, err
 			}
 			if err := appendEpisode(b, s, ep); err != nil {
 				fw.Close()
-				return err
+				return nil, err
 			}
 			rec := b.NewRecordBatch()
 			err := fw.Write(rec)
 			rec.Release()
 			if err != nil {
 				fw.Close()
-				return err
+				return nil, err
 			}
 		}
 		if err := fw.Close(); err != nil {
-			return err
+			return nil, err
 		}
-		if md, err = fw.FileMetadata(); err != nil {
-			return err
-		}
-		return bw.Flush()
+		return fw.FileMetadata()
 	}()
-	pw.CloseWithError(werr)
-	perr := <-done
-	if werr != nil {
-		return nil, fmt.Errorf("write rows: %w", werr)
+	if err != nil {
+		return nil, fmt.Errorf("write rows: %w", err)
 	}
-	return md, perr
+	return md, nil
 }
 
 func appendEpisode(b *array.RecordBuilder, s *Schema, ep episodeRows) error {
@@ -390,10 +402,10 @@ func (t *Table) EpisodeParquetRows(ctx context.Context, snap *Snapshot, e Episod
 		}
 		rows = picked
 	}
+	// Snappy, not the data files' Zstandard: the file is made on demand
+	// and dropped, and a Zstandard encoder keeps megabytes of tables,
+	// which a mount would hold, pooled, for every rows file it makes.
 	var buf bytes.Buffer
-	_, err = writeDataFile(ctx, func(r io.Reader) error {
-		_, err := buf.ReadFrom(r)
-		return err
-	}, s, []episodeRows{{episode: e.Episode, rows: rows, videos: e.Videos, ordinals: ordinals}})
+	_, err = encodeRows(ctx, &buf, s, []episodeRows{{episode: e.Episode, rows: rows, videos: e.Videos, ordinals: ordinals}}, compress.Codecs.Snappy)
 	return buf.Bytes(), err
 }
