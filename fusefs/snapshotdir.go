@@ -130,12 +130,12 @@ const errNotLookedUp = syscall.EAGAIN
 // file managers do, decodes nothing and leaves no node per file.
 // go-fuse calls a handle's methods one at a time.
 type folderHandle struct {
-	m       *mountFS
-	parent  *fs.Inode
-	f       *mounttree.Folder
-	entries []mounttree.Entry
-	next    int  // index of the next entry to list
-	large   bool // more than maxListedNodes entries
+	m      *mountFS
+	parent *fs.Inode
+	f      *mounttree.Folder
+	list   mounttree.Listing
+	next   int  // index of the next entry to list
+	large  bool // more than maxListedNodes entries
 	// listed is the entry Readdirent handed out last: go-fuse copies
 	// what it keeps of it, so one serves the whole listing.
 	listed fuse.DirEntry
@@ -143,23 +143,22 @@ type folderHandle struct {
 
 // openFolder opens folder f of a tree, whose node is parent, for listing.
 func openFolder(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.Folder) (fs.FileHandle, uint32, syscall.Errno) {
-	list, err := f.List(ctx)
+	list, err := f.Listing(ctx)
 	if err != nil {
 		return nil, 0, errno("list "+f.Path(), err)
 	}
-	return &folderHandle{m: m, parent: parent, f: f, entries: list, large: len(list) > m.maxListedNodes}, 0, 0
+	return &folderHandle{m: m, parent: parent, f: f, list: list, large: list.Len() > m.maxListedNodes}, 0, 0
 }
 
 // Readdirent returns the next entry; its offset is its position plus one.
-// The listing is the folder's own (mounttree.Folder.List), made into
-// go-fuse's entries one at a time in h.listed: a reader that lists every
-// episode folder of a growing table over and over would otherwise
-// allocate each listing twice.
+// The listing's entries (mounttree.Listing) are made one at a time, into
+// go-fuse's entry in h.listed: a reader that lists every episode folder
+// of a growing table over and over allocates no entry per frame.
 func (h *folderHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
-	if h.next >= len(h.entries) {
+	if h.next >= h.list.Len() {
 		return nil, 0
 	}
-	e := &h.entries[h.next]
+	e := h.list.At(h.next)
 	h.next++
 	mode := uint32(fuse.S_IFREG)
 	if e.Folder {
@@ -171,7 +170,7 @@ func (h *folderHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.
 
 // Seekdir continues the listing after the entry of offset off.
 func (h *folderHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
-	if off > uint64(len(h.entries)) {
+	if off > uint64(h.list.Len()) {
 		return syscall.EINVAL
 	}
 	h.next = int(off)
@@ -204,7 +203,7 @@ func (h *folderHandle) Releasedir(ctx context.Context, flags uint32) {
 // go-fuse asks for the entry Readdirent returned last, whose type the
 // listing has: a file costs no lookup at all.
 func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if last := h.next - 1; h.large || last >= 0 && h.entries[last].Name == name && !h.entries[last].Folder {
+	if h.large || h.next > 0 && h.listed.Name == name && h.listed.Mode&fuse.S_IFDIR == 0 {
 		return nil, errNotLookedUp
 	}
 	item, err := h.f.Lookup(ctx, name)

@@ -3,8 +3,11 @@ package mounttree
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/framefs/framefs/table"
 )
@@ -93,9 +96,29 @@ func FrameName(i, rows int64, ext string) string {
 func frameNameWidth(rows int64) int { return max(6, len(strconv.FormatInt(rows-1, 10))) }
 
 // paddedName is i, zero-padded to width digits, and ext: what
-// fmt.Sprintf("%0*d.%s", width, i, ext) makes for i ≥ 0, in one
-// allocation.
+// fmt.Sprintf("%0*d.%s", width, i, ext) makes for i ≥ 0. The names of
+// small ordinals are made once and shared (sharedNames).
 func paddedName(i int64, width int, ext string) string {
+	if i >= 0 && i < maxSharedName && width < len(sharedNames.byWidth) {
+		if runs := sharedNames.byWidth[width].Load(); runs != nil {
+			for _, r := range *runs {
+				if r.ext == ext {
+					if names := *r.names.Load(); i < int64(len(names)) {
+						return names[i]
+					}
+					break
+				}
+			}
+		}
+		if name, ok := sharedName(int(i), width, ext); ok {
+			return name
+		}
+	}
+	return makePaddedName(i, width, ext)
+}
+
+// makePaddedName makes paddedName's name, in one allocation.
+func makePaddedName(i int64, width int, ext string) string {
 	var buf [20]byte
 	digits := strconv.AppendInt(buf[:0], i, 10)
 	var b strings.Builder
@@ -107,6 +130,75 @@ func paddedName(i int64, width int, ext string) string {
 	b.WriteByte('.')
 	b.WriteString(ext)
 	return b.String()
+}
+
+// sharedNames keeps the names of the first ordinals of each width and
+// extension in use: every episode folder of a table lists the same frame
+// names, and a lookup checks a name by making it again, so a mount whose
+// readers list and open frames all day would otherwise make the same
+// strings millions of times. A run of names grows (by doubling) to the
+// largest ordinal asked for, up to maxSharedName; all runs together hold
+// at most maxSharedNames names (about 32 bytes each), past which names
+// are made each time.
+var sharedNames struct {
+	mu    sync.Mutex // serializes growth
+	total int        // names held, under mu
+	// byWidth holds, by width, the runs of each extension: read without
+	// the lock, replaced whole under it.
+	byWidth [20]atomic.Pointer[[]*nameRun]
+}
+
+const (
+	maxSharedName  = 1 << 14
+	maxSharedNames = 1 << 16
+)
+
+// nameRun is the names 0, 1, ... of one width and extension.
+type nameRun struct {
+	ext   string
+	names atomic.Pointer[[]string]
+}
+
+// sharedName returns the shared name of ordinal i (< maxSharedName),
+// growing its run to hold it, unless the runs are full.
+func sharedName(i, width int, ext string) (string, bool) {
+	s := &sharedNames
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var run *nameRun
+	runs := s.byWidth[width].Load()
+	if runs != nil {
+		for _, r := range *runs {
+			if r.ext == ext {
+				run = r
+			}
+		}
+	}
+	if run == nil {
+		run = &nameRun{ext: strings.Clone(ext)}
+		run.names.Store(&[]string{})
+		grown := []*nameRun{run}
+		if runs != nil {
+			grown = append(slices.Clip(*runs), run)
+		}
+		s.byWidth[width].Store(&grown)
+	}
+	names := *run.names.Load()
+	if i < len(names) {
+		return names[i], true // grown meanwhile
+	}
+	n := min(max(2*len(names), i+1, 64), maxSharedName)
+	if s.total+n-len(names) > maxSharedNames {
+		return "", false
+	}
+	grown := make([]string, n)
+	copy(grown, names)
+	for k := len(names); k < n; k++ {
+		grown[k] = makePaddedName(int64(k), width, ext)
+	}
+	s.total += n - len(names)
+	run.names.Store(&grown)
+	return grown[i], true
 }
 
 // parseFrameName is the inverse of FrameName.

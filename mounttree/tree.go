@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -142,6 +143,8 @@ type Folder struct {
 	column string
 	// clip is the clip of a clip folder and its column folders.
 	clip *clipWindow
+	// rowsSizing says a listing has had the rows files' sizes worked out.
+	rowsSizing atomic.Bool
 }
 
 // Ino is the folder's inode number, derived from its path.
@@ -195,59 +198,94 @@ func (f *Folder) subfolders() []string {
 // List returns the folder's entries in name order (frames in frame
 // order), folders first.
 func (f *Folder) List(ctx context.Context) ([]Entry, error) {
-	if f.kind == partitionFolder {
-		return f.listPartition(ctx)
+	l, err := f.Listing(ctx)
+	if err != nil {
+		return nil, err
 	}
-	var entries []Entry
+	entries := make([]Entry, l.Len())
+	for i := range entries {
+		entries[i] = l.At(i)
+	}
+	return entries, nil
+}
+
+// Listing is a folder's entries in name order, folders first: its
+// subfolders, its frames in frame order, then its other files. The frame
+// entries are made as they are asked for, so that listing an episode of
+// thousands of frames, which a job following a table does over and over,
+// allocates no entry per frame.
+type Listing struct {
+	head []Entry // subfolders (a partition folder's whole listing)
+	// frames is how many frame entries follow head; frame makes the k-th.
+	frames int
+	frame  func(k int) Entry
+	tail   []Entry // videos, rows files, clip.json
+}
+
+// Len is the number of entries.
+func (l *Listing) Len() int { return len(l.head) + l.frames + len(l.tail) }
+
+// At returns entry i, 0 ≤ i < Len().
+func (l *Listing) At(i int) Entry {
+	if i < len(l.head) {
+		return l.head[i]
+	}
+	if i -= len(l.head); i < l.frames {
+		return l.frame(i)
+	}
+	return l.tail[i-l.frames]
+}
+
+// Listing returns the folder's entries (see List).
+func (f *Folder) Listing(ctx context.Context) (Listing, error) {
+	if f.kind == partitionFolder {
+		entries, err := f.listPartition(ctx)
+		return Listing{head: entries}, err
+	}
+	var l Listing
 	for _, name := range f.subfolders() {
-		entries = append(entries, Entry{Name: name, Folder: true, Ino: PathIno(f.path + "/" + name)})
+		l.head = append(l.head, Entry{Name: name, Folder: true, Ino: PathIno(f.path + "/" + name)})
 	}
 	b, e := f.tree.base, f.ep.e
 	if f.clip != nil {
 		if f.column != "" {
-			ext, width, ino := b.ext(), clipFrameWidth(len(f.clip.frames)), f.frameInos()
-			entries = slices.Grow(entries, len(f.clip.frames)+1)
-			for j, row := range f.clip.frames {
-				entries = append(entries, Entry{Name: paddedName(int64(j), width, ext), Ino: ino(row)})
-			}
+			ext, width, ino, frames := b.ext(), clipFrameWidth(len(f.clip.frames)), f.frameInos(), f.clip.frames
+			l.frames = len(frames)
+			l.frame = func(j int) Entry { return Entry{Name: paddedName(int64(j), width, ext), Ino: ino(frames[j])} }
 		}
 		if f.kind == clipFolder {
-			entries = append(entries, Entry{Name: ClipJSON, Ino: f.clipJSONIno()})
+			l.tail = []Entry{{Name: ClipJSON, Ino: f.clipJSONIno()}}
 		}
-		return entries, nil
+		return l, nil
 	}
 	if f.column != "" {
-		ext, width, ino := b.ext(), frameNameWidth(e.rows), f.frameInos()
-		frames := int64(len(f.ep.rows))
-		if f.ep.rows == nil {
-			frames = e.rows
-		}
-		// Room for the frames, and the video and rows files after them.
-		entries = slices.Grow(entries, int(min(frames, 1<<20))+len(e.videos)+2)
-		add := func(i int64) {
-			entries = append(entries, Entry{Name: paddedName(i, width, ext), Ino: ino(i)})
-		}
-		if f.ep.rows == nil {
-			for i := int64(0); i < e.rows; i++ {
-				add(i)
-			}
-		}
-		for _, i := range f.ep.rows {
-			add(i)
+		ext, width, ino, rows := b.ext(), frameNameWidth(e.rows), f.frameInos(), f.ep.rows
+		if rows == nil {
+			l.frames = int(e.rows)
+			l.frame = func(k int) Entry { return Entry{Name: paddedName(int64(k), width, ext), Ino: ino(int64(k))} }
+		} else {
+			l.frames = len(rows)
+			l.frame = func(k int) Entry { return Entry{Name: paddedName(rows[k], width, ext), Ino: ino(rows[k])} }
 		}
 	}
 	if f.kind == episodeFolder {
+		l.tail = make([]Entry, 0, len(e.videos)+2)
 		for _, v := range e.videos {
-			entries = append(entries, Entry{Name: videoFileName(v.column, v.ref), Ino: videoIno(v.ref)})
+			l.tail = append(l.tail, Entry{Name: videoFileName(v.column, v.ref), Ino: videoIno(v.ref)})
 		}
 		for _, name := range []string{RowsJSONL, RowsParquet} {
-			entries = append(entries, Entry{Name: name, Ino: f.rowsIno(name)})
-			// ls -l stats the rows files last, after every frame: render
-			// them meanwhile on another core (their size is their content).
-			go b.cat.rowsFileSize(b.cat.life, b.snap, e, name, f.ep.rows)
+			l.tail = append(l.tail, Entry{Name: name, Ino: f.rowsIno(name)})
+		}
+		// ls -l stats the rows files last, after every frame: render them
+		// meanwhile on another core (their size is their content), once
+		// per folder.
+		if f.rowsSizing.CompareAndSwap(false, true) {
+			for _, name := range []string{RowsJSONL, RowsParquet} {
+				go b.cat.rowsFileSize(b.cat.life, b.snap, e, name, f.ep.rows)
+			}
 		}
 	}
-	return entries, nil
+	return l, nil
 }
 
 // listPartition lists a partition folder from the index (and a clip

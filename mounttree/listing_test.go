@@ -1,0 +1,87 @@
+package mounttree
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/framefs/framefs/internal/treetest"
+)
+
+// TestListingAllocatesNoEntryPerFrame: listing an episode folder again,
+// as a job following a table does for every episode on every pass, makes
+// its frame entries as they are asked for, with names made once and
+// shared: the allocations of a listing do not grow with its frames, and
+// the entries are the folder's List.
+func TestListingAllocatesNoEntryPerFrame(t *testing.T) {
+	ctx := context.Background()
+	tbl := treetest.RobotTable(t)
+	c := newTestCatalog(t, tbl, &treetest.Frames{}, CatalogOptions{})
+	tree, err := c.SnapshotTree(ctx, treetest.Snapshot(t, tbl, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := walk(t, tree.Root("/robot/snapshots/1"), "task=place/ep2").(*Folder)
+	want, err := ep.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 33 {
+		t.Fatalf("ep2 lists %d entries, want 30 frames, its video and 2 rows files", len(want))
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		l, err := ep.Listing(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Len() {
+			if e := l.At(i); e != want[i] {
+				t.Fatalf("entry %d: %+v, List has %+v", i, e, want[i])
+			}
+		}
+	})
+	t.Logf("%.0f allocations a listing", allocs)
+	// A listing's own: its closures, the video's and rows files' entries
+	// and their names and inode numbers; 30 frames took 30 more.
+	if allocs > 15 {
+		t.Errorf("listing a 30-frame episode allocates %.0f times", allocs)
+	}
+}
+
+// TestPaddedNamesShared: paddedName gives fmt's name for every ordinal,
+// width and extension, from any number of goroutines; the names of small
+// ordinals are one string each, and the shared runs stay within their
+// bound.
+func TestPaddedNamesShared(t *testing.T) {
+	exts := []string{"jpg", "bmp", "npy"}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for _, width := range []int{2, 6, 7} {
+				for _, ext := range exts {
+					for _, i := range []int64{0, 1, 63, 64, 999, int64(g) * 5000, maxSharedName - 1, maxSharedName, 1e7} {
+						if got, want := paddedName(i, width, ext), fmt.Sprintf("%0*d.%s", width, i, ext); got != want {
+							t.Errorf("paddedName(%d, %d, %s) = %q, want %q", i, width, ext, got, want)
+						}
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	a, b := paddedName(42, 6, "jpg"), paddedName(42, 6, "jpg")
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Error("the name of ordinal 42 is made anew on each call")
+	}
+	if a, b := paddedName(maxSharedName, 6, "jpg"), paddedName(maxSharedName, 6, "jpg"); unsafe.StringData(a) == unsafe.StringData(b) {
+		t.Error("the name of an ordinal past maxSharedName is shared")
+	}
+	sharedNames.mu.Lock()
+	total := sharedNames.total
+	sharedNames.mu.Unlock()
+	if total > maxSharedNames {
+		t.Errorf("%d shared names, bound %d", total, maxSharedNames)
+	}
+}
