@@ -110,6 +110,41 @@ func TestLargeListingMakesNoNodes(t *testing.T) {
 	}
 }
 
+// TestListingAgainReusesFolderNodes: listing a folder of episodes looks
+// up every episode folder (READDIRPLUS); listing it again answers those
+// lookups with the nodes the folder already has, without making a folder
+// of the tree or a node for any of them.
+func TestListingAgainReusesFolderNodes(t *testing.T) {
+	testenv.RequireFUSE(t)
+	ctx := context.Background()
+	tbl, err := table.Open(ctx, treetest.InterleavedTable(t, 12), table.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := NewTableRoot(ctx, tbl, &treetest.Frames{}, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt := serveTableRoot(t, root)
+	stack := filepath.Join(mnt, "latest", "task=stack")
+	first := names(t, stack)
+	if len(first) != 12 {
+		t.Fatalf("task=stack lists %q", first)
+	}
+	made, known := root.m.stats.nodesMade.Load(), root.m.stats.lookupsKnown.Load()
+	for range 3 {
+		if again := names(t, stack); !slices.Equal(again, first) {
+			t.Fatalf("task=stack lists %q, then %q", first, again)
+		}
+	}
+	if n := root.m.stats.nodesMade.Load() - made; n != 0 {
+		t.Errorf("listing task=stack again made %d nodes", n)
+	}
+	if n := root.m.stats.lookupsKnown.Load() - known; n != 3*12 {
+		t.Errorf("listing task=stack 3 more times answered %d lookups with known nodes, want 36", n)
+	}
+}
+
 // serveTableRoot mounts root under a temporary folder, as MountTable
 // does, and unmounts it at cleanup, checking that nothing stays mounted.
 func serveTableRoot(t *testing.T, root *TableRoot) string {

@@ -206,6 +206,9 @@ func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryO
 	if h.large || h.next > 0 && h.listed.Name == name && h.listed.Mode&fuse.S_IFDIR == 0 {
 		return nil, errNotLookedUp
 	}
+	if in := knownChild(ctx, h.m, h.parent, name, out); in != nil {
+		return in, 0
+	}
 	item, err := h.f.Lookup(ctx, name)
 	if err != nil {
 		return nil, errno("look up "+name+" in "+h.f.Path(), err)
@@ -219,12 +222,37 @@ func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryO
 // lookupIn resolves name in folder f, whose node is parent: the node of
 // what it names, with its attributes in out.
 func lookupIn(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.Folder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if in := knownChild(ctx, m, parent, name, out); in != nil {
+		return in, 0
+	}
 	item, err := f.Lookup(ctx, name)
 	if err != nil {
 		m.stats.lookups.Add(1)
 		return nil, errno("look up "+name+" in "+f.Path(), err)
 	}
 	return nodeOf(ctx, m, parent, item, out)
+}
+
+// knownChild returns parent's node named name, with its attributes in
+// out, if the daemon has one. A snapshot's or view's folder never
+// changes, so the node is what looking the name up would find: a listing
+// with attributes (READDIRPLUS) looks up every folder it lists, and a
+// reader listing a partition of a growing table again and again would
+// otherwise make a folder of the tree for each, only to find its node.
+func knownChild(ctx context.Context, m *mountFS, parent *fs.Inode, name string, out *fuse.EntryOut) *fs.Inode {
+	in := parent.GetChild(name)
+	if in == nil {
+		return nil
+	}
+	node, ok := in.Operations().(treeNode)
+	if !ok || node.attr(ctx, &out.Attr) != 0 {
+		return nil // a lookup says what is wrong
+	}
+	m.stats.lookups.Add(1)
+	m.stats.lookupsKnown.Add(1)
+	out.SetEntryTimeout(immutableTimeout)
+	out.SetAttrTimeout(immutableTimeout)
+	return in
 }
 
 // nodeOf returns the node of item, a folder or file found under parent,
