@@ -51,15 +51,7 @@ func TestMountReadsOnlyListedPartitions(t *testing.T) {
 // frames.
 func TestLargeListingMakesNoNodes(t *testing.T) {
 	testenv.RequireFUSE(t)
-	ctx := context.Background()
-	tbl, err := table.Open(ctx, treetest.InterleavedTable(t, 12), table.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := NewTableRoot(ctx, tbl, &treetest.Frames{}, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := interleavedRoot(t, 12)
 	root.m.maxListedNodes = 10
 	mnt := serveTableRoot(t, root)
 	made := func() int64 { return root.m.stats.nodesMade.Load() }
@@ -116,15 +108,7 @@ func TestLargeListingMakesNoNodes(t *testing.T) {
 // of the tree or a node for any of them.
 func TestListingAgainReusesFolderNodes(t *testing.T) {
 	testenv.RequireFUSE(t)
-	ctx := context.Background()
-	tbl, err := table.Open(ctx, treetest.InterleavedTable(t, 12), table.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := NewTableRoot(ctx, tbl, &treetest.Frames{}, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := interleavedRoot(t, 12)
 	mnt := serveTableRoot(t, root)
 	stack := filepath.Join(mnt, "latest", "task=stack")
 	first := names(t, stack)
@@ -143,6 +127,22 @@ func TestListingAgainReusesFolderNodes(t *testing.T) {
 	if n := root.m.stats.lookupsKnown.Load() - known; n != 3*12 {
 		t.Errorf("listing task=stack 3 more times answered %d lookups with known nodes, want 36", n)
 	}
+}
+
+// interleavedRoot is a read-only mount's root of a table of three
+// partitions of perTask episodes each (treetest.InterleavedTable).
+func interleavedRoot(t *testing.T, perTask int) *TableRoot {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := table.Open(ctx, treetest.InterleavedTable(t, perTask), table.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := NewTableRoot(ctx, tbl, &treetest.Frames{}, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // serveTableRoot mounts root under a temporary folder, as MountTable

@@ -17,12 +17,7 @@ import (
 // the entries are the folder's List.
 func TestListingAllocatesNoEntryPerFrame(t *testing.T) {
 	ctx := context.Background()
-	tbl := treetest.RobotTable(t)
-	c := newTestCatalog(t, tbl, &treetest.Frames{}, CatalogOptions{})
-	tree, err := c.SnapshotTree(ctx, treetest.Snapshot(t, tbl, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := robotTree(t, &treetest.Frames{})
 	ep := walk(t, tree.Root("/robot/snapshots/1"), "task=place/ep2").(*Folder)
 	want, err := ep.List(ctx)
 	if err != nil {

@@ -27,7 +27,20 @@ func newTestCatalog(t *testing.T, tbl *table.Table, frames FrameServer, opts Cat
 	return c
 }
 
-// names lists a folder's names.
+// robotTree returns the tree of the first snapshot of the robot table
+// (treetest.RobotTable), with frames made by frames.
+func robotTree(t *testing.T, frames FrameServer) *Tree {
+	t.Helper()
+	tbl := treetest.RobotTable(t)
+	c := newTestCatalog(t, tbl, frames, CatalogOptions{})
+	tree, err := c.SnapshotTree(context.Background(), treetest.Snapshot(t, tbl, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// listNames lists a folder's names.
 func listNames(t *testing.T, f *Folder) []string {
 	t.Helper()
 	entries, err := f.List(context.Background())
@@ -270,13 +283,7 @@ func (x *askedIndex) find(ctx context.Context, dir, name string) (bool, shownEpi
 // episode folder, so that an index may read the metadata of one folder
 // or one episode only.
 func TestIndexAskedPerFolder(t *testing.T) {
-	ctx := context.Background()
-	tbl := treetest.RobotTable(t)
-	c := newTestCatalog(t, tbl, &treetest.Frames{}, CatalogOptions{})
-	tree, err := c.SnapshotTree(ctx, treetest.Snapshot(t, tbl, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tree := robotTree(t, &treetest.Frames{})
 	x := &askedIndex{index: tree.index}
 	tree.index = x
 	root := tree.Root("")
