@@ -103,9 +103,9 @@ func TestLargeListingMakesNoNodes(t *testing.T) {
 }
 
 // TestListingAgainReusesFolderNodes: listing a folder of episodes looks
-// up every episode folder (READDIRPLUS); listing it again answers those
-// lookups with the nodes the folder already has, without making a folder
-// of the tree or a node for any of them.
+// up every episode folder (READDIRPLUS); listing it again looks up none
+// of them (the kernel has them all), and the kernel keeps using them.
+// Once it has forgotten them, a listing looks them up anew.
 func TestListingAgainReusesFolderNodes(t *testing.T) {
 	testenv.RequireFUSE(t)
 	root := interleavedRoot(t, 12)
@@ -115,7 +115,7 @@ func TestListingAgainReusesFolderNodes(t *testing.T) {
 	if len(first) != 12 {
 		t.Fatalf("task=stack lists %q", first)
 	}
-	made, known := root.m.stats.nodesMade.Load(), root.m.stats.lookupsKnown.Load()
+	made, known, lookups := root.m.stats.nodesMade.Load(), root.m.stats.lookupsKnown.Load(), root.m.stats.lookups.Load()
 	for range 3 {
 		if again := names(t, stack); !slices.Equal(again, first) {
 			t.Fatalf("task=stack lists %q, then %q", first, again)
@@ -124,8 +124,38 @@ func TestListingAgainReusesFolderNodes(t *testing.T) {
 	if n := root.m.stats.nodesMade.Load() - made; n != 0 {
 		t.Errorf("listing task=stack again made %d nodes", n)
 	}
+	if n := root.m.stats.lookups.Load() - lookups; n != 0 {
+		t.Errorf("listing task=stack again looked up %d names", n)
+	}
 	if n := root.m.stats.lookupsKnown.Load() - known; n != 3*12 {
-		t.Errorf("listing task=stack 3 more times answered %d lookups with known nodes, want 36", n)
+		t.Errorf("listing task=stack 3 more times left %d known folders to the kernel, want 36", n)
+	}
+	// The kernel still has every folder: each is there, with its files,
+	// and using them makes no node but those of the frames stat'ed.
+	for _, ep := range first {
+		if st, err := os.Stat(filepath.Join(stack, ep)); err != nil || !st.IsDir() {
+			t.Fatalf("%s after the listings: %v, %v", ep, st, err)
+		}
+	}
+	if n := root.m.stats.nodesMade.Load() - made; n != 0 {
+		t.Errorf("stat of the listed folders made %d nodes", n)
+	}
+	if got := names(t, filepath.Join(stack, first[5])); len(got) != 6 {
+		t.Errorf("%s lists %q", first[5], got)
+	}
+	// Once the kernel forgets them, a listing looks them up anew.
+	dropKernelCaches(t)
+	for deadline := time.Now().Add(5 * time.Second); root.m.stats.nodes.forgotten.Load() < 12; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d nodes forgotten after drop_caches, want the 12 folders at least", root.m.stats.nodes.forgotten.Load())
+		}
+	}
+	made = root.m.stats.nodesMade.Load()
+	if again := names(t, stack); !slices.Equal(again, first) {
+		t.Fatalf("task=stack lists %q, then %q", first, again)
+	}
+	if n := root.m.stats.nodesMade.Load() - made; n < 12 {
+		t.Errorf("listing task=stack after the kernel forgot its folders made %d nodes, want 12 at least", n)
 	}
 }
 

@@ -48,7 +48,7 @@ func (m *mountFS) collectors() []prometheus.Collector {
 		counter("rows_files_made_total", "Rows files (frames.jsonl, frames.parquet) and clip.json files made from rows.", &s.catalog.RowsFilesMade),
 		counter("manifests_listed_total", "Manifests read to list folders of episodes (a new head reads those its parent's folder did not).", &s.catalog.ManifestsListed),
 		counter("lookups_total", "Directory lookups.", &s.lookups),
-		counter("lookups_known_total", "Lookups of snapshot files and folders answered with the node the parent folder already had.", &s.lookupsKnown),
+		counter("lookups_known_total", "Lookups of snapshot files and folders answered with the node the daemon had, and folders listed again without one (the kernel has theirs).", &s.lookupsKnown),
 		counter("frame_read_requests_total", "READ requests for frame images (most reads are served from the page cache).", &s.frameReads),
 		counter("video_file_bytes_total", "Bytes read from the stored videos shown in episode folders.", &s.videoBytes),
 		counter("nodes_made_total", "Snapshot files and folders given a node at a lookup (a lookup of one the daemon has reuses its node).", &s.nodesMade),
