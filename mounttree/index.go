@@ -20,9 +20,10 @@ import (
 // folder only, so that an index may read only the metadata of the folders
 // it is asked about.
 type index interface {
-	// list returns the names of the folders and of the episodes in the
-	// folder dir, each sorted.
-	list(ctx context.Context, dir string) (folders, episodes []string, err error)
+	// list returns the names of the folders in the folder dir, sorted,
+	// and its episodes, sorted by name. Both are the index's own, not to
+	// be changed: listing a folder again copies nothing.
+	list(ctx context.Context, dir string) (folders []string, episodes []*episode, err error)
 	// find returns the folder (isFolder) or the episode called name in
 	// the folder dir; errNoEntry if there is neither.
 	find(ctx context.Context, dir, name string) (isFolder bool, ep shownEpisode, err error)
@@ -55,7 +56,7 @@ type indexFolder struct {
 	parts []episodePart
 }
 
-func (x builtIndex) list(ctx context.Context, dir string) ([]string, []string, error) {
+func (x builtIndex) list(ctx context.Context, dir string) ([]string, []*episode, error) {
 	d := x[dir]
 	if d == nil {
 		if dir == "" {
@@ -63,11 +64,7 @@ func (x builtIndex) list(ctx context.Context, dir string) ([]string, []string, e
 		}
 		return nil, nil, errNoEntry
 	}
-	names := make([]string, len(d.episodes))
-	for i, e := range d.episodes {
-		names[i] = e.name
-	}
-	return d.folders, names, nil
+	return d.folders, d.episodes, nil
 }
 
 func (x builtIndex) find(ctx context.Context, dir, name string) (bool, shownEpisode, error) {
@@ -288,7 +285,7 @@ func (x *snapshotIndex) loaded(ctx context.Context, dir string) (*snapshotFolder
 	return f, nil
 }
 
-func (x *snapshotIndex) list(ctx context.Context, dir string) ([]string, []string, error) {
+func (x *snapshotIndex) list(ctx context.Context, dir string) ([]string, []*episode, error) {
 	if dir != "" {
 		// A folder is listed only if its parent holds it.
 		parent, name := "", dir
@@ -307,11 +304,7 @@ func (x *snapshotIndex) list(ctx context.Context, dir string) ([]string, []strin
 	if err != nil {
 		return nil, nil, err
 	}
-	names := make([]string, len(f.episodes))
-	for i, e := range f.episodes {
-		names[i] = e.name
-	}
-	return f.folders, names, nil
+	return f.folders, f.episodes, nil
 }
 
 func (x *snapshotIndex) find(ctx context.Context, dir, name string) (bool, shownEpisode, error) {

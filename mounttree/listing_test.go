@@ -3,6 +3,8 @@ package mounttree
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -78,5 +80,49 @@ func TestPaddedNamesShared(t *testing.T) {
 	sharedNames.mu.Unlock()
 	if total > maxSharedNames {
 		t.Errorf("%d shared names, bound %d", total, maxSharedNames)
+	}
+}
+
+// TestPartitionListingAllocatesNoEntryPerEpisode: listing a folder of
+// episodes again makes its entries as they are asked for, from the names
+// the index holds: the allocations of a listing do not grow with its
+// episodes, and the entries are the folder's List, in name order, with
+// their paths' inode numbers.
+func TestPartitionListingAllocatesNoEntryPerEpisode(t *testing.T) {
+	ctx := context.Background()
+	const perTask = 40
+	x := treetest.OpenInterleaved(t, perTask)
+	c := newTestCatalog(t, x.Table, &treetest.Frames{}, CatalogOptions{})
+	tree, err := c.SnapshotTree(ctx, x.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := walk(t, tree.Root("/t/latest"), "task=stack").(*Folder)
+	want, err := stack.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != perTask || !slices.IsSortedFunc(want, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Fatalf("task=stack lists %d entries, want %d in name order: %v", len(want), perTask, want)
+	}
+	for _, e := range want {
+		if !e.Folder || e.Ino != PathIno("/t/latest/task=stack/"+e.Name) {
+			t.Fatalf("entry %+v: want a folder of inode %d", e, PathIno("/t/latest/task=stack/"+e.Name))
+		}
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		l, err := stack.Listing(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Len() {
+			if e := l.At(i); e != want[i] {
+				t.Fatalf("entry %d is %+v, want %+v", i, e, want[i])
+			}
+		}
+	})
+	t.Logf("%.0f allocations a listing", allocs)
+	if allocs > 4 {
+		t.Errorf("listing a partition of %d episodes allocates %.0f times", perTask, allocs)
 	}
 }

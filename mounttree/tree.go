@@ -210,48 +210,49 @@ func (f *Folder) List(ctx context.Context) ([]Entry, error) {
 }
 
 // Listing is a folder's entries in name order, folders first: its
-// subfolders, its frames in frame order, then its other files. The frame
-// entries are made as they are asked for, so that listing an episode of
-// thousands of frames, which a job following a table does over and over,
-// allocates no entry per frame.
+// subfolders, its frames in frame order, then its other files. The
+// entries of frames, and of a partition folder's subfolders, are made as
+// they are asked for, so that listing an episode of thousands of frames,
+// or a partition of thousands of episodes, which a job following a table
+// does over and over, allocates no entry per frame or episode.
 type Listing struct {
-	head []Entry // subfolders (a partition folder's whole listing)
-	// frames is how many frame entries follow head; frame makes the k-th.
-	frames int
-	frame  func(k int) Entry
-	tail   []Entry // videos, rows files, clip.json
+	head []Entry // subfolders of an episode or clip folder
+	// lazy is how many entries made on demand follow head (frames, or a
+	// partition folder's subfolders); entry makes the k-th.
+	lazy  int
+	entry func(k int) Entry
+	tail  []Entry // videos, rows files, clips and clip files
 }
 
 // Len is the number of entries.
-func (l *Listing) Len() int { return len(l.head) + l.frames + len(l.tail) }
+func (l *Listing) Len() int { return len(l.head) + l.lazy + len(l.tail) }
 
 // At returns entry i, 0 ≤ i < Len().
 func (l *Listing) At(i int) Entry {
 	if i < len(l.head) {
 		return l.head[i]
 	}
-	if i -= len(l.head); i < l.frames {
-		return l.frame(i)
+	if i -= len(l.head); i < l.lazy {
+		return l.entry(i)
 	}
-	return l.tail[i-l.frames]
+	return l.tail[i-l.lazy]
 }
 
 // Listing returns the folder's entries (see List).
 func (f *Folder) Listing(ctx context.Context) (Listing, error) {
 	if f.kind == partitionFolder {
-		entries, err := f.listPartition(ctx)
-		return Listing{head: entries}, err
+		return f.listPartition(ctx)
 	}
 	var l Listing
 	for _, name := range f.subfolders() {
-		l.head = append(l.head, Entry{Name: name, Folder: true, Ino: PathIno(f.path + "/" + name)})
+		l.head = append(l.head, f.subfolderEntry(name))
 	}
 	b, e := f.tree.base, f.ep.e
 	if f.clip != nil {
 		if f.column != "" {
 			ext, width, ino, frames := b.ext(), clipFrameWidth(len(f.clip.frames)), f.frameInos(), f.clip.frames
-			l.frames = len(frames)
-			l.frame = func(j int) Entry { return Entry{Name: paddedName(int64(j), width, ext), Ino: ino(frames[j])} }
+			l.lazy = len(frames)
+			l.entry = func(j int) Entry { return Entry{Name: paddedName(int64(j), width, ext), Ino: ino(frames[j])} }
 		}
 		if f.kind == clipFolder {
 			l.tail = []Entry{{Name: ClipJSON, Ino: f.clipJSONIno()}}
@@ -261,11 +262,11 @@ func (f *Folder) Listing(ctx context.Context) (Listing, error) {
 	if f.column != "" {
 		ext, width, ino, rows := b.ext(), frameNameWidth(e.rows), f.frameInos(), f.ep.rows
 		if rows == nil {
-			l.frames = int(e.rows)
-			l.frame = func(k int) Entry { return Entry{Name: paddedName(int64(k), width, ext), Ino: ino(int64(k))} }
+			l.lazy = int(e.rows)
+			l.entry = func(k int) Entry { return Entry{Name: paddedName(int64(k), width, ext), Ino: ino(int64(k))} }
 		} else {
-			l.frames = len(rows)
-			l.frame = func(k int) Entry { return Entry{Name: paddedName(rows[k], width, ext), Ino: ino(rows[k])} }
+			l.lazy = len(rows)
+			l.entry = func(k int) Entry { return Entry{Name: paddedName(rows[k], width, ext), Ino: ino(rows[k])} }
 		}
 	}
 	if f.kind == episodeFolder {
@@ -290,23 +291,40 @@ func (f *Folder) Listing(ctx context.Context) (Listing, error) {
 
 // listPartition lists a partition folder from the index (and a clip
 // view's root files at its root).
-func (f *Folder) listPartition(ctx context.Context) ([]Entry, error) {
+func (f *Folder) listPartition(ctx context.Context) (Listing, error) {
 	folders, eps, err := f.tree.index.list(ctx, f.dir)
 	if err != nil {
-		return nil, err
+		return Listing{}, err
 	}
-	names := append(slices.Clip(folders), eps...)
-	sort.Strings(names)
-	entries := make([]Entry, 0, len(names)+2)
-	for _, name := range names {
-		entries = append(entries, Entry{Name: name, Folder: true, Ino: PathIno(f.path + "/" + name)})
+	var l Listing
+	switch {
+	case len(eps) == 0:
+		l.lazy = len(folders)
+		l.entry = func(k int) Entry { return f.subfolderEntry(folders[k]) }
+	case len(folders) == 0:
+		l.lazy = len(eps)
+		l.entry = func(k int) Entry { return f.subfolderEntry(eps[k].name) }
+	default: // partition folders beside episodes: one list, in name order
+		names := slices.Grow(slices.Clip(folders), len(eps))
+		for _, e := range eps {
+			names = append(names, e.name)
+		}
+		sort.Strings(names)
+		l.lazy = len(names)
+		l.entry = func(k int) Entry { return f.subfolderEntry(names[k]) }
 	}
 	if f.IsRoot() && f.tree.clips != nil {
 		for _, name := range []string{ClipsJSONL, ClipsTxt} {
-			entries = append(entries, Entry{Name: name, Ino: PathIno(f.path + "/" + name)})
+			l.tail = append(l.tail, Entry{Name: name, Ino: PathIno(f.path + "/" + name)})
 		}
 	}
-	return entries, nil
+	return l, nil
+}
+
+// subfolderEntry is the entry of f's subfolder name, whose inode number
+// is its path's.
+func (f *Folder) subfolderEntry(name string) Entry {
+	return Entry{Name: name, Folder: true, Ino: newInoHash().str(f.path).str("/").str(name).ino()}
 }
 
 // Lookup returns the folder or file name in f, or an error that wraps

@@ -268,7 +268,7 @@ type askedIndex struct {
 	asked []string
 }
 
-func (x *askedIndex) list(ctx context.Context, dir string) ([]string, []string, error) {
+func (x *askedIndex) list(ctx context.Context, dir string) ([]string, []*episode, error) {
 	x.asked = append(x.asked, "list "+dir)
 	return x.index.list(ctx, dir)
 }
