@@ -256,20 +256,24 @@ func knownChild(ctx context.Context, m *mountFS, parent *fs.Inode, name string, 
 	if !ok || node.attr(ctx, &out.Attr) != 0 {
 		return nil // a lookup says what is wrong
 	}
-	m.stats.lookups.Add(1)
 	m.stats.lookupsKnown.Add(1)
+	found(m, out)
+	return in
+}
+
+// found counts a lookup that found a snapshot's file or folder, and lets
+// the kernel cache the entry and its attributes: snapshot contents never
+// change.
+func found(m *mountFS, out *fuse.EntryOut) {
+	m.stats.lookups.Add(1)
 	out.SetEntryTimeout(immutableTimeout)
 	out.SetAttrTimeout(immutableTimeout)
-	return in
 }
 
 // nodeOf returns the node of item, a folder or file found under parent,
 // with its attributes in out.
 func nodeOf(ctx context.Context, m *mountFS, parent *fs.Inode, item mounttree.Item, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	m.stats.lookups.Add(1)
-	// Snapshot contents never change: let the kernel cache them.
-	out.SetEntryTimeout(immutableTimeout)
-	out.SetAttrTimeout(immutableTimeout)
+	found(m, out)
 	if folder, ok := item.(*mounttree.Folder); ok {
 		return m.child(ctx, parent, folder.Ino(), fuse.S_IFDIR, out, func() treeNode { return &folderNode{m: m, f: folder} })
 	}

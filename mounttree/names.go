@@ -100,14 +100,9 @@ func frameNameWidth(rows int64) int { return max(6, len(strconv.FormatInt(rows-1
 // small ordinals are made once and shared (sharedNames).
 func paddedName(i int64, width int, ext string) string {
 	if i >= 0 && i < maxSharedName && width < len(sharedNames.byWidth) {
-		if runs := sharedNames.byWidth[width].Load(); runs != nil {
-			for _, r := range *runs {
-				if r.ext == ext {
-					if names := *r.names.Load(); i < int64(len(names)) {
-						return names[i]
-					}
-					break
-				}
+		if r := sharedRun(width, ext); r != nil {
+			if names := *r.names.Load(); i < int64(len(names)) {
+				return names[i]
 			}
 		}
 		if name, ok := sharedName(int(i), width, ext); ok {
@@ -159,26 +154,31 @@ type nameRun struct {
 	names atomic.Pointer[[]string]
 }
 
+// sharedRun returns the run of names of width and ext, nil if there is
+// none yet.
+func sharedRun(width int, ext string) *nameRun {
+	if runs := sharedNames.byWidth[width].Load(); runs != nil {
+		for _, r := range *runs {
+			if r.ext == ext {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
 // sharedName returns the shared name of ordinal i (< maxSharedName),
 // growing its run to hold it, unless the runs are full.
 func sharedName(i, width int, ext string) (string, bool) {
 	s := &sharedNames
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var run *nameRun
-	runs := s.byWidth[width].Load()
-	if runs != nil {
-		for _, r := range *runs {
-			if r.ext == ext {
-				run = r
-			}
-		}
-	}
+	run := sharedRun(width, ext)
 	if run == nil {
 		run = &nameRun{ext: strings.Clone(ext)}
 		run.names.Store(&[]string{})
 		grown := []*nameRun{run}
-		if runs != nil {
+		if runs := s.byWidth[width].Load(); runs != nil {
 			grown = append(slices.Clip(*runs), run)
 		}
 		s.byWidth[width].Store(&grown)
