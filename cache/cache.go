@@ -41,9 +41,9 @@ var ErrAbandoned = errors.New("cache: in-flight load abandoned")
 // (which their callers hold anyway). A value larger than MaxBytes is
 // returned to its caller but not kept.
 type Cache[K comparable] struct {
-	maxBytes int64
-
 	mu sync.Mutex
+	// maxBytes is the bound. Guarded by mu.
+	maxBytes int64
 	// lru holds the cached values, cold the demoted ones; a key is in
 	// one of them at most. Guarded by mu.
 	lru, cold *simplelru.LRU[K, []byte]
@@ -110,7 +110,21 @@ func charge(v []byte) int64 { return int64(len(v)) + EntryOverhead }
 func (c *Cache[K]) OnEvict(fn func(k K, v []byte)) { c.onEvict = fn }
 
 // MaxBytes returns the cache's byte limit.
-func (c *Cache[K]) MaxBytes() int64 { return c.maxBytes }
+func (c *Cache[K]) MaxBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxBytes
+}
+
+// SetMaxBytes changes the cache's byte limit, evicting values beyond a
+// lower one (demoted values first, then the least recently used), as a
+// full cache would.
+func (c *Cache[K]) SetMaxBytes(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxBytes = max(n, 0)
+	c.evictBeyondBound()
+}
 
 // Get returns the value cached under k and marks it recently used.
 func (c *Cache[K]) Get(k K) ([]byte, bool) {
@@ -160,6 +174,12 @@ func (c *Cache[K]) add(k K, v []byte) {
 	}
 	c.lru.Add(k, v)
 	c.bytes += charge(v)
+	c.evictBeyondBound()
+}
+
+// evictBeyondBound evicts values until the cache is within maxBytes,
+// with c.mu held.
+func (c *Cache[K]) evictBeyondBound() {
 	for c.bytes > c.maxBytes {
 		k, v, ok := c.cold.RemoveOldest()
 		if !ok {

@@ -365,3 +365,38 @@ func TestWait(t *testing.T) {
 		t.Errorf("Wait counted %d misses", st.Misses)
 	}
 }
+
+// TestSetMaxBytes: a lower bound evicts at once, demoted values first and
+// then the least recently used; a higher one keeps more again.
+func TestSetMaxBytes(t *testing.T) {
+	const one = 100 + EntryOverhead
+	c := New[int](4 * one)
+	var evicted []int
+	c.OnEvict(func(k int, _ []byte) { evicted = append(evicted, k) })
+	for i := range 4 {
+		c.Add(i, val(100, byte(i)))
+	}
+	c.Demote(3)
+	c.Get(0)
+	c.SetMaxBytes(2 * one)
+	if fmt.Sprint(evicted) != "[3 1]" {
+		t.Errorf("evicted %v, want the demoted 3, then the least recently used 1", evicted)
+	}
+	if st := c.Stats(); st.Entries != 2 || st.Bytes != 2*one || c.MaxBytes() != 2*one {
+		t.Errorf("stats %+v, bound %d after lowering the bound", st, c.MaxBytes())
+	}
+	c.Add(4, val(100, 4))
+	if fmt.Sprint(evicted) != "[3 1 2]" {
+		t.Errorf("evicted %v after an add at the lower bound", evicted)
+	}
+	c.SetMaxBytes(4 * one)
+	c.Add(5, val(100, 5))
+	c.Add(6, val(100, 6))
+	if st := c.Stats(); st.Entries != 4 || len(evicted) != 3 {
+		t.Errorf("stats %+v, evicted %v after raising the bound", st, evicted)
+	}
+	c.SetMaxBytes(-1)
+	if st := c.Stats(); st.Entries != 0 || st.Bytes != 0 {
+		t.Errorf("stats %+v with a bound below zero", st)
+	}
+}
