@@ -266,6 +266,23 @@ func New(codec media.Codec, opts Options) *Server {
 // CacheStats returns the image cache's counters.
 func (fs *Server) CacheStats() cache.Stats { return fs.cache.Stats() }
 
+// SetImageCacheBytes bounds the image cache at n bytes, never above
+// Options.CacheBytes: a mount short of memory for what it cannot drop
+// (nodes the kernel holds, decoders at work) makes its cache give way,
+// and gives it its room back later. It returns the bound set. Fills are
+// sized for the bound in force.
+func (fs *Server) SetImageCacheBytes(n int64) int64 {
+	n = min(max(n, 0), fs.opts.CacheBytes)
+	fs.cache.SetMaxBytes(n)
+	return n
+}
+
+// ImageCacheBytes returns the image cache's bound in force and the one it
+// was configured with.
+func (fs *Server) ImageCacheBytes() (bound, configured int64) {
+	return fs.cache.MaxBytes(), fs.opts.CacheBytes
+}
+
 // PoolStats returns the counters of the decoder sessions and the picture
 // cache.
 func (fs *Server) PoolStats() PoolStats { return fs.pool.Stats() }
@@ -503,7 +520,7 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	siblings := formImage
 	if fs.opts.Store == nil {
 		siblings = fs.fills.form(v, key.setting)
-		missing = window(missing, key.ordinal, fs.fills.budget(fs.opts.CacheBytes, v, key.setting, siblings))
+		missing = window(missing, key.ordinal, fs.fills.budget(fs.cache.MaxBytes(), v, key.setting, siblings))
 	}
 	// A lone missing frame (the rest of its GOP is at hand, or there is no
 	// room for it) is decoded alone, from the reference pictures only.
@@ -929,7 +946,7 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 	if fs.opts.Store != nil {
 		fs.digests.verify(ctx, fs.ctx, v)
 	}
-	keep := &sizeKeep{budget: fs.opts.CacheBytes / 2, packed: fs.opts.Store == nil && fs.fills.form(v, setting) == formPicture}
+	keep := &sizeKeep{budget: fs.cache.MaxBytes() / 2, packed: fs.opts.Store == nil && fs.fills.form(v, setting) == formPicture}
 	workers := min(fs.opts.SizeWorkers, fs.pool.opts.maxPerVideo)
 	chunks := gopChunks(v, workers)
 	workers = min(workers, len(chunks))

@@ -133,3 +133,41 @@ func TestFrameSizesParallelChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestImageCacheGivesWay: the image cache's bound can be lowered, which
+// evicts at once, and raised back, never above the configured size; frames
+// are still served at any bound.
+func TestImageCacheGivesWay(t *testing.T) {
+	const configured = 1 << 20
+	srv := New(&countingCodec{}, Options{CacheBytes: configured, Readahead: -1})
+	defer srv.Close()
+	v := countingVideo(t, "v", 60, 30)
+	ctx := context.Background()
+	for i := range 30 {
+		if _, err := srv.Frame(ctx, v, i, media.ImageSetting{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := srv.CacheStats().Bytes
+	if full == 0 {
+		t.Fatal("nothing cached")
+	}
+	if got := srv.SetImageCacheBytes(full / 2); got != full/2 {
+		t.Errorf("SetImageCacheBytes(%d) = %d", full/2, got)
+	}
+	if b := srv.CacheStats().Bytes; b > full/2 {
+		t.Errorf("the cache holds %d bytes under a bound of %d", b, full/2)
+	}
+	if b, err := srv.Frame(ctx, v, 45, media.ImageSetting{}); err != nil || !bytes.Equal(b, countingImage(v.Key, 45, media.ImageSetting{})) {
+		t.Errorf("frame 45 at the lower bound: %v", err)
+	}
+	if got := srv.SetImageCacheBytes(4 * configured); got != configured {
+		t.Errorf("SetImageCacheBytes above the configured size = %d, want %d", got, configured)
+	}
+	if got := srv.SetImageCacheBytes(-1); got != 0 {
+		t.Errorf("SetImageCacheBytes(-1) = %d, want 0", got)
+	}
+	if bound, conf := srv.ImageCacheBytes(); bound != 0 || conf != configured {
+		t.Errorf("ImageCacheBytes = %d, %d", bound, conf)
+	}
+}
