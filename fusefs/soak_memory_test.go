@@ -59,8 +59,14 @@ func (s memorySample) caches() int64 { return s.parts.image + s.parts.picture + 
 // it has mapped, of which heap objects, and the collector's goal); the
 // rest is FFmpeg's heap (decoders, kept pictures) and other C memory.
 type memoryParts struct {
-	image, picture, metadata  int64
+	image, picture, metadata int64
+	// imageBound is the image cache's bound in force, below the one
+	// configured while the daemon is short of memory.
+	imageBound                int64
 	goMapped, goObjects, goal int64
+	// goUnused, goFree and goStacks are the heap's room in its spans,
+	// its free pages not given back, and the stacks.
+	goUnused, goFree, goStacks int64
 	// gcCPU is the CPU time the collector took so far, as the runtime
 	// estimates it.
 	gcCPU time.Duration
@@ -75,16 +81,24 @@ func readMemoryParts(stats string) memoryParts {
 	v, _ := readStats(stats)
 	return memoryParts{
 		image: int64(v["framefs_image_cache_bytes"]), picture: int64(v["framefs_picture_cache_bytes"]),
-		metadata: int64(v["framefs_metadata_cache_bytes"]), goMapped: int64(v["framefs_go_mapped_bytes"]),
+		imageBound: int64(v["framefs_image_cache_bound_bytes"]),
+		metadata:   int64(v["framefs_metadata_cache_bytes"]), goMapped: int64(v["framefs_go_mapped_bytes"]),
 		goObjects: int64(v["framefs_go_heap_object_bytes"]), goal: int64(v["framefs_go_heap_goal_bytes"]),
+		goUnused: int64(v["framefs_go_heap_unused_bytes"]), goFree: int64(v["framefs_go_heap_free_bytes"]), goStacks: int64(v["framefs_go_stack_bytes"]),
 		gcCPU: time.Duration(v["framefs_go_gc_cpu_seconds_total"] * float64(time.Second)),
 		nodes: int64(v["framefs_nodes_made_total"] - v["framefs_nodes_forgotten_total"]),
 	}
 }
 
 func (p memoryParts) String() string {
-	return fmt.Sprintf("image cache %s, picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, goal %s; collector CPU so far %.1f s); %d nodes",
-		mib(p.image), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goal), p.gcCPU.Seconds(), p.nodes)
+	return fmt.Sprintf("image cache %s (bound %s), picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, unused %s, free %s, stacks %s; goal %s; collector CPU so far %.1f s); %d nodes",
+		mib(p.image), mib(p.imageBound), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goUnused), mib(p.goFree), mib(p.goStacks), mib(p.goal), p.gcCPU.Seconds(), p.nodes)
+}
+
+// where says where the sample's memory was: its parts, and the rest of
+// its anonymous memory, outside the Go runtime.
+func (s memorySample) where() string {
+	return fmt.Sprintf("%v; the rest %s", s.parts, mib(s.anon-s.parts.goMapped))
 }
 
 // headTerm is the memory the head's episodes may take.
@@ -214,9 +228,10 @@ func (w *memoryWatch) report(final bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s memory %s: anonymous %s (mapped from files %s), caches hold %s, %d episodes in the head\n", w.name, when,
 		mib(r.last.anon), mib(r.last.file), mib(r.last.caches()), r.last.episodes)
-	fmt.Fprintf(&b, "  where: %v; the rest %s\n", r.last.parts, mib(r.last.anon-r.last.parts.goMapped))
+	fmt.Fprintf(&b, "  where: %s\n", r.last.where())
 	fmt.Fprintf(&b, "  bound: peak anonymous %s at %s ≤ caches %s + 150 MB + %d B × %d head episodes = %s: %v\n",
 		mib(r.peak.anon), r.peak.at.Round(time.Second), mib(w.configured), mounttree.BytesPerHeadEpisode, r.peak.episodes, mib(r.bound), r.peak.anon <= r.bound)
+	fmt.Fprintf(&b, "    where at that peak: %s\n", r.peak.where())
 	if r.early > 0 && r.late > 0 {
 		fmt.Fprintf(&b, "  no growth: peak of the second half %s ≤ %.1f × peak of the second to fifth tenth %s (head term subtracted): %v (%.2fx); less the caches %s ≤ %.1f × %s: %v (%.2fx)\n",
 			mib(r.late), memoryGrowth, mib(r.early), float64(r.late) <= memoryGrowth*float64(r.early), float64(r.late)/float64(r.early),
@@ -227,6 +242,7 @@ func (w *memoryWatch) report(final bool) string {
 		fmt.Fprintf(&b, "  follower: anonymous less caches %s at %s (%d episodes) ≤ %.1f × %s (first minute, %d episodes) + 2 KB per episode added: %v (%s over)",
 			mib(r.follower.anon-r.follower.caches()), r.follower.at.Round(time.Second), r.follower.episodes, memoryGrowth, mib(r.firstMinute), r.firstEpisodes,
 			r.followerExcess <= 0, mib(r.followerExcess))
+		fmt.Fprintf(&b, "\n    where then: %s", r.follower.where())
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

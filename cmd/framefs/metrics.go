@@ -74,6 +74,12 @@ func thousandths(x float64) float64 { return math.Round(x*1000) / 1000 }
 // can be told apart.
 type goMemory struct {
 	heapObjects, mapped, gcPercent, heapGoal uint64
+	// heapUnused is room in the heap's spans that holds no object;
+	// heapFree whole free pages not yet given back to the system;
+	// stacks the goroutines' stacks. With heapObjects they are most of
+	// mapped, and tell a burst of garbage (free pages kept above the
+	// goal) from a heap that grew.
+	heapUnused, heapFree, stacks uint64
 	// gcCPUSeconds is an estimate by the runtime, from the time its
 	// collector workers ran.
 	gcCPUSeconds float64
@@ -87,11 +93,15 @@ func readGoMemory() goMemory {
 		{Name: "/gc/gogc:percent"},
 		{Name: "/gc/heap/goal:bytes"},
 		{Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/stacks:bytes"},
 	}
 	metrics.Read(m)
 	return goMemory{
 		heapObjects: m[0].Value.Uint64(), mapped: m[1].Value.Uint64() - m[2].Value.Uint64(),
 		gcPercent: m[3].Value.Uint64(), heapGoal: m[4].Value.Uint64(), gcCPUSeconds: m[5].Value.Float64(),
+		heapUnused: m[6].Value.Uint64(), heapFree: m[7].Value.Uint64(), stacks: m[8].Value.Uint64(),
 	}
 }
 
@@ -129,12 +139,21 @@ func registerServingMetrics(reg prometheus.Registerer, frames *serving.Server, d
 			gauge("framefs_picture_cache_bytes", func(s serving.PoolStats) int64 { return s.PictureBytes }),
 			counter("framefs_picture_cache_hits_total", func(s serving.PoolStats) int { return s.PictureHits }),
 		}},
+		// The image cache's bound in force: below --cache-bytes while the
+		// mount is short of memory (see internal/gcpace).
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "framefs_image_cache_bound_bytes"}, func() float64 {
+			bound, _ := frames.ImageCacheBytes()
+			return float64(bound)
+		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "framefs_c_heap_trims_total"}, func() float64 { return float64(decoder.MemoryTrims()) }),
 		statsCollector[goMemory]{read: readGoMemory, metrics: []statMetric[goMemory]{
 			gauge("framefs_go_heap_object_bytes", func(s goMemory) uint64 { return s.heapObjects }),
 			gauge("framefs_go_mapped_bytes", func(s goMemory) uint64 { return s.mapped }),
 			gauge("framefs_go_gc_percent", func(s goMemory) uint64 { return s.gcPercent }),
 			gauge("framefs_go_heap_goal_bytes", func(s goMemory) uint64 { return s.heapGoal }),
+			gauge("framefs_go_heap_unused_bytes", func(s goMemory) uint64 { return s.heapUnused }),
+			gauge("framefs_go_heap_free_bytes", func(s goMemory) uint64 { return s.heapFree }),
+			gauge("framefs_go_stack_bytes", func(s goMemory) uint64 { return s.stacks }),
 			counter("framefs_go_gc_cpu_seconds_total", func(s goMemory) float64 { return thousandths(s.gcCPUSeconds) }),
 		}},
 		statsCollector[serving.FillStats]{read: frames.FillStats, metrics: []statMetric[serving.FillStats]{

@@ -194,6 +194,7 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOp
 			return n
 		},
 		Budget: memoryBudget(o.CacheBytes, o.PictureCacheBytes),
+		Yield:  func(short int64) { yieldImageCache(frames, short) },
 	})
 	if err := registerServingMetrics(registry, frames, disk, store); err != nil {
 		return err
@@ -337,6 +338,18 @@ func goMemoryClasses() map[string]uint64 {
 		}
 	}
 	return classes
+}
+
+// yieldImageCache lowers the image cache's bound by short bytes (or
+// raises it back towards its configured size, short < 0), down to a
+// quarter of that size: what the kernel's page cache was served stays
+// there, and fills still have room. Changes under 1 MiB are noise.
+func yieldImageCache(frames *serving.Server, short int64) {
+	bound, configured := frames.ImageCacheBytes()
+	b := gcpace.CacheBound(bound, configured/4, configured, short)
+	if d := b - bound; d >= 1<<20 || -d >= 1<<20 || (b == configured && bound != configured) {
+		frames.SetImageCacheBytes(b)
+	}
 }
 
 // memoryHeadroom is the anonymous memory a mount needs besides its

@@ -24,6 +24,13 @@
 // sets the Go heap's soft limit to what the C side leaves of it, read
 // again every tick, so that the collector works harder when the decoders
 // need more rather than let the two add up past the budget.
+//
+// When even that leaves the heap less than MinHeadroom above its live
+// bytes, the collector would run without pause and the process would
+// still outgrow its budget: the memory it cannot drop (nodes the kernel
+// holds, decoders at work) has outgrown the room the caches left it. Run
+// then tells the caches, through Yield, how much to give way, and how much
+// room they may take back once the pressure is gone.
 package gcpace
 
 import (
@@ -56,6 +63,11 @@ type Options struct {
 	// below the live heap plus half of MinHeadroom: past the budget, the
 	// collector runs up to twice as often as the pacing alone has it.
 	Budget int64
+	// Yield, when set with Budget, is told after each collection how
+	// many bytes the caches should give up (positive) for the Go heap to
+	// keep MinHeadroom above its live bytes within the budget, or may
+	// take back (negative). See CacheBound.
+	Yield func(short int64)
 }
 
 func (o Options) withDefaults() Options {
@@ -102,6 +114,18 @@ func Limit(budget, outside, live, minHeadroom int64) int64 {
 	return max(budget-max(outside, 0), live+minHeadroom)
 }
 
+// CacheBound returns a cache's new bound, from its bound in force and
+// the bytes the caches are short (as Yield is told): lower by what is
+// short, or higher by half the room there is, so that a cache grows back
+// over a few collections rather than into the next shortage; never below
+// floor nor above ceiling.
+func CacheBound(bound, floor, ceiling, short int64) int64 {
+	if short < 0 {
+		short /= 2
+	}
+	return min(max(bound-short, floor), ceiling)
+}
+
 // Run sets GOGC from the live heap and opts.Cached, and the soft limit
 // from opts.Budget, every opts.Every until ctx is done, then puts back
 // the GOGC and limit it found. It leaves GOGC alone when the GOGC
@@ -114,12 +138,14 @@ func Run(ctx context.Context, opts Options) {
 		return
 	}
 	opts = opts.withDefaults()
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}, {Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
 	current := opts.Percent
 	if pace {
 		defer debug.SetGCPercent(debug.SetGCPercent(current))
 	}
 	var limit int64 = math.MaxInt64
+	var yielded uint64 // the collections counted at the last Yield
 	if bound {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	}
@@ -154,7 +180,21 @@ func Run(ctx context.Context, opts Options) {
 				continue
 			}
 			goResident := int64(sample[1].Value.Uint64() - sample[2].Value.Uint64())
-			l := Limit(opts.Budget, anon-goResident, live, opts.MinHeadroom/2)
+			outside := anon - goResident
+			// Once per collection, so that what the caches gave up is
+			// seen before they are asked again, tell them what the heap
+			// is short of MinHeadroom: the heap holds its live objects
+			// and the room left in its spans between them (which it
+			// cannot give back, and which grew to a fifth of the heap
+			// in the write soak), and the runtime's memory besides the
+			// heap (stacks, its own metadata) needs room too.
+			if cycles := sample[3].Value.Uint64(); opts.Yield != nil && cycles != yielded {
+				yielded = cycles
+				objects, unused, free := int64(sample[4].Value.Uint64()), int64(sample[5].Value.Uint64()), int64(sample[6].Value.Uint64())
+				overhead := max(goResident-objects-unused-free, 0)
+				opts.Yield(live + unused + opts.MinHeadroom + overhead - (opts.Budget - outside))
+			}
+			l := Limit(opts.Budget, outside, live, opts.MinHeadroom/2)
 			// Moves of less than 1 MiB are noise of the sampling.
 			if d := l - limit; d > 1<<20 || -d > 1<<20 {
 				debug.SetMemoryLimit(l)

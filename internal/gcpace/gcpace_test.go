@@ -152,3 +152,78 @@ func TestRunSetsTheLimitFromTheBudget(t *testing.T) {
 		t.Errorf("soft limit after Run returned: %d, want %d back", got, before)
 	}
 }
+
+func TestCacheBound(t *testing.T) {
+	const MiB = 1 << 20
+	for _, c := range []struct {
+		name                               string
+		bound, floor, ceiling, short, want int64
+	}{
+		{"short: lower by what is short", 64 * MiB, 16 * MiB, 64 * MiB, 10 * MiB, 54 * MiB},
+		{"never below the floor", 20 * MiB, 16 * MiB, 64 * MiB, 10 * MiB, 16 * MiB},
+		{"room: take back half of it", 40 * MiB, 16 * MiB, 64 * MiB, -10 * MiB, 45 * MiB},
+		{"never above the ceiling", 60 * MiB, 16 * MiB, 64 * MiB, -100 * MiB, 64 * MiB},
+		{"nothing short", 64 * MiB, 16 * MiB, 64 * MiB, 0, 64 * MiB},
+	} {
+		if got := CacheBound(c.bound, c.floor, c.ceiling, c.short); got != c.want {
+			t.Errorf("%s: CacheBound = %d MiB, want %d MiB", c.name, got>>20, c.want>>20)
+		}
+	}
+}
+
+// TestRunYieldsWhenShort checks that Run tells the caches, after a
+// collection, what they are short: with a budget far below the live
+// heap they are short, with one far above it they have room. (How much
+// is not checked: what the runtime has mapped but not touched counts as
+// resident in its measure, which makes the memory outside it look
+// smaller than it is in a test binary.)
+func TestRunYieldsWhenShort(t *testing.T) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOMEMLIMIT is set: Run leaves the limit alone")
+	}
+	const MiB = 1 << 20
+	ballast := make([]byte, 64*MiB)
+	for i := range ballast {
+		ballast[i] = byte(i)
+	}
+	for _, c := range []struct {
+		name   string
+		budget int64
+		short  func(int64) bool
+	}{
+		{"budget under the live heap", 16 * MiB, func(s int64) bool { return s > 0 }},
+		{"budget far above it", 4 << 30, func(s int64) bool { return s < 0 }},
+	} {
+		told := make(chan int64, 100)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Run(ctx, Options{Budget: c.budget, Every: 5 * time.Millisecond, Yield: func(s int64) {
+				select {
+				case told <- s:
+				default:
+				}
+			}})
+		}()
+		var got int64
+		deadline := time.After(10 * time.Second)
+	wait:
+		for {
+			runtime.GC()
+			select {
+			case got = <-told:
+				break wait
+			case <-deadline:
+				t.Fatalf("%s: Yield was not called in 10 s", c.name)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		cancel()
+		<-done
+		if !c.short(got) {
+			t.Errorf("%s: caches told they are short %d MiB", c.name, got/MiB)
+		}
+	}
+	runtime.KeepAlive(ballast)
+}
