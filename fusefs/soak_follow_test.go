@@ -173,7 +173,7 @@ func TestSoakFollower(t *testing.T) {
 	for _, f := range failures {
 		t.Error(f)
 	}
-	watch.check(false, true)
+	watch.check(duration, false, true)
 }
 
 // soakSetup returns how long a soak runs (the duration in env, else the

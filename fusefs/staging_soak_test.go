@@ -65,7 +65,9 @@ type soak struct {
 	daemon               *exec.Cmd
 	daemonLog            string
 	refs                 [][][]byte // video index -> frame -> image
-	src                  string     // sidecars to drag in
+	// duration is how long run was asked to run.
+	duration time.Duration
+	src      string // sidecars to drag in
 
 	mu        sync.Mutex
 	expected  map[string]int // episode dropped -> video index
@@ -191,6 +193,7 @@ func every(wg *sync.WaitGroup, deadline time.Time, interval time.Duration, seed 
 }
 
 func (s *soak) run(duration time.Duration) {
+	s.duration = duration
 	deadline := time.Now().Add(duration)
 	var wg, writers sync.WaitGroup
 	stopWatch, watched, memoryWatched := make(chan struct{}), make(chan struct{}), make(chan struct{})
@@ -491,7 +494,7 @@ func (s *soak) check() {
 	t.Logf("soak: %d episodes in the head, %d snapshots; framefs verify: %s (%s)", len(eps), head.ID, out, strings.TrimSpace(stderr.String()))
 	t.Logf("soak: daemon RSS peak %.1f MiB (anonymous %.1f MiB, mapped from files %.1f MiB; VmHWM %.1f MiB); %d ERROR log lines",
 		float64(s.rssPeak.Load())/(1<<20), float64(s.rssPeakAnon)/(1<<20), float64(s.rssPeakFile)/(1<<20), float64(hwm)/(1<<20), errorLines)
-	s.memory.check(true, false)
+	s.memory.check(s.duration, true, false)
 	if s.reads.Load() == 0 || commits == 0 {
 		s.fail("nothing was read or committed")
 	}
