@@ -275,13 +275,20 @@ func TestOnEvict(t *testing.T) {
 	}
 }
 
-func TestDemoteEvictsFirst(t *testing.T) {
-	c := New[int](3 * (100 + EntryOverhead))
-	var evicted []int
-	c.OnEvict(func(k int, _ []byte) { evicted = append(evicted, k) })
-	for i := range 3 {
+// fullCache returns a cache filled with n values of 100 bytes, keys 0 to
+// n-1 added in order, and the keys it evicts, in order.
+func fullCache(n int) (*Cache[int], *[]int) {
+	c := New[int](int64(n) * (100 + EntryOverhead))
+	evicted := &[]int{}
+	c.OnEvict(func(k int, _ []byte) { *evicted = append(*evicted, k) })
+	for i := range n {
 		c.Add(i, val(100, byte(i)))
 	}
+	return c, evicted
+}
+
+func TestDemoteEvictsFirst(t *testing.T) {
+	c, evicted := fullCache(3)
 	// 2 is the most recently used, but demoted it goes first; 1 before 2
 	// among the demoted, being demoted earlier.
 	c.Demote(1)
@@ -302,12 +309,12 @@ func TestDemoteEvictsFirst(t *testing.T) {
 	}
 	c.Add(3, val(100, 3))
 	c.Add(4, val(100, 4))
-	if fmt.Sprint(evicted) != "[1 2]" {
-		t.Errorf("evicted %v, want the demoted [1 2] first", evicted)
+	if fmt.Sprint(*evicted) != "[1 2]" {
+		t.Errorf("evicted %v, want the demoted [1 2] first", *evicted)
 	}
 	c.Add(5, val(100, 5))
-	if fmt.Sprint(evicted) != "[1 2 0]" {
-		t.Errorf("evicted %v, then the least recently used value 0", evicted)
+	if fmt.Sprint(*evicted) != "[1 2 0]" {
+		t.Errorf("evicted %v, then the least recently used value 0", *evicted)
 	}
 	st := c.Stats()
 	if st.ColdHits != 1 || st.Demoted != 0 || st.Bytes != 3*(100+EntryOverhead) {
@@ -370,30 +377,25 @@ func TestWait(t *testing.T) {
 // then the least recently used; a higher one keeps more again.
 func TestSetMaxBytes(t *testing.T) {
 	const one = 100 + EntryOverhead
-	c := New[int](4 * one)
-	var evicted []int
-	c.OnEvict(func(k int, _ []byte) { evicted = append(evicted, k) })
-	for i := range 4 {
-		c.Add(i, val(100, byte(i)))
-	}
+	c, evicted := fullCache(4)
 	c.Demote(3)
 	c.Get(0)
 	c.SetMaxBytes(2 * one)
-	if fmt.Sprint(evicted) != "[3 1]" {
-		t.Errorf("evicted %v, want the demoted 3, then the least recently used 1", evicted)
+	if fmt.Sprint(*evicted) != "[3 1]" {
+		t.Errorf("evicted %v, want the demoted 3, then the least recently used 1", *evicted)
 	}
 	if st := c.Stats(); st.Entries != 2 || st.Bytes != 2*one || c.MaxBytes() != 2*one {
 		t.Errorf("stats %+v, bound %d after lowering the bound", st, c.MaxBytes())
 	}
 	c.Add(4, val(100, 4))
-	if fmt.Sprint(evicted) != "[3 1 2]" {
-		t.Errorf("evicted %v after an add at the lower bound", evicted)
+	if fmt.Sprint(*evicted) != "[3 1 2]" {
+		t.Errorf("evicted %v after an add at the lower bound", *evicted)
 	}
 	c.SetMaxBytes(4 * one)
 	c.Add(5, val(100, 5))
 	c.Add(6, val(100, 6))
-	if st := c.Stats(); st.Entries != 4 || len(evicted) != 3 {
-		t.Errorf("stats %+v, evicted %v after raising the bound", st, evicted)
+	if st := c.Stats(); st.Entries != 4 || len(*evicted) != 3 {
+		t.Errorf("stats %+v, evicted %v after raising the bound", st, *evicted)
 	}
 	c.SetMaxBytes(-1)
 	if st := c.Stats(); st.Entries != 0 || st.Bytes != 0 {

@@ -340,14 +340,12 @@ func goMemoryClasses() map[string]uint64 {
 	return classes
 }
 
-// yieldImageCache lowers the image cache's bound by short bytes (or
-// raises it back towards its configured size, short < 0), down to a
-// quarter of that size: what the kernel's page cache was served stays
-// there, and fills still have room. Changes under 1 MiB are noise.
+// yieldImageCache sets the image cache's bound for the bytes the Go heap
+// is short (see gcpace.CacheBound). What the cache gives way of the
+// kernel's page cache has too, if it was served.
 func yieldImageCache(frames *serving.Server, short int64) {
 	bound, configured := frames.ImageCacheBytes()
-	b := gcpace.CacheBound(bound, configured/4, configured, short)
-	if d := b - bound; d >= 1<<20 || -d >= 1<<20 || (b == configured && bound != configured) {
+	if b := gcpace.CacheBound(bound, configured, short); b != bound {
 		frames.SetImageCacheBytes(b)
 	}
 }

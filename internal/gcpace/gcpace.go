@@ -114,16 +114,17 @@ func Limit(budget, outside, live, minHeadroom int64) int64 {
 	return max(budget-max(outside, 0), live+minHeadroom)
 }
 
-// CacheBound returns a cache's new bound, from its bound in force and
-// the bytes the caches are short (as Yield is told): lower by what is
-// short, or higher by half the room there is, so that a cache grows back
-// over a few collections rather than into the next shortage; never below
-// floor nor above ceiling.
-func CacheBound(bound, floor, ceiling, short int64) int64 {
+// CacheBound returns a cache's new bound, from its bound in force, the
+// size it was configured with and the bytes the caches are short (as
+// Yield is told): lower by what is short, or higher by half the room
+// there is, so that a cache grows back over a few collections rather
+// than into the next shortage; never below a quarter of its configured
+// size (what it holds is wanted again, and fills need room) nor above it.
+func CacheBound(bound, configured, short int64) int64 {
 	if short < 0 {
 		short /= 2
 	}
-	return min(max(bound-short, floor), ceiling)
+	return min(max(bound-short, configured/4), configured)
 }
 
 // Run sets GOGC from the live heap and opts.Cached, and the soft limit

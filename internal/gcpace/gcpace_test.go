@@ -156,16 +156,16 @@ func TestRunSetsTheLimitFromTheBudget(t *testing.T) {
 func TestCacheBound(t *testing.T) {
 	const MiB = 1 << 20
 	for _, c := range []struct {
-		name                               string
-		bound, floor, ceiling, short, want int64
+		name                           string
+		bound, configured, short, want int64
 	}{
-		{"short: lower by what is short", 64 * MiB, 16 * MiB, 64 * MiB, 10 * MiB, 54 * MiB},
-		{"never below the floor", 20 * MiB, 16 * MiB, 64 * MiB, 10 * MiB, 16 * MiB},
-		{"room: take back half of it", 40 * MiB, 16 * MiB, 64 * MiB, -10 * MiB, 45 * MiB},
-		{"never above the ceiling", 60 * MiB, 16 * MiB, 64 * MiB, -100 * MiB, 64 * MiB},
-		{"nothing short", 64 * MiB, 16 * MiB, 64 * MiB, 0, 64 * MiB},
+		{"short: lower by what is short", 64 * MiB, 64 * MiB, 10 * MiB, 54 * MiB},
+		{"never below a quarter of the configured size", 20 * MiB, 64 * MiB, 10 * MiB, 16 * MiB},
+		{"room: take back half of it", 40 * MiB, 64 * MiB, -10 * MiB, 45 * MiB},
+		{"never above the configured size", 60 * MiB, 64 * MiB, -100 * MiB, 64 * MiB},
+		{"nothing short", 64 * MiB, 64 * MiB, 0, 64 * MiB},
 	} {
-		if got := CacheBound(c.bound, c.floor, c.ceiling, c.short); got != c.want {
+		if got := CacheBound(c.bound, c.configured, c.short); got != c.want {
 			t.Errorf("%s: CacheBound = %d MiB, want %d MiB", c.name, got>>20, c.want>>20)
 		}
 	}
