@@ -80,6 +80,9 @@ type goMemory struct {
 	// mapped, and tell a burst of garbage (free pages kept above the
 	// goal) from a heap that grew.
 	heapUnused, heapFree, stacks uint64
+	// memoryLimit is the soft limit internal/gcpace sets: the budget's,
+	// or what the heap's goal needs when that is less.
+	memoryLimit uint64
 	// gcCPUSeconds is an estimate by the runtime, from the time its
 	// collector workers ran.
 	gcCPUSeconds float64
@@ -96,12 +99,14 @@ func readGoMemory() goMemory {
 		{Name: "/memory/classes/heap/unused:bytes"},
 		{Name: "/memory/classes/heap/free:bytes"},
 		{Name: "/memory/classes/heap/stacks:bytes"},
+		{Name: "/gc/gomemlimit:bytes"},
 	}
 	metrics.Read(m)
 	return goMemory{
 		heapObjects: m[0].Value.Uint64(), mapped: m[1].Value.Uint64() - m[2].Value.Uint64(),
 		gcPercent: m[3].Value.Uint64(), heapGoal: m[4].Value.Uint64(), gcCPUSeconds: m[5].Value.Float64(),
 		heapUnused: m[6].Value.Uint64(), heapFree: m[7].Value.Uint64(), stacks: m[8].Value.Uint64(),
+		memoryLimit: m[9].Value.Uint64(),
 	}
 }
 
@@ -154,6 +159,7 @@ func registerServingMetrics(reg prometheus.Registerer, frames *serving.Server, d
 			gauge("framefs_go_heap_unused_bytes", func(s goMemory) uint64 { return s.heapUnused }),
 			gauge("framefs_go_heap_free_bytes", func(s goMemory) uint64 { return s.heapFree }),
 			gauge("framefs_go_stack_bytes", func(s goMemory) uint64 { return s.stacks }),
+			gauge("framefs_go_memory_limit_bytes", func(s goMemory) uint64 { return s.memoryLimit }),
 			counter("framefs_go_gc_cpu_seconds_total", func(s goMemory) float64 { return thousandths(s.gcCPUSeconds) }),
 		}},
 		statsCollector[serving.FillStats]{read: frames.FillStats, metrics: []statMetric[serving.FillStats]{

@@ -153,6 +153,76 @@ func TestRunSetsTheLimitFromTheBudget(t *testing.T) {
 	}
 }
 
+func TestRetained(t *testing.T) {
+	const MiB = 1 << 20
+	for _, c := range []struct {
+		name                        string
+		live, roots, overhead, want int64
+		percent                     int
+	}{
+		{"goal, an eighth of headroom, overhead", 64 * MiB, 0, 8 * MiB, 64*MiB + 32*MiB + 4*MiB + 8*MiB, 50},
+		{"roots count toward the goal", 64 * MiB, 16 * MiB, 0, 64*MiB + 80*MiB + 10*MiB, 100},
+		{"negative overhead is none", 10 * MiB, 0, -MiB, 10*MiB + 20*MiB + 20*MiB/8, 200},
+		{"a small heap's goal is the runtime's minimum", MiB, 0, 0, 32*MiB + 31*MiB/8, 800},
+	} {
+		if got := Retained(c.live, c.roots, c.percent, c.overhead); got != c.want {
+			t.Errorf("%s: Retained = %.2f MiB, want %.2f MiB", c.name, float64(got)/MiB, float64(c.want)/MiB)
+		}
+	}
+}
+
+// TestRunCapsTheLimitAtWhatThePacingNeeds checks that Run, pacing the
+// collector within a budget far larger than the heap, sets the soft limit
+// to about what the heap's goal needs (Retained), not to the budget: the
+// runtime then gives back the free pages a collected heap leaves.
+func TestRunCapsTheLimitAtWhatThePacingNeeds(t *testing.T) {
+	if os.Getenv("GOMEMLIMIT") != "" || os.Getenv("GOGC") != "" {
+		t.Skip("GOMEMLIMIT or GOGC is set: Run leaves them alone")
+	}
+	const budget, minHeadroom = 3 << 30, 32 << 20
+	before := debug.SetMemoryLimit(-1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, Options{Budget: budget, Cached: func() int64 { return 0 }, MinHeadroom: minHeadroom, Every: 5 * time.Millisecond})
+	}()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	runtime.GC()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		limit := debug.SetMemoryLimit(-1)
+		// The test's heap is a few MiB: the goal Run's GOGC gives it is
+		// its live bytes plus the 32 MiB floor, and the runtime's own
+		// memory is tens of MiB at most. A limit under that goal would
+		// collect more often than the pacing has it.
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/live:bytes"}}
+		metrics.Read(s)
+		gogc, live := int64(s[0].Value.Uint64()), int64(s[1].Value.Uint64())
+		goal := max(live+live*gogc/100, 4<<20*gogc/100)
+		if limit >= goal && limit < 256<<20 {
+			t.Logf("limit %d MiB for a goal of %d MiB (GOGC %d), of a %d MiB budget", limit>>20, goal>>20, gogc, budget>>20)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s the soft limit is %d MiB for a goal of %d MiB (GOGC %d), want the goal and a little more", limit>>20, goal>>20, gogc)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("soft limit after Run returned: %d, want %d back", got, before)
+	}
+}
+
 func TestCacheBound(t *testing.T) {
 	const MiB = 1 << 20
 	for _, c := range []struct {
