@@ -160,10 +160,10 @@ func TestRetained(t *testing.T) {
 		live, roots, overhead, want int64
 		percent                     int
 	}{
-		{"goal, an eighth of headroom, overhead", 64 * MiB, 0, 8 * MiB, 64*MiB + 32*MiB + 4*MiB + 8*MiB, 50},
-		{"roots count toward the goal", 64 * MiB, 16 * MiB, 0, 64*MiB + 80*MiB + 10*MiB, 100},
-		{"negative overhead is none", 10 * MiB, 0, -MiB, 10*MiB + 20*MiB + 20*MiB/8, 200},
-		{"a small heap's goal is the runtime's minimum", MiB, 0, 0, 32*MiB + 31*MiB/8, 800},
+		{"goal, an eighth of headroom, overhead", 64 * MiB, 0, 8 * MiB, (64*MiB + 32*MiB + 4*MiB + 8*MiB) * 20 / 19, 50},
+		{"roots count toward the goal", 64 * MiB, 16 * MiB, 0, (64*MiB + 80*MiB + 10*MiB) * 20 / 19, 100},
+		{"negative overhead is none", 10 * MiB, 0, -MiB, (10*MiB + 20*MiB + 20*MiB/8) * 20 / 19, 200},
+		{"a small heap's goal is the runtime's minimum", MiB, 0, 0, (32*MiB + 31*MiB/8) * 20 / 19, 800},
 	} {
 		if got := Retained(c.live, c.roots, c.percent, c.overhead); got != c.want {
 			t.Errorf("%s: Retained = %.2f MiB, want %.2f MiB", c.name, float64(got)/MiB, float64(c.want)/MiB)
