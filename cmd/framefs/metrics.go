@@ -80,8 +80,8 @@ type goMemory struct {
 	// mapped, and tell a burst of garbage (free pages kept above the
 	// goal) from a heap that grew.
 	heapUnused, heapFree, stacks uint64
-	// memoryLimit is the soft limit internal/gcpace sets: the budget's,
-	// or what the heap's goal needs when that is less.
+	// memoryLimit is the Go heap's soft limit: what internal/gcpace
+	// leaves it of the mount's memory budget.
 	memoryLimit uint64
 	// gcCPUSeconds is an estimate by the runtime, from the time its
 	// collector workers ran.

@@ -31,9 +31,6 @@
 // holds, decoders at work) has outgrown the room the caches left it. Run
 // then tells the caches, through Yield, how much to give way, and how much
 // room they may take back once the pressure is gone.
-//
-// Within the budget, the soft limit is also what keeps the runtime from
-// holding pages it does not need: see Retained.
 package gcpace
 
 import (
@@ -108,35 +105,6 @@ func Percent(live, cached int64, percent int, minHeadroom int64) int {
 // runtimeHeapMinimum is the Go runtime's least heap goal at GOGC=100.
 const runtimeHeapMinimum = 4 << 20
 
-// Retained returns the most memory the Go runtime should keep mapped for
-// a heap of live bytes at GOGC percent, roots being the stacks and globals
-// the collector scans: the heap's goal (live + (live+roots)×percent/100,
-// never under the runtime's minimum heap), an eighth of its headroom for
-// what the heap overshoots while the collector marks, and the runtime's
-// memory besides the heap's objects (overhead: the room between them in
-// its spans, stacks, metadata), over the 95% of the limit the runtime
-// keeps mapped. Run makes it the soft limit when it is under the
-// budget's.
-//
-// Without it, the runtime keeps the free pages of a collected heap until
-// its scavenger finds them more than a tenth above the largest heap of
-// the last cycle: a heap that once overshot its goal kept the pages it
-// overshot by, and the process's anonymous memory swung by 10-20 MiB
-// with the phase of the collection it was sampled in (the follower soak
-// of docs/CACHES.md). Under a soft limit, the runtime gives back what is
-// mapped beyond 95% of it: the goal and its margin.
-func Retained(live, roots int64, percent int, overhead int64) int64 {
-	headroom := (live + max(roots, 0)) * int64(percent) / 100
-	// The runtime's goal is never under its minimum heap, scaled by GOGC.
-	headroom = max(headroom, runtimeHeapMinimum*int64(percent)/100-live)
-	// The runtime aims the heap at 3% under the soft limit and keeps
-	// 95% of it mapped: both must leave the goal and its margin whole,
-	// or the limit, not the pacing, decides when to collect (the write
-	// soak's collector took 186 s of CPU rather than 114-121 s with a
-	// cap without this twentieth).
-	return (live + headroom + headroom/8 + max(overhead, 0)) * 20 / 19
-}
-
 // Limit returns the Go heap's soft limit that keeps a process within
 // budget bytes of anonymous memory when outside bytes of it are not the
 // Go runtime's: the rest of the budget, but never less than the live heap
@@ -172,8 +140,7 @@ func Run(ctx context.Context, opts Options) {
 	}
 	opts = opts.withDefaults()
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}, {Name: "/gc/cycles/total:gc-cycles"},
-		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"},
-		{Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
 	current := opts.Percent
 	if pace {
 		defer debug.SetGCPercent(debug.SetGCPercent(current))
@@ -222,23 +189,13 @@ func Run(ctx context.Context, opts Options) {
 			// cannot give back, and which grew to a fifth of the heap
 			// in the write soak), and the runtime's memory besides the
 			// heap (stacks, its own metadata) needs room too.
-			objects, unused, free := int64(sample[4].Value.Uint64()), int64(sample[5].Value.Uint64()), int64(sample[6].Value.Uint64())
-			overhead := max(goResident-objects-unused-free, 0)
 			if cycles := sample[3].Value.Uint64(); opts.Yield != nil && cycles != yielded {
 				yielded = cycles
+				objects, unused, free := int64(sample[4].Value.Uint64()), int64(sample[5].Value.Uint64()), int64(sample[6].Value.Uint64())
+				overhead := max(goResident-objects-unused-free, 0)
 				opts.Yield(live + unused + opts.MinHeadroom + overhead - (opts.Budget - outside))
 			}
 			l := Limit(opts.Budget, outside, live, opts.MinHeadroom/2)
-			if pace {
-				// The GOGC set above gives the goal (GOGC from the
-				// environment gives an unknown one: no cap then). The
-				// goal counts objects; the heap's spans also hold the
-				// room between them (a fifth of the heap in the write
-				// soak), which a cap without it made the limit collect
-				// for.
-				roots := int64(sample[7].Value.Uint64() + sample[8].Value.Uint64())
-				l = min(l, max(Retained(live, roots, current, unused+overhead), live+opts.MinHeadroom/2))
-			}
 			// Moves of less than 1 MiB are noise of the sampling.
 			if d := l - limit; d > 1<<20 || -d > 1<<20 {
 				debug.SetMemoryLimit(l)
