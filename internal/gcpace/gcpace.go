@@ -181,7 +181,11 @@ func Run(ctx context.Context, opts Options) {
 				continue
 			}
 			goResident := int64(sample[1].Value.Uint64() - sample[2].Value.Uint64())
-			outside := anon - goResident
+			// Pages the Go runtime has mapped but never touched (a
+			// large slice it zeroed by mapping fresh memory, then
+			// freed) count as its memory but are not resident: what
+			// is outside it is then under nothing, not below zero.
+			outside := max(anon-goResident, 0)
 			// Once per collection, so that what the caches gave up is
 			// seen before they are asked again, tell them what the heap
 			// is short of MinHeadroom: the heap holds its live objects
