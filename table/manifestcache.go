@@ -2,6 +2,7 @@ package table
 
 import (
 	"math/bits"
+	"strings"
 	"unsafe"
 
 	"github.com/framefs/framefs/cache"
@@ -19,33 +20,59 @@ import (
 // snapshot reads its manifests again when it is listed.
 const maxManifestBytes = 16 << 20
 
+// maxManifestLists bounds the manifest lists a Table keeps. Each commit
+// writes a list of every manifest of its snapshot, so a mount following a
+// table that commits every few seconds decoded one list per head, each as
+// long as the head, and kept them all until they filled the manifests'
+// byte bound (9 MiB of a 10-minute follower's 10 MiB of metadata caches
+// was theirs and the manifests'). Lists of the snapshots in use are read
+// again on most lookups in them: 32 is twice the snapshot trees a mount
+// keeps (mounttree.MaxTrees), so the head and the snapshots being read
+// keep theirs.
+const maxManifestLists = 32
+
 // manifestCache is a least-recently-used cache of manifests and manifest
-// lists by key, bounded by maxBytes of the memory they take. It is safe
-// for concurrent use.
+// lists by key: manifests bounded by maxBytes of the memory they take,
+// lists by a quarter of that and maxManifestLists. It is safe for
+// concurrent use.
 type manifestCache struct {
-	lru *cache.Sized[string, *loadedManifest]
+	lru   *cache.Sized[string, *loadedManifest] // manifests
+	lists *cache.Sized[string, *loadedManifest]
 }
 
 func newManifestCache(maxBytes int64) *manifestCache {
-	return &manifestCache{lru: cache.NewSized[string, *loadedManifest](maxBytes, 0, nil)}
+	return &manifestCache{lru: cache.NewSized[string, *loadedManifest](maxBytes, 0, nil),
+		lists: cache.NewSized[string, *loadedManifest](maxBytes/4, maxManifestLists, nil)}
 }
 
 func (c *manifestCache) get(key string) *loadedManifest {
-	m, _ := c.lru.Get(key)
+	if m, ok := c.lru.Get(key); ok {
+		return m
+	}
+	m, _ := c.lists.Get(key)
 	return m
 }
 
-// add keeps m, evicting the least recently used manifests beyond the
-// bound. A manifest larger than the whole bound is not kept.
-func (c *manifestCache) add(key string, m *loadedManifest) { c.lru.Add(key, m, loadedBytes(m)) }
+// add keeps m, evicting the least recently used manifests (or lists)
+// beyond the bounds. One larger than the whole bound is not kept.
+func (c *manifestCache) add(key string, m *loadedManifest) {
+	if strings.HasPrefix(key, prefixManifestList) {
+		c.lists.Add(key, m, loadedBytes(m))
+		return
+	}
+	c.lru.Add(key, m, loadedBytes(m))
+}
 
-func (c *manifestCache) len() int { return c.lru.Len() }
+func (c *manifestCache) len() int { return c.lru.Len() + c.lists.Len() }
+
+// bytes is what the manifests and lists kept are charged.
+func (c *manifestCache) bytes() int64 { return c.lru.Bytes() + c.lists.Bytes() }
 
 // CacheBytes is what the table's caches of decoded metadata (manifests,
 // snapshots, chunk indexes and entries found) hold, by the sizes they are
 // charged.
 func (t *Table) CacheBytes() int64 {
-	return t.manifests.lru.Bytes() + t.snapshots.Bytes() + t.chunkIndexes.Bytes() + t.found.Bytes()
+	return t.manifests.bytes() + t.snapshots.Bytes() + t.chunkIndexes.Bytes() + t.found.Bytes()
 }
 
 // loadedBytes estimates the memory of a loaded manifest: a version-2

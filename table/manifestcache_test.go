@@ -44,6 +44,33 @@ func TestManifestCacheBounded(t *testing.T) {
 	}
 }
 
+// TestManifestListsBounded: the cache keeps at most maxManifestLists
+// manifest lists, the most recently used, and lists never evict
+// manifests (a mount following commits reads a new list per head).
+func TestManifestListsBounded(t *testing.T) {
+	c := newManifestCache(16 << 20)
+	c.add("manifest/m.parquet", &loadedManifest{data: make([]byte, 300)})
+	list := func(i int) string { return fmt.Sprintf("%s%05d.parquet", prefixManifestList, i) }
+	for i := range 3 * maxManifestLists {
+		c.add(list(i), &loadedManifest{list: make([]manifest.Summary, 100)})
+		if c.get(list(0)) == nil {
+			t.Fatalf("after %d lists: the most recently used list was evicted", i+1)
+		}
+	}
+	if n := c.lists.Len(); n != maxManifestLists {
+		t.Errorf("%d lists kept, want %d", n, maxManifestLists)
+	}
+	if c.get(list(3*maxManifestLists-1)) == nil || c.get(list(1)) != nil {
+		t.Error("want the newest and the recently used lists kept, the old ones gone")
+	}
+	if c.get("manifest/m.parquet") == nil {
+		t.Error("adding lists evicted a manifest")
+	}
+	if want := c.lru.Bytes() + c.lists.Bytes(); c.bytes() != want || c.len() != maxManifestLists+1 {
+		t.Errorf("bytes %d, len %d; want %d, %d", c.bytes(), c.len(), want, maxManifestLists+1)
+	}
+}
+
 // TestManifestBytesMatchesMemory: what the cache charges a decoded
 // version-1 manifest or a manifest list is within a quarter of the heap
 // memory its decoded form takes (about 3 times a version-1 manifest's
