@@ -70,3 +70,24 @@ func trimNow() {
 
 // MemoryTrims returns how many times the C heap was trimmed.
 func MemoryTrims() int64 { return trimmer.done.Load() }
+
+// CMemory is the memory FFmpeg and libjpeg-turbo hold outside the Go
+// runtime.
+type CMemory struct {
+	// MallocInUse is allocated with malloc and not freed, in arenas and
+	// mapped on its own; MallocFree is freed but still in the arenas
+	// (whether trimmed pages of it are resident, malloc does not say).
+	MallocInUse, MallocFree int64
+	// Pictures is the memory mapped for kept pictures (picbuf.go), of
+	// which PicturesIdle is idle buffers kept for reuse.
+	Pictures, PicturesIdle int64
+}
+
+// ReadCMemory returns what the C side holds now. It walks every malloc
+// arena's free lists under their locks: a fraction of a millisecond, for
+// .stats.
+func ReadCMemory() CMemory {
+	m := C.mallinfo2()
+	pictures, idle := pictureMemory()
+	return CMemory{MallocInUse: int64(m.uordblks + m.hblkhd), MallocFree: int64(m.fordblks), Pictures: pictures, PicturesIdle: idle}
+}

@@ -73,6 +73,10 @@ type memoryParts struct {
 	// nodes are the snapshot files and folders the daemon has a node
 	// for: made, less those the kernel forgot.
 	nodes int64
+	// cInUse and cFree are what malloc holds in use and free, and
+	// pictureBuffers (idle of them) what kept pictures are mapped in:
+	// FFmpeg's side of "the rest".
+	cInUse, cFree, pictureBuffers, pictureIdle int64
 }
 
 // readMemoryParts reads a daemon's memoryParts from its .stats, 0 for
@@ -85,8 +89,10 @@ func readMemoryParts(stats string) memoryParts {
 		metadata:   int64(v["framefs_metadata_cache_bytes"]), goMapped: int64(v["framefs_go_mapped_bytes"]),
 		goObjects: int64(v["framefs_go_heap_object_bytes"]), goal: int64(v["framefs_go_heap_goal_bytes"]),
 		goUnused: int64(v["framefs_go_heap_unused_bytes"]), goFree: int64(v["framefs_go_heap_free_bytes"]), goStacks: int64(v["framefs_go_stack_bytes"]),
-		gcCPU: time.Duration(v["framefs_go_gc_cpu_seconds_total"] * float64(time.Second)),
-		nodes: int64(v["framefs_nodes_made_total"] - v["framefs_nodes_forgotten_total"]),
+		gcCPU:  time.Duration(v["framefs_go_gc_cpu_seconds_total"] * float64(time.Second)),
+		nodes:  int64(v["framefs_nodes_made_total"] - v["framefs_nodes_forgotten_total"]),
+		cInUse: int64(v["framefs_c_heap_in_use_bytes"]), cFree: int64(v["framefs_c_heap_free_bytes"]),
+		pictureBuffers: int64(v["framefs_picture_buffer_bytes"]), pictureIdle: int64(v["framefs_picture_buffer_idle_bytes"]),
 	}
 }
 
@@ -98,7 +104,8 @@ func (p memoryParts) String() string {
 // where says where the sample's memory was: its parts, and the rest of
 // its anonymous memory, outside the Go runtime.
 func (s memorySample) where() string {
-	return fmt.Sprintf("%v; the rest %s", s.parts, mib(s.anon-s.parts.goMapped))
+	return fmt.Sprintf("%v; the rest %s (malloc in use %s, free %s; picture buffers %s, idle %s)", s.parts, mib(s.anon-s.parts.goMapped),
+		mib(s.parts.cInUse), mib(s.parts.cFree), mib(s.parts.pictureBuffers), mib(s.parts.pictureIdle))
 }
 
 // headTerm is the memory the head's episodes may take.

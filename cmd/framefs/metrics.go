@@ -151,6 +151,15 @@ func registerServingMetrics(reg prometheus.Registerer, frames *serving.Server, d
 			return float64(bound)
 		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "framefs_c_heap_trims_total"}, func() float64 { return float64(decoder.MemoryTrims()) }),
+		// What FFmpeg and libjpeg-turbo hold: with the Go runtime's
+		// memory, it says where the anonymous memory outside the Go
+		// heap is.
+		statsCollector[decoder.CMemory]{read: decoder.ReadCMemory, metrics: []statMetric[decoder.CMemory]{
+			gauge("framefs_c_heap_in_use_bytes", func(s decoder.CMemory) int64 { return s.MallocInUse }),
+			gauge("framefs_c_heap_free_bytes", func(s decoder.CMemory) int64 { return s.MallocFree }),
+			gauge("framefs_picture_buffer_bytes", func(s decoder.CMemory) int64 { return s.Pictures }),
+			gauge("framefs_picture_buffer_idle_bytes", func(s decoder.CMemory) int64 { return s.PicturesIdle }),
+		}},
 		statsCollector[goMemory]{read: readGoMemory, metrics: []statMetric[goMemory]{
 			gauge("framefs_go_heap_object_bytes", func(s goMemory) uint64 { return s.heapObjects }),
 			gauge("framefs_go_mapped_bytes", func(s goMemory) uint64 { return s.mapped }),
