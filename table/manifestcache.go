@@ -33,7 +33,8 @@ const maxManifestLists = 32
 
 // manifestCache is a least-recently-used cache of manifests and manifest
 // lists by key: manifests bounded by maxBytes of the memory they take,
-// lists by a quarter of that and maxManifestLists. It is safe for
+// lists by maxBytes too (a list over it is read again at every use, as
+// before they were apart) and maxManifestLists. It is safe for
 // concurrent use.
 type manifestCache struct {
 	lru   *cache.Sized[string, *loadedManifest] // manifests
@@ -42,7 +43,7 @@ type manifestCache struct {
 
 func newManifestCache(maxBytes int64) *manifestCache {
 	return &manifestCache{lru: cache.NewSized[string, *loadedManifest](maxBytes, 0, nil),
-		lists: cache.NewSized[string, *loadedManifest](maxBytes/4, maxManifestLists, nil)}
+		lists: cache.NewSized[string, *loadedManifest](maxBytes, maxManifestLists, nil)}
 }
 
 func (c *manifestCache) get(key string) *loadedManifest {
