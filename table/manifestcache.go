@@ -37,17 +37,17 @@ const maxManifestLists = 32
 // before they were apart) and maxManifestLists. It is safe for
 // concurrent use.
 type manifestCache struct {
-	lru   *cache.Sized[string, *loadedManifest] // manifests
-	lists *cache.Sized[string, *loadedManifest]
+	manifests *cache.Sized[string, *loadedManifest]
+	lists     *cache.Sized[string, *loadedManifest]
 }
 
 func newManifestCache(maxBytes int64) *manifestCache {
-	return &manifestCache{lru: cache.NewSized[string, *loadedManifest](maxBytes, 0, nil),
+	return &manifestCache{manifests: cache.NewSized[string, *loadedManifest](maxBytes, 0, nil),
 		lists: cache.NewSized[string, *loadedManifest](maxBytes, maxManifestLists, nil)}
 }
 
 func (c *manifestCache) get(key string) *loadedManifest {
-	if m, ok := c.lru.Get(key); ok {
+	if m, ok := c.manifests.Get(key); ok {
 		return m
 	}
 	m, _ := c.lists.Get(key)
@@ -61,13 +61,13 @@ func (c *manifestCache) add(key string, m *loadedManifest) {
 		c.lists.Add(key, m, loadedBytes(m))
 		return
 	}
-	c.lru.Add(key, m, loadedBytes(m))
+	c.manifests.Add(key, m, loadedBytes(m))
 }
 
-func (c *manifestCache) len() int { return c.lru.Len() + c.lists.Len() }
+func (c *manifestCache) len() int { return c.manifests.Len() + c.lists.Len() }
 
 // bytes is what the manifests and lists kept are charged.
-func (c *manifestCache) bytes() int64 { return c.lru.Bytes() + c.lists.Bytes() }
+func (c *manifestCache) bytes() int64 { return c.manifests.Bytes() + c.lists.Bytes() }
 
 // CacheBytes is what the table's caches of decoded metadata (manifests,
 // snapshots, chunk indexes and entries found) hold, by the sizes they are

@@ -21,7 +21,7 @@ func TestManifestCacheBounded(t *testing.T) {
 	c := newManifestCache(3*entry + 10)
 	for i := range 50 {
 		c.add(fmt.Sprintf("m%d", i), &loadedManifest{data: make([]byte, 300)})
-		if b := c.lru.Bytes(); b > 3*entry+10 {
+		if b := c.manifests.Bytes(); b > 3*entry+10 {
 			t.Fatalf("after %d adds: %d bytes kept, bound %d", i+1, b, 3*entry+10)
 		}
 		// m0 is used after every add: it stays while others go.
@@ -66,7 +66,7 @@ func TestManifestListsBounded(t *testing.T) {
 	if c.get("manifest/m.parquet") == nil {
 		t.Error("adding lists evicted a manifest")
 	}
-	if want := c.lru.Bytes() + c.lists.Bytes(); c.bytes() != want || c.len() != maxManifestLists+1 {
+	if want := c.manifests.Bytes() + c.lists.Bytes(); c.bytes() != want || c.len() != maxManifestLists+1 {
 		t.Errorf("bytes %d, len %d; want %d, %d", c.bytes(), c.len(), want, maxManifestLists+1)
 	}
 }
