@@ -64,6 +64,9 @@ type memoryParts struct {
 	// configured while the daemon is short of memory.
 	imageBound                int64
 	goMapped, goObjects, goal int64
+	// goLive is what the last collection found live, and gcPercent the
+	// GOGC the goal was set from.
+	goLive, gcPercent int64
 	// goUnused, goFree and goStacks are the heap's room in its spans,
 	// its free pages not given back, and the stacks.
 	goUnused, goFree, goStacks int64
@@ -88,6 +91,7 @@ func readMemoryParts(stats string) memoryParts {
 		imageBound: int64(v["framefs_image_cache_bound_bytes"]),
 		metadata:   int64(v["framefs_metadata_cache_bytes"]), goMapped: int64(v["framefs_go_mapped_bytes"]),
 		goObjects: int64(v["framefs_go_heap_object_bytes"]), goal: int64(v["framefs_go_heap_goal_bytes"]),
+		goLive: int64(v["framefs_go_heap_live_bytes"]), gcPercent: int64(v["framefs_go_gc_percent"]),
 		goUnused: int64(v["framefs_go_heap_unused_bytes"]), goFree: int64(v["framefs_go_heap_free_bytes"]), goStacks: int64(v["framefs_go_stack_bytes"]),
 		gcCPU:  time.Duration(v["framefs_go_gc_cpu_seconds_total"] * float64(time.Second)),
 		nodes:  int64(v["framefs_nodes_made_total"] - v["framefs_nodes_forgotten_total"]),
@@ -97,8 +101,8 @@ func readMemoryParts(stats string) memoryParts {
 }
 
 func (p memoryParts) String() string {
-	return fmt.Sprintf("image cache %s (bound %s), picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, unused %s, free %s, stacks %s; goal %s; collector CPU so far %.1f s); %d nodes",
-		mib(p.image), mib(p.imageBound), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goUnused), mib(p.goFree), mib(p.goStacks), mib(p.goal), p.gcCPU.Seconds(), p.nodes)
+	return fmt.Sprintf("image cache %s (bound %s), picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, unused %s, free %s, stacks %s; goal %s from live %s at GOGC %d; collector CPU so far %.1f s); %d nodes",
+		mib(p.image), mib(p.imageBound), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goUnused), mib(p.goFree), mib(p.goStacks), mib(p.goal), mib(p.goLive), p.gcPercent, p.gcCPU.Seconds(), p.nodes)
 }
 
 // where says where the sample's memory was: its parts, and the rest of

@@ -74,6 +74,9 @@ func thousandths(x float64) float64 { return math.Round(x*1000) / 1000 }
 // can be told apart.
 type goMemory struct {
 	heapObjects, mapped, gcPercent, heapGoal uint64
+	// heapLive is what the last collection found live: the goal is it
+	// plus gcPercent of it (and of the stacks and globals).
+	heapLive uint64
 	// heapUnused is room in the heap's spans that holds no object;
 	// heapFree whole free pages not yet given back to the system;
 	// stacks the goroutines' stacks. With heapObjects they are most of
@@ -100,13 +103,14 @@ func readGoMemory() goMemory {
 		{Name: "/memory/classes/heap/free:bytes"},
 		{Name: "/memory/classes/heap/stacks:bytes"},
 		{Name: "/gc/gomemlimit:bytes"},
+		{Name: "/gc/heap/live:bytes"},
 	}
 	metrics.Read(m)
 	return goMemory{
 		heapObjects: m[0].Value.Uint64(), mapped: m[1].Value.Uint64() - m[2].Value.Uint64(),
 		gcPercent: m[3].Value.Uint64(), heapGoal: m[4].Value.Uint64(), gcCPUSeconds: m[5].Value.Float64(),
 		heapUnused: m[6].Value.Uint64(), heapFree: m[7].Value.Uint64(), stacks: m[8].Value.Uint64(),
-		memoryLimit: m[9].Value.Uint64(),
+		memoryLimit: m[9].Value.Uint64(), heapLive: m[10].Value.Uint64(),
 	}
 }
 
@@ -165,6 +169,7 @@ func registerServingMetrics(reg prometheus.Registerer, frames *serving.Server, d
 			gauge("framefs_go_mapped_bytes", func(s goMemory) uint64 { return s.mapped }),
 			gauge("framefs_go_gc_percent", func(s goMemory) uint64 { return s.gcPercent }),
 			gauge("framefs_go_heap_goal_bytes", func(s goMemory) uint64 { return s.heapGoal }),
+			gauge("framefs_go_heap_live_bytes", func(s goMemory) uint64 { return s.heapLive }),
 			gauge("framefs_go_heap_unused_bytes", func(s goMemory) uint64 { return s.heapUnused }),
 			gauge("framefs_go_heap_free_bytes", func(s goMemory) uint64 { return s.heapFree }),
 			gauge("framefs_go_stack_bytes", func(s goMemory) uint64 { return s.stacks }),

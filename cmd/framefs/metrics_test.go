@@ -72,6 +72,7 @@ var statsFamilies = []struct {
 	{"framefs_go_mapped_bytes", "gauge", false},
 	{"framefs_go_gc_percent", "gauge", false},
 	{"framefs_go_heap_goal_bytes", "gauge", false},
+	{"framefs_go_heap_live_bytes", "gauge", false},
 	{"framefs_go_heap_unused_bytes", "gauge", false},
 	{"framefs_go_heap_free_bytes", "gauge", false},
 	{"framefs_go_stack_bytes", "gauge", false},
