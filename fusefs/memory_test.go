@@ -189,6 +189,47 @@ func TestFormerHeadForgotten(t *testing.T) {
 	}
 }
 
+// TestFormerHeadsBounded: a table that commits faster than the former
+// heads linger has the kernel keep the folders of maxFormerHeads of them,
+// not of every head of the linger.
+func TestFormerHeadsBounded(t *testing.T) {
+	f := newFixture(t, Options{ReadOnly: true, formerHeadLinger: time.Hour})
+	ctx := context.Background()
+	frame := f.path("robot", "latest", "task=pick", "ep1", "000005.jpg")
+	want, err := os.ReadFile(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := statsValue(t, f, "framefs_nodes_forgotten_total")
+	const commits = maxFormerHeads + 2
+	for id := 2; id <= commits+1; id++ {
+		if _, err := f.tbl.UpdateRows(ctx, "ep2", sidecar(t, "ep2", "place", 30)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool {
+			target, _ := os.Readlink(f.path("robot", "latest"))
+			return target == "snapshots/"+strconv.Itoa(id)
+		}, "latest to move")
+		if got, err := os.ReadFile(frame); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("through snapshot %d: %v", id, err)
+		}
+	}
+	// Each head the reader went through holds three folders (snapshot,
+	// partition, episode; the frame is one inode, shared by all): those
+	// of the two oldest heads go, those of the two newest former heads
+	// stay for their linger.
+	dropped := int64(3 * (commits - maxFormerHeads))
+	waitFor(t, func() bool { return statsValue(t, f, "framefs_nodes_forgotten_total")-before >= dropped },
+		"the kernel to forget the folders of the heads pushed out")
+	time.Sleep(200 * time.Millisecond)
+	if got := statsValue(t, f, "framefs_nodes_forgotten_total") - before; got != dropped {
+		t.Errorf("%d nodes forgotten, want %d: the newest former heads lingered no more", got, dropped)
+	}
+	if got, err := os.ReadFile(f.path("robot", "snapshots", "1", "task=pick", "ep1", "000005.jpg")); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("snapshot 1 after its folder was dropped: %v", err)
+	}
+}
+
 // TestTravelledSnapshotsForgotten: a reader going through more snapshots
 // than the catalog keeps trees of does not make the daemon hold all their
 // folders: the kernel is asked to drop the folder of a snapshot whose tree

@@ -59,8 +59,9 @@ func (n *snapshotDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.At
 	return n.attr(ctx, &out.Attr)
 }
 
-// OnForget drops the node from the live nodes.
-func (n *snapshotDir) OnForget() { n.t.m.live.forget(n.StableAttr().Ino) }
+// OnForget drops the node from the live nodes, and counts it forgotten as
+// every node of a tree is.
+func (n *snapshotDir) OnForget() { n.t.m.forgotten(n) }
 
 func (n *snapshotDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	root, errno := n.root(ctx)

@@ -43,7 +43,18 @@ type tableNode struct {
 	ids       []int64
 	tags      []table.Tag
 	refreshed time.Time
+	// former are the former heads whose folders the kernel has not yet
+	// been asked to drop, oldest first (see forgetFolder).
+	former []int64
 }
+
+// maxFormerHeads is how many former heads keep their folders in the
+// kernel while they linger: a table that commits faster than the linger
+// (a commit every 2 seconds against 10 seconds) would otherwise have
+// its readers hold a folder per episode for each of five heads or more.
+// Two are enough for readers of latest to have moved on to the head: a
+// reader opening paths through latest reaches the head at each open.
+const maxFormerHeads = 2
 
 func newTableNode(ctx context.Context, m *mountFS, tbl *table.Table, path string) (*tableNode, error) {
 	schema, err := tbl.LatestSchema(ctx)
@@ -94,10 +105,32 @@ func (n *tableNode) refresh(ctx context.Context, force bool) ([]int64, []table.T
 		return nil, nil, err
 	}
 	if prev := head(n.ids); prev != 0 && prev != head(ids) && n.live.Load() {
-		time.AfterFunc(n.m.opts.formerHeadLinger, func() { n.forgetFolder(prev) })
+		n.former = append(n.former, prev)
+		time.AfterFunc(n.m.opts.formerHeadLinger, func() { n.forgetFormer(prev) })
+		if len(n.former) > maxFormerHeads {
+			// The notifications are sent apart: a lookup may hold
+			// the kernel's lock of the folder they are about.
+			go n.forgetFolder(n.former[0])
+			n.former = slices.Delete(n.former, 0, 1)
+		}
 	}
 	n.ids, n.tags, n.refreshed = ids, tags, time.Now()
 	return ids, tags, nil
+}
+
+// forgetFormer asks the kernel to drop the folder of id, a former head,
+// unless it was asked already (a head leaves former when it lingered
+// long enough or when newer heads pushed it out, whichever comes first).
+func (n *tableNode) forgetFormer(id int64) {
+	n.mu.Lock()
+	i := slices.Index(n.former, id)
+	if i >= 0 {
+		n.former = slices.Delete(n.former, i, i+1)
+	}
+	n.mu.Unlock()
+	if i >= 0 {
+		n.forgetFolder(id)
+	}
 }
 
 // head is the newest of ids (ascending), or 0.
