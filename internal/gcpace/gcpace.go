@@ -55,7 +55,9 @@ type Options struct {
 	// that is nearly all cache is not collected after every few
 	// allocations.
 	MinHeadroom int64
-	// Every is how often GOGC is worked out again (1 s).
+	// Every is how often Run looks at the runtime's metrics (100 ms).
+	// It works GOGC and the limit out again after each collection, as
+	// soon as it sees one, and at least every ten looks.
 	Every time.Duration
 	// Budget, when positive, bounds the process's anonymous memory (the
 	// Go runtime's and C libraries'): the Go heap's soft limit is set to
@@ -78,7 +80,7 @@ func (o Options) withDefaults() Options {
 		o.MinHeadroom = 32 << 20
 	}
 	if o.Every <= 0 {
-		o.Every = time.Second
+		o.Every = 100 * time.Millisecond
 	}
 	return o
 }
@@ -128,10 +130,20 @@ func CacheBound(bound, configured, short int64) int64 {
 }
 
 // Run sets GOGC from the live heap and opts.Cached, and the soft limit
-// from opts.Budget, every opts.Every until ctx is done, then puts back
-// the GOGC and limit it found. It leaves GOGC alone when the GOGC
+// from opts.Budget, after each collection until ctx is done, then puts
+// back the GOGC and limit it found. It leaves GOGC alone when the GOGC
 // environment variable is set, and the limit when GOMEMLIMIT is: the user
 // chose.
+//
+// The runtime sets a cycle's goal from the live heap the last collection
+// found, times 1+GOGC/100, so a GOGC worked out for an older live heap
+// gives the wrong headroom: 2.5 times what the live heap grew by at a
+// GOGC of 150. Set once a second, GOGC lagged collections that came
+// faster (a 5% change was also needed to move it), and a follower's goal
+// went up to 5 MiB past the live heap plus the floor; the memory the heap
+// then took was kept after the goal came back down. Set as soon as a
+// collection is seen, the goal is off only by what the heap allocated
+// before the new GOGC reached it.
 func Run(ctx context.Context, opts Options) {
 	pace := os.Getenv("GOGC") == "" && opts.Cached != nil
 	bound := os.Getenv("GOMEMLIMIT") == "" && opts.Budget > 0
@@ -152,23 +164,31 @@ func Run(ctx context.Context, opts Options) {
 	}
 	tick := time.NewTicker(opts.Every)
 	defer tick.Stop()
-	for {
+	var paced uint64 // the collections counted when last paced
+	for looks := 0; ; looks++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
+		metrics.Read(sample[3:4])
+		if sample[3].Value.Kind() != metrics.KindUint64 {
+			return // a runtime without the metrics: keep things as they are
+		}
+		cycles := sample[3].Value.Uint64()
+		if cycles == paced && looks%10 != 0 {
+			continue // no collection since the last pacing
+		}
+		paced = cycles
 		metrics.Read(sample)
 		for _, s := range sample {
 			if s.Value.Kind() != metrics.KindUint64 {
-				return // a runtime without the metrics: keep things as they are
+				return
 			}
 		}
 		live := int64(sample[0].Value.Uint64())
 		if pace {
-			p := Percent(live, opts.Cached(), opts.Percent, opts.MinHeadroom)
-			// Small moves are not worth a change of the pacer's goal.
-			if diff := p - current; diff*20 > current || -diff*20 > current {
+			if p := Percent(live, opts.Cached(), opts.Percent, opts.MinHeadroom); p != current {
 				debug.SetGCPercent(p)
 				current = p
 			}
