@@ -70,6 +70,9 @@ type memoryParts struct {
 	// goUnused, goFree and goStacks are the heap's room in its spans,
 	// its free pages not given back, and the stacks.
 	goUnused, goFree, goStacks int64
+	// goMetadata is the runtime's bookkeeping (spans, the collector's
+	// work buffers).
+	goMetadata int64
 	// gcCPU is the CPU time the collector took so far, as the runtime
 	// estimates it.
 	gcCPU time.Duration
@@ -93,16 +96,17 @@ func readMemoryParts(stats string) memoryParts {
 		goObjects: int64(v["framefs_go_heap_object_bytes"]), goal: int64(v["framefs_go_heap_goal_bytes"]),
 		goLive: int64(v["framefs_go_heap_live_bytes"]), gcPercent: int64(v["framefs_go_gc_percent"]),
 		goUnused: int64(v["framefs_go_heap_unused_bytes"]), goFree: int64(v["framefs_go_heap_free_bytes"]), goStacks: int64(v["framefs_go_stack_bytes"]),
-		gcCPU:  time.Duration(v["framefs_go_gc_cpu_seconds_total"] * float64(time.Second)),
-		nodes:  int64(v["framefs_nodes_made_total"] - v["framefs_nodes_forgotten_total"]),
-		cInUse: int64(v["framefs_c_heap_in_use_bytes"]), cFree: int64(v["framefs_c_heap_free_bytes"]),
+		goMetadata: int64(v["framefs_go_metadata_bytes"]),
+		gcCPU:      time.Duration(v["framefs_go_gc_cpu_seconds_total"] * float64(time.Second)),
+		nodes:      int64(v["framefs_nodes_made_total"] - v["framefs_nodes_forgotten_total"]),
+		cInUse:     int64(v["framefs_c_heap_in_use_bytes"]), cFree: int64(v["framefs_c_heap_free_bytes"]),
 		pictureBuffers: int64(v["framefs_picture_buffer_bytes"]), pictureIdle: int64(v["framefs_picture_buffer_idle_bytes"]),
 	}
 }
 
 func (p memoryParts) String() string {
-	return fmt.Sprintf("image cache %s (bound %s), picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, unused %s, free %s, stacks %s; goal %s from live %s at GOGC %d; collector CPU so far %.1f s); %d nodes",
-		mib(p.image), mib(p.imageBound), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goUnused), mib(p.goFree), mib(p.goStacks), mib(p.goal), mib(p.goLive), p.gcPercent, p.gcCPU.Seconds(), p.nodes)
+	return fmt.Sprintf("image cache %s (bound %s), picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, unused %s, free %s, stacks %s, metadata %s; goal %s from live %s at GOGC %d; collector CPU so far %.1f s); %d nodes",
+		mib(p.image), mib(p.imageBound), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goUnused), mib(p.goFree), mib(p.goStacks), mib(p.goMetadata), mib(p.goal), mib(p.goLive), p.gcPercent, p.gcCPU.Seconds(), p.nodes)
 }
 
 // where says where the sample's memory was: its parts, and the rest of

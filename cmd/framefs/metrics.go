@@ -83,6 +83,10 @@ type goMemory struct {
 	// mapped, and tell a burst of garbage (free pages kept above the
 	// goal) from a heap that grew.
 	heapUnused, heapFree, stacks uint64
+	// metadata is the runtime's own bookkeeping: span and cache
+	// structures, and the collector's work buffers, which grow while it
+	// marks a heap with many pointers.
+	metadata uint64
 	// memoryLimit is the Go heap's soft limit: what internal/gcpace
 	// leaves it of the mount's memory budget.
 	memoryLimit uint64
@@ -104,6 +108,11 @@ func readGoMemory() goMemory {
 		{Name: "/memory/classes/heap/stacks:bytes"},
 		{Name: "/gc/gomemlimit:bytes"},
 		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/metadata/mcache/free:bytes"},
+		{Name: "/memory/classes/metadata/mcache/inuse:bytes"},
+		{Name: "/memory/classes/metadata/mspan/free:bytes"},
+		{Name: "/memory/classes/metadata/mspan/inuse:bytes"},
+		{Name: "/memory/classes/metadata/other:bytes"},
 	}
 	metrics.Read(m)
 	return goMemory{
@@ -111,6 +120,7 @@ func readGoMemory() goMemory {
 		gcPercent: m[3].Value.Uint64(), heapGoal: m[4].Value.Uint64(), gcCPUSeconds: m[5].Value.Float64(),
 		heapUnused: m[6].Value.Uint64(), heapFree: m[7].Value.Uint64(), stacks: m[8].Value.Uint64(),
 		memoryLimit: m[9].Value.Uint64(), heapLive: m[10].Value.Uint64(),
+		metadata: m[11].Value.Uint64() + m[12].Value.Uint64() + m[13].Value.Uint64() + m[14].Value.Uint64() + m[15].Value.Uint64(),
 	}
 }
 
@@ -173,6 +183,7 @@ func registerServingMetrics(reg prometheus.Registerer, frames *serving.Server, d
 			gauge("framefs_go_heap_unused_bytes", func(s goMemory) uint64 { return s.heapUnused }),
 			gauge("framefs_go_heap_free_bytes", func(s goMemory) uint64 { return s.heapFree }),
 			gauge("framefs_go_stack_bytes", func(s goMemory) uint64 { return s.stacks }),
+			gauge("framefs_go_metadata_bytes", func(s goMemory) uint64 { return s.metadata }),
 			gauge("framefs_go_memory_limit_bytes", func(s goMemory) uint64 { return s.memoryLimit }),
 			counter("framefs_go_gc_cpu_seconds_total", func(s goMemory) float64 { return thousandths(s.gcCPUSeconds) }),
 		}},

@@ -76,6 +76,7 @@ var statsFamilies = []struct {
 	{"framefs_go_heap_unused_bytes", "gauge", false},
 	{"framefs_go_heap_free_bytes", "gauge", false},
 	{"framefs_go_stack_bytes", "gauge", false},
+	{"framefs_go_metadata_bytes", "gauge", false},
 	{"framefs_go_memory_limit_bytes", "gauge", false},
 	{"framefs_go_gc_cpu_seconds_total", "counter", false},
 	{"framefs_gop_fills_total", "counter", false},
