@@ -49,10 +49,12 @@ func TestManifestCacheBounded(t *testing.T) {
 // manifests (a mount following commits reads a new list per head).
 func TestManifestListsBounded(t *testing.T) {
 	c := newManifestCache(16 << 20)
-	c.add("manifest/m.parquet", &loadedManifest{data: make([]byte, 300)})
+	kept := &loadedManifest{data: make([]byte, 300)}
+	c.add("manifest/m.parquet", kept)
 	list := func(i int) string { return fmt.Sprintf("%s%05d.parquet", prefixManifestList, i) }
+	newList := func() *loadedManifest { return &loadedManifest{list: make([]manifest.Summary, 100)} }
 	for i := range 3 * maxManifestLists {
-		c.add(list(i), &loadedManifest{list: make([]manifest.Summary, 100)})
+		c.add(list(i), newList())
 		if c.get(list(0)) == nil {
 			t.Fatalf("after %d lists: the most recently used list was evicted", i+1)
 		}
@@ -66,7 +68,8 @@ func TestManifestListsBounded(t *testing.T) {
 	if c.get("manifest/m.parquet") == nil {
 		t.Error("adding lists evicted a manifest")
 	}
-	if want := c.manifests.Bytes() + c.lists.Bytes(); c.bytes() != want || c.len() != maxManifestLists+1 {
+	// The table's metadata bytes count the manifest and every list kept.
+	if want := loadedBytes(kept) + maxManifestLists*loadedBytes(newList()) + (maxManifestLists+1)*cache.EntryOverhead; c.bytes() != want || c.len() != maxManifestLists+1 {
 		t.Errorf("bytes %d, len %d; want %d, %d", c.bytes(), c.len(), want, maxManifestLists+1)
 	}
 }
