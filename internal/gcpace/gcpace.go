@@ -22,8 +22,8 @@
 // decoded pictures it keeps are allocated in C, where the collector cannot
 // see them. Given a Budget for the process's anonymous memory, Run also
 // sets the Go heap's soft limit to what the C side leaves of it, read
-// again every tick, so that the collector works harder when the decoders
-// need more rather than let the two add up past the budget.
+// again after each collection, so that the collector works harder when
+// the decoders need more rather than let the two add up past the budget.
 //
 // When even that leaves the heap less than MinHeadroom above its live
 // bytes, the collector would run without pause and the process would
