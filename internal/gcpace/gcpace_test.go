@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,6 +108,56 @@ func procStatus(t *testing.T, field string) int64 {
 func heapGoal() uint64 { return read("/gc/heap/goal:bytes") }
 func heapLive() uint64 { return read("/gc/heap/live:bytes") }
 func gogc() uint64     { return read("/gc/gogc:percent") }
+
+// TestRunPacesEachCollection: after each collection GOGC is what Percent
+// gives for the live heap it found, even when that moves it by a few
+// percent (a cache of 200 MiB that grows by 8 MiB moves it from 32 to 31).
+func TestRunPacesEachCollection(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set: Run leaves it alone")
+	}
+	const floor = 64 << 20
+	var cache [][]byte
+	var cached atomic.Int64
+	grow := func(mib int) {
+		for range mib {
+			b := make([]byte, 1<<20)
+			for j := 0; j < len(b); j += 4 << 10 {
+				b[j] = 1
+			}
+			cache = append(cache, b)
+		}
+		cached.Store(int64(len(cache)) << 20)
+	}
+	grow(200)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, Options{Cached: cached.Load, MinHeadroom: floor, Every: 5 * time.Millisecond})
+	}()
+	defer func() { cancel(); <-done }()
+	paced := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			runtime.GC()
+			time.Sleep(20 * time.Millisecond)
+			want := Percent(int64(heapLive()), cached.Load(), 100, floor)
+			if got := int(gogc()); got == want {
+				return
+			} else if time.Now().After(deadline) {
+				t.Fatalf("GOGC %d after a collection that found %d MiB live, %d MiB of it cache; want %d", got, heapLive()>>20, cached.Load()>>20, want)
+			}
+		}
+	}
+	paced()
+	before := gogc()
+	grow(8)
+	paced()
+	t.Logf("GOGC %d, then %d", before, gogc())
+	runtime.KeepAlive(cache)
+}
 
 func TestLimit(t *testing.T) {
 	const MiB = 1 << 20
