@@ -158,7 +158,6 @@ func Run(ctx context.Context, opts Options) {
 		defer debug.SetGCPercent(debug.SetGCPercent(current))
 	}
 	var limit int64 = math.MaxInt64
-	var yielded uint64 // the collections counted at the last Yield
 	if bound {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	}
@@ -176,7 +175,8 @@ func Run(ctx context.Context, opts Options) {
 			return // a runtime without the metrics: keep things as they are
 		}
 		cycles := sample[3].Value.Uint64()
-		if cycles == paced && looks%10 != 0 {
+		collected := cycles != paced
+		if !collected && looks%10 != 0 {
 			continue // no collection since the last pacing
 		}
 		paced = cycles
@@ -213,8 +213,7 @@ func Run(ctx context.Context, opts Options) {
 			// cannot give back, and which grew to a fifth of the heap
 			// in the write soak), and the runtime's memory besides the
 			// heap (stacks, its own metadata) needs room too.
-			if cycles := sample[3].Value.Uint64(); opts.Yield != nil && cycles != yielded {
-				yielded = cycles
+			if opts.Yield != nil && collected {
 				objects, unused, free := int64(sample[4].Value.Uint64()), int64(sample[5].Value.Uint64()), int64(sample[6].Value.Uint64())
 				overhead := max(goResident-objects-unused-free, 0)
 				opts.Yield(live + unused + opts.MinHeadroom + overhead - (opts.Budget - outside))
