@@ -43,25 +43,26 @@ package decoder
 // 		f->format, f->width, f->height, 1);
 // }
 //
-// // framefs_pic_make makes the empty frame p a picture of the given
-// // properties whose planes are copied from src (laid out as
-// // framefs_pic_copy_out writes them).
-// static int framefs_pic_make(void *p, const framefs_pic_props *o, const uint8_t *src, int size) {
+// // framefs_pic_fill copies the planes of a picture, laid out as
+// // framefs_pic_copy_out writes them, from src into the frame p, whose
+// // planes are allocated for its format and size.
+// static int framefs_pic_fill(void *p, const uint8_t *src, int size) {
 // 	AVFrame *f = p;
-// 	if (framefs_pic_planes_size(o->format, o->width, o->height) != size)
+// 	if (framefs_pic_planes_size(f->format, f->width, f->height) != size)
 // 		return AVERROR(EINVAL);
-// 	f->width = o->width;
-// 	f->height = o->height;
-// 	f->format = o->format;
-// 	int err = av_frame_get_buffer(f, 0);
-// 	if (err < 0)
-// 		return err;
 // 	uint8_t *planes[4];
 // 	int linesizes[4];
-// 	err = av_image_fill_arrays(planes, linesizes, src, o->format, o->width, o->height, 1);
+// 	int err = av_image_fill_arrays(planes, linesizes, src, f->format, f->width, f->height, 1);
 // 	if (err < 0)
 // 		return err;
-// 	av_image_copy(f->data, f->linesize, (const uint8_t **)planes, linesizes, o->format, o->width, o->height);
+// 	av_image_copy(f->data, f->linesize, (const uint8_t **)planes, linesizes, f->format, f->width, f->height);
+// 	return 0;
+// }
+//
+// // framefs_pic_set_props gives the frame p the colour description and
+// // field order of a packed picture.
+// static void framefs_pic_set_props(void *p, const framefs_pic_props *o) {
+// 	AVFrame *f = p;
 // 	f->color_range = o->color_range;
 // 	f->colorspace = o->colorspace;
 // 	f->color_primaries = o->color_primaries;
@@ -70,8 +71,9 @@ package decoder
 // 	f->sample_aspect_ratio = (AVRational){o->sar_num, o->sar_den};
 // 	f->interlaced_frame = o->interlaced;
 // 	f->top_field_first = o->top_field_first;
-// 	return 0;
 // }
+//
+// static uint8_t *framefs_pic_data(void *p) { return ((AVFrame *)p)->data[0]; }
 //
 // static const char *framefs_pix_fmt_name(int format) { return av_get_pix_fmt_name(format); }
 import "C"
@@ -218,16 +220,27 @@ func (Codec) Unpack(b []byte) (media.Picture, error) {
 	if n, err := s2.DecodedLen(block); err != nil || n != size {
 		return nil, fmt.Errorf("%w: the planes do not unpack to %d bytes", errPacked, size)
 	}
+	f, tight, err := newPictureFrame(int(props.format), int(props.width), int(props.height))
+	if err != nil {
+		return nil, err
+	}
+	C.framefs_pic_set_props(f.UnsafePointer(), &props)
+	if tight {
+		// The frame's planes are laid out as the block holds them: no copy.
+		dst := unsafe.Slice((*byte)(unsafe.Pointer(C.framefs_pic_data(f.UnsafePointer()))), size)
+		if _, err := s2.Decode(dst, block); err != nil {
+			f.Free()
+			return nil, fmt.Errorf("%w: %v", errPacked, err)
+		}
+		return &picture{f, st}, nil
+	}
 	planes := scratch(size)
 	defer packScratch.Put(planes)
 	if _, err := s2.Decode(*planes, block); err != nil {
+		f.Free()
 		return nil, fmt.Errorf("%w: %v", errPacked, err)
 	}
-	f := astiav.AllocFrame()
-	if f == nil {
-		return nil, errOutOfMemory
-	}
-	if ret := C.framefs_pic_make(f.UnsafePointer(), &props, (*C.uint8_t)(unsafe.Pointer(&(*planes)[0])), C.int(size)); ret < 0 {
+	if ret := C.framefs_pic_fill(f.UnsafePointer(), (*C.uint8_t)(unsafe.Pointer(&(*planes)[0])), C.int(size)); ret < 0 {
 		f.Free()
 		return nil, fmt.Errorf("decoder: unpack picture: %w", astiav.Error(ret))
 	}

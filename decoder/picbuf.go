@@ -87,30 +87,57 @@ package decoder
 // 	return m;
 // }
 //
+// // framefs_pic_alloc gives the empty frame p planes for a picture of the
+// // given format and size, 64-byte aligned rows in a buffer from
+// // framefs_pic_get. *tight is set when that layout is also
+// // av_image_copy_to_buffer's (rows and planes back to back, as a packed
+// // picture holds them), so that the planes can be written as one block.
+// static int framefs_pic_alloc(void *p, int format, int width, int height, int *tight) {
+// 	AVFrame *f = p;
+// 	const int align = 64;
+// 	int size = av_image_get_buffer_size(format, width, height, align);
+// 	if (size < 0)
+// 		return size;
+// 	int tight_size = av_image_get_buffer_size(format, width, height, 1);
+// 	if (tight_size < 0)
+// 		return tight_size;
+// 	size = size < (int)sizeof(framefs_idle_buf) ? (int)sizeof(framefs_idle_buf) : size;
+// 	uint8_t *data = framefs_pic_get(size);
+// 	if (data == NULL)
+// 		return AVERROR(ENOMEM);
+// 	f->buf[0] = av_buffer_create(data, size, framefs_pic_release, (void *)(uintptr_t)size, 0);
+// 	if (f->buf[0] == NULL) {
+// 		framefs_pic_release((void *)(uintptr_t)size, data);
+// 		return AVERROR(ENOMEM);
+// 	}
+// 	f->format = format;
+// 	f->width = width;
+// 	f->height = height;
+// 	int err = av_image_fill_arrays(f->data, f->linesize, data, format, width, height, align);
+// 	if (err < 0) {
+// 		av_frame_unref(f);
+// 		return err;
+// 	}
+// 	// Plane offsets follow from the row sizes, so equal row sizes mean
+// 	// equal layouts.
+// 	int rows[4];
+// 	err = av_image_fill_linesizes(rows, format, width);
+// 	*tight = err >= 0 && tight_size <= size;
+// 	for (int i = 0; i < 4 && *tight; i++)
+// 		*tight = rows[i] == f->linesize[i];
+// 	return 0;
+// }
+//
 // // framefs_frame_copy makes the empty frame d a copy of the picture s in
 // // a buffer from framefs_pic_get.
 // static int framefs_frame_copy(void *d, const void *s) {
 // 	AVFrame *dst = d;
 // 	const AVFrame *src = s;
-// 	const int align = 64;
-// 	int size = av_image_get_buffer_size(src->format, src->width, src->height, align);
-// 	if (size < 0)
-// 		return size;
-// 	size = size < (int)sizeof(framefs_idle_buf) ? (int)sizeof(framefs_idle_buf) : size;
-// 	uint8_t *data = framefs_pic_get(size);
-// 	if (data == NULL)
-// 		return AVERROR(ENOMEM);
-// 	dst->buf[0] = av_buffer_create(data, size, framefs_pic_release, (void *)(uintptr_t)size, 0);
-// 	if (dst->buf[0] == NULL) {
-// 		framefs_pic_release((void *)(uintptr_t)size, data);
-// 		return AVERROR(ENOMEM);
-// 	}
-// 	dst->format = src->format;
-// 	dst->width = src->width;
-// 	dst->height = src->height;
-// 	int err = av_image_fill_arrays(dst->data, dst->linesize, data, src->format, src->width, src->height, align);
-// 	if (err >= 0)
-// 		err = av_frame_copy(dst, src);
+// 	int tight;
+// 	int err = framefs_pic_alloc(dst, src->format, src->width, src->height, &tight);
+// 	if (err < 0)
+// 		return err;
+// 	err = av_frame_copy(dst, src);
 // 	if (err >= 0)
 // 		err = av_frame_copy_props(dst, src);
 // 	if (err < 0)
@@ -149,6 +176,24 @@ func copyFrame(f *astiav.Frame) (*astiav.Frame, error) {
 		return nil, fmt.Errorf("decoder: copy picture: %w", astiav.Error(ret))
 	}
 	return c, nil
+}
+
+// newPictureFrame returns a frame with planes for a picture of format
+// (an FFmpeg pixel format) and size, laid out as copyFrame lays them out,
+// in a buffer recycled like theirs (unpacking a picture into fresh memory
+// cost as much in page faults as in decompression). tight says the planes
+// lie back to back as in av_image_copy_to_buffer, one block.
+func newPictureFrame(format, width, height int) (f *astiav.Frame, tight bool, err error) {
+	f = astiav.AllocFrame()
+	if f == nil {
+		return nil, false, errors.New("decoder: picture buffer: out of memory")
+	}
+	var t C.int
+	if ret := C.framefs_pic_alloc(f.UnsafePointer(), C.int(format), C.int(width), C.int(height), &t); ret < 0 {
+		f.Free()
+		return nil, false, fmt.Errorf("decoder: picture buffer: %w", astiav.Error(ret))
+	}
+	return f, t != 0, nil
 }
 
 // pictureMemory returns the bytes of picture buffers mapped in the process

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/asticode/go-astiav"
+
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/serving"
 )
@@ -54,5 +56,31 @@ func TestPictureMemoryBounded(t *testing.T) {
 	}
 	if live, live0 := mapped-idle, mapped0-idle0; live > live0 {
 		t.Errorf("%d bytes of picture buffers still in use after Close", live-live0)
+	}
+}
+
+// TestPictureFrameLayout: a picture buffer holds its planes back to back,
+// as a packed picture does, exactly when its aligned rows need no padding;
+// Unpack writes such planes as one block and copies the others row by row.
+func TestPictureFrameLayout(t *testing.T) {
+	for _, tc := range []struct {
+		format        astiav.PixelFormat
+		width, height int
+		tight         bool
+	}{
+		{astiav.PixelFormatYuv420P, 640, 480, true},
+		{astiav.PixelFormatYuv420P, 1920, 1080, true},
+		{astiav.PixelFormatYuv420P, 160, 120, false}, // 160-byte rows padded to 192
+		{astiav.PixelFormatYuv420P, 320, 180, false}, // chroma rows of 160 bytes
+		{astiav.PixelFormatYuv420P10Le, 200, 200, false},
+	} {
+		f, tight, err := newPictureFrame(int(tc.format), tc.width, tc.height)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tight != tc.tight {
+			t.Errorf("%s %dx%d: tight %v, want %v", tc.format, tc.width, tc.height, tight, tc.tight)
+		}
+		f.Free()
 	}
 }
