@@ -78,8 +78,9 @@ type CMemory struct {
 	// mapped on its own; MallocFree is freed but still in the arenas
 	// (whether trimmed pages of it are resident, malloc does not say).
 	MallocInUse, MallocFree int64
-	// Pictures is the memory mapped for kept pictures (picbuf.go), of
-	// which PicturesIdle is idle buffers kept for reuse.
+	// Pictures is the memory mapped for picture buffers (picbuf.go): kept
+	// pictures, pictures unpacked for rendering, and PicturesIdle, the idle
+	// buffers kept for reuse.
 	Pictures, PicturesIdle int64
 }
 

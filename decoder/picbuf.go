@@ -10,8 +10,9 @@ package decoder
 // #include <libavutil/frame.h>
 // #include <libavutil/imgutils.h>
 //
-// // Buffers of kept pictures are mapped from the kernel, not taken from
-// // malloc, and recycled through a short list of idle ones. malloc would
+// // Buffers of kept pictures (and of pictures unpacked for rendering) are
+// // mapped from the kernel, not taken from malloc, and recycled through a
+// // short list of idle ones. malloc would
 // // spread them over one arena per thread that copied a picture, each of
 // // which keeps what is freed in it, so the memory of a bounded cache grew
 // // by a third; mapped buffers go back to the kernel when they are dropped.
