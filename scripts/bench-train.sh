@@ -19,8 +19,9 @@
 #            daemon CPU per served and the daemon's peak anonymous memory
 #            beside each
 #   pyav     the mount's first epoch vs a PyAV Dataset seeking per item
-#   random   300 random frames, one reader: mount (PIL decode of each file)
-#            vs PyAV exact seek, wall time and CPU per frame
+#   random   300 random frames, one reader: mount (PIL decode of each file,
+#            JPEG from latest/ and BMP from a view) vs PyAV exact seek, wall
+#            time and CPU per frame
 #   cores    the daemon's CPU use (cores busy) over a shuffled epoch read by
 #            2 loader workers and by 8: fills of different GOPs run on
 #            every core
@@ -216,6 +217,7 @@ for gop in 30 250; do
 	"$bin" create "$work/wh/one$gop" --column 'note:string?' >/dev/null
 	ln -sf "$cache/train_ep0_gop${gop}.mp4" "$work/one.mp4"
 	"$bin" ingest "$work/wh/one$gop" "$work/one.mp4" >/dev/null
+	"$bin" view create "$work/wh/one$gop" exact --where TRUE --image-format bmp >/dev/null
 done
 
 if want pyav; then
@@ -238,7 +240,7 @@ fi
 if want random; then
 	"$py" -c "import random; r = random.Random(3); print('\n'.join(map(str, r.sample(range(1800), 300))))" >"$work/frames.txt"
 	for gop in 30 250; do
-		pyfps=() pycpu=() mfps=() mcpu=() mdec=()
+		pyfps=() pycpu=() mfps=() mcpu=() mdec=() bfps=() bcpu=()
 		for _ in $(seq "$RUNS"); do
 			read -r _ _ fps cpu < <("$py" "$pyd/random_reads.py" pyav "$cache/train_ep0_gop${gop}.mp4" "$work/frames.txt")
 			pyfps+=("$fps") pycpu+=("$(ratio "$cpu" 0.3)") # ms per frame: 1000 * s / 300
@@ -254,6 +256,17 @@ if want random; then
 			mcpu+=("$(ratio "$((1000 * (cpu1 - cpu0)))" "$((300 * $(getconf CLK_TCK)))")") # ms per frame
 			mdec+=("$(ratio "$((dec1 - dec0))" 300)")
 			unmount_wh
+			# The same frames as BMPs: the exact RGB pixels, as PyAV hands
+			# them over, with no JPEG to encode and decode again.
+			mount_wh
+			ep="$mnt/one$gop/views/exact/one"
+			ls "$ep" >/dev/null
+			cpu0=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
+			read -r _ _ fps _ < <("$py" "$pyd/random_reads.py" mount "$ep" "$work/frames.txt")
+			cpu1=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
+			bfps+=("$fps")
+			bcpu+=("$(ratio "$((1000 * (cpu1 - cpu0)))" "$((300 * $(getconf CLK_TCK)))")")
+			unmount_wh
 		done
 		pf=$(median "${pyfps[@]}") pc=$(median "${pycpu[@]}")
 		mf=$(median "${mfps[@]}") mc=$(median "${mcpu[@]}")
@@ -264,6 +277,11 @@ if want random; then
 		emit "random300_daemon_cpu_per_served_gop$gop" "$mc" ms
 		emit "ratio:random300_daemon_cpu_vs_pyav_cpu_gop$gop" "$(ratio "$mc" "$pc")" x
 		emit "random300_decoded_per_served_gop$gop" "$(median "${mdec[@]}")" frames
+		bf=$(median "${bfps[@]}") bc=$(median "${bcpu[@]}")
+		emit "random300_mount_bmp_view_gop$gop" "$bf" frames/s
+		emit "ratio:random300_mount_bmp_view_vs_pyav_gop$gop" "$(ratio "$bf" "$pf")" x
+		emit "random300_daemon_cpu_per_served_bmp_view_gop$gop" "$bc" ms
+		emit "ratio:random300_daemon_cpu_bmp_view_vs_pyav_cpu_gop$gop" "$(ratio "$bc" "$pc")" x
 	done
 fi
 

@@ -1,7 +1,7 @@
 """One reader of random frames, no frame twice: through a framefs mount or
 with PyAV exact seeks, for side-by-side comparison.
 
-    random_reads.py mount DIR FRAMES_FILE     open DIR/NNNNNN.jpg, decode it with PIL
+    random_reads.py mount DIR FRAMES_FILE     open DIR/NNNNNN.jpg (or .bmp), decode it with PIL
     random_reads.py pyav VIDEO FRAMES_FILE    seek to the keyframe, decode to the frame
 
 FRAMES_FILE lists frame ordinals, one per line. Prints
@@ -26,7 +26,7 @@ def main():
     if mode == "mount":
         from PIL import Image
 
-        names = sorted(n for n in os.listdir(path) if n.endswith(".jpg"))
+        names = sorted(n for n in os.listdir(path) if n.endswith((".jpg", ".bmp")))
         c0, t0 = cpu(), time.perf_counter()
         for i in targets:
             with Image.open(os.path.join(path, names[i])) as im:
