@@ -225,24 +225,25 @@ func (Codec) Unpack(b []byte) (media.Picture, error) {
 		return nil, err
 	}
 	C.framefs_pic_set_props(f.UnsafePointer(), &props)
+	// Planes laid out in the frame as the block holds them are decoded in
+	// place; others go through a scratch buffer and are copied row by row.
+	var dst []byte
 	if tight {
-		// The frame's planes are laid out as the block holds them: no copy.
-		dst := unsafe.Slice((*byte)(unsafe.Pointer(C.framefs_pic_data(f.UnsafePointer()))), size)
-		if _, err := s2.Decode(dst, block); err != nil {
-			f.Free()
-			return nil, fmt.Errorf("%w: %v", errPacked, err)
-		}
-		return &picture{f, st}, nil
+		dst = unsafe.Slice((*byte)(unsafe.Pointer(C.framefs_pic_data(f.UnsafePointer()))), size)
+	} else {
+		planes := scratch(size)
+		defer packScratch.Put(planes)
+		dst = *planes
 	}
-	planes := scratch(size)
-	defer packScratch.Put(planes)
-	if _, err := s2.Decode(*planes, block); err != nil {
+	if _, err := s2.Decode(dst, block); err != nil {
 		f.Free()
 		return nil, fmt.Errorf("%w: %v", errPacked, err)
 	}
-	if ret := C.framefs_pic_fill(f.UnsafePointer(), (*C.uint8_t)(unsafe.Pointer(&(*planes)[0])), C.int(size)); ret < 0 {
-		f.Free()
-		return nil, fmt.Errorf("decoder: unpack picture: %w", astiav.Error(ret))
+	if !tight {
+		if ret := C.framefs_pic_fill(f.UnsafePointer(), (*C.uint8_t)(unsafe.Pointer(&dst[0])), C.int(size)); ret < 0 {
+			f.Free()
+			return nil, fmt.Errorf("decoder: unpack picture: %w", astiav.Error(ret))
+		}
 	}
 	return &picture{f, st}, nil
 }

@@ -90,18 +90,16 @@ package decoder
 //
 // // framefs_pic_alloc gives the empty frame p planes for a picture of the
 // // given format and size, 64-byte aligned rows in a buffer from
-// // framefs_pic_get. *tight is set when that layout is also
-// // av_image_copy_to_buffer's (rows and planes back to back, as a packed
-// // picture holds them), so that the planes can be written as one block.
+// // framefs_pic_get. Unless tight is NULL, *tight is set when that layout
+// // is also av_image_copy_to_buffer's (rows and planes back to back, as a
+// // packed picture holds them), so that the planes can be written as one
+// // block.
 // static int framefs_pic_alloc(void *p, int format, int width, int height, int *tight) {
 // 	AVFrame *f = p;
 // 	const int align = 64;
 // 	int size = av_image_get_buffer_size(format, width, height, align);
 // 	if (size < 0)
 // 		return size;
-// 	int tight_size = av_image_get_buffer_size(format, width, height, 1);
-// 	if (tight_size < 0)
-// 		return tight_size;
 // 	size = size < (int)sizeof(framefs_idle_buf) ? (int)sizeof(framefs_idle_buf) : size;
 // 	uint8_t *data = framefs_pic_get(size);
 // 	if (data == NULL)
@@ -119,13 +117,14 @@ package decoder
 // 		av_frame_unref(f);
 // 		return err;
 // 	}
-// 	// Plane offsets follow from the row sizes, so equal row sizes mean
-// 	// equal layouts.
-// 	int rows[4];
-// 	err = av_image_fill_linesizes(rows, format, width);
-// 	*tight = err >= 0 && tight_size <= size;
-// 	for (int i = 0; i < 4 && *tight; i++)
-// 		*tight = rows[i] == f->linesize[i];
+// 	if (tight) {
+// 		// Plane offsets follow from the row sizes, so equal row sizes
+// 		// mean equal layouts.
+// 		int rows[4];
+// 		*tight = av_image_fill_linesizes(rows, format, width) >= 0;
+// 		for (int i = 0; i < 4 && *tight; i++)
+// 			*tight = rows[i] == f->linesize[i];
+// 	}
 // 	return 0;
 // }
 //
@@ -134,8 +133,7 @@ package decoder
 // static int framefs_frame_copy(void *d, const void *s) {
 // 	AVFrame *dst = d;
 // 	const AVFrame *src = s;
-// 	int tight;
-// 	int err = framefs_pic_alloc(dst, src->format, src->width, src->height, &tight);
+// 	int err = framefs_pic_alloc(dst, src->format, src->width, src->height, NULL);
 // 	if (err < 0)
 // 		return err;
 // 	err = av_frame_copy(dst, src);
