@@ -236,37 +236,37 @@ if want pyav; then
 	done
 fi
 
+# random_mount DIR: the 300 random frames read from DIR (under the mount)
+# through a fresh mount; sets r_fps, r_cpu (daemon ms per frame) and r_dec
+# (frames decoded per frame read).
+random_mount() {
+	local ep="$mnt/$1" cpu0 cpu1 dec0 dec1
+	mount_wh
+	ls "$ep" >/dev/null
+	cpu0=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
+	dec0=$(stats_value "$mnt" framefs_decoder_frames_decoded_total)
+	read -r _ _ r_fps _ < <("$py" "$pyd/random_reads.py" mount "$ep" "$work/frames.txt")
+	cpu1=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
+	dec1=$(stats_value "$mnt" framefs_decoder_frames_decoded_total)
+	r_cpu=$(ratio "$((1000 * (cpu1 - cpu0)))" "$((300 * $(getconf CLK_TCK)))")
+	r_dec=$(ratio "$((dec1 - dec0))" 300)
+	unmount_wh
+}
+
 # 300 random frames (no repeats, the same for both), one reader.
 if want random; then
 	"$py" -c "import random; r = random.Random(3); print('\n'.join(map(str, r.sample(range(1800), 300))))" >"$work/frames.txt"
 	for gop in 30 250; do
-		pyfps=() pycpu=() mfps=() mcpu=() mdec=() bfps=() bcpu=()
+		pyfps=() pycpu=() mfps=() mcpu=() mdec=() bfps=() bcpu=() bdec=()
 		for _ in $(seq "$RUNS"); do
 			read -r _ _ fps cpu < <("$py" "$pyd/random_reads.py" pyav "$cache/train_ep0_gop${gop}.mp4" "$work/frames.txt")
 			pyfps+=("$fps") pycpu+=("$(ratio "$cpu" 0.3)") # ms per frame: 1000 * s / 300
-			mount_wh
-			ep="$mnt/one$gop/latest/one"
-			ls "$ep" >/dev/null
-			cpu0=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
-			dec0=$(stats_value "$mnt" framefs_decoder_frames_decoded_total)
-			read -r _ _ fps _ < <("$py" "$pyd/random_reads.py" mount "$ep" "$work/frames.txt")
-			cpu1=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
-			dec1=$(stats_value "$mnt" framefs_decoder_frames_decoded_total)
-			mfps+=("$fps")
-			mcpu+=("$(ratio "$((1000 * (cpu1 - cpu0)))" "$((300 * $(getconf CLK_TCK)))")") # ms per frame
-			mdec+=("$(ratio "$((dec1 - dec0))" 300)")
-			unmount_wh
+			random_mount "one$gop/latest/one" # JPEG
+			mfps+=("$r_fps") mcpu+=("$r_cpu") mdec+=("$r_dec")
 			# The same frames as BMPs: the exact RGB pixels, as PyAV hands
 			# them over, with no JPEG to encode and decode again.
-			mount_wh
-			ep="$mnt/one$gop/views/exact/one"
-			ls "$ep" >/dev/null
-			cpu0=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
-			read -r _ _ fps _ < <("$py" "$pyd/random_reads.py" mount "$ep" "$work/frames.txt")
-			cpu1=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
-			bfps+=("$fps")
-			bcpu+=("$(ratio "$((1000 * (cpu1 - cpu0)))" "$((300 * $(getconf CLK_TCK)))")")
-			unmount_wh
+			random_mount "one$gop/views/exact/one"
+			bfps+=("$r_fps") bcpu+=("$r_cpu") bdec+=("$r_dec")
 		done
 		pf=$(median "${pyfps[@]}") pc=$(median "${pycpu[@]}")
 		mf=$(median "${mfps[@]}") mc=$(median "${mcpu[@]}")
@@ -282,6 +282,7 @@ if want random; then
 		emit "ratio:random300_mount_bmp_view_vs_pyav_gop$gop" "$(ratio "$bf" "$pf")" x
 		emit "random300_daemon_cpu_per_served_bmp_view_gop$gop" "$bc" ms
 		emit "ratio:random300_daemon_cpu_bmp_view_vs_pyav_cpu_gop$gop" "$(ratio "$bc" "$pc")" x
+		emit "random300_decoded_per_served_bmp_view_gop$gop" "$(median "${bdec[@]}")" frames
 	done
 fi
 
