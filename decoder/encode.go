@@ -3,6 +3,7 @@ package decoder
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/asticode/go-astiav"
 
@@ -27,9 +28,10 @@ type encKey struct {
 }
 
 // imageEncoder turns a converted rgb24 frame (bgr24 also for BMP) into
-// the bytes of an image file. Not safe for concurrent use.
+// the bytes of an image file, appended to dst (nil for a slice of its
+// own). Not safe for concurrent use.
 type imageEncoder interface {
-	encode(f *astiav.Frame) ([]byte, error)
+	encode(dst []byte, f *astiav.Frame) ([]byte, error)
 	free()
 }
 
@@ -96,7 +98,7 @@ func newPNGEncoder(k encKey) (e *pngEncoder, err error) {
 	return e, nil
 }
 
-func (e *pngEncoder) encode(f *astiav.Frame) ([]byte, error) {
+func (e *pngEncoder) encode(dst []byte, f *astiav.Frame) ([]byte, error) {
 	if err := checkFrameSize(f, int(e.cc.Width()), int(e.cc.Height()), astiav.PixelFormatRgb24); err != nil {
 		return nil, err
 	}
@@ -111,7 +113,7 @@ func (e *pngEncoder) encode(f *astiav.Frame) ([]byte, error) {
 	if err := e.cc.ReceivePacket(e.pkt); err != nil {
 		return nil, fmt.Errorf("decoder: encode image: %w", err)
 	}
-	b := append([]byte(nil), e.pkt.Data()...)
+	b := append(dst, e.pkt.Data()...)
 	e.pkt.Unref()
 	return b, nil
 }
@@ -129,7 +131,7 @@ func (e *pngEncoder) free() {
 
 type bmpEncoder struct{ width, height int }
 
-func (e bmpEncoder) encode(f *astiav.Frame) ([]byte, error) {
+func (e bmpEncoder) encode(dst []byte, f *astiav.Frame) ([]byte, error) {
 	pf := astiav.PixelFormatRgb24
 	if f.PixelFormat() == astiav.PixelFormatBgr24 {
 		pf = astiav.PixelFormatBgr24
@@ -138,7 +140,7 @@ func (e bmpEncoder) encode(f *astiav.Frame) ([]byte, error) {
 		return nil, err
 	}
 	stride := bmpStride(e.width)
-	b := make([]byte, 0, bmpHeaderSize+stride*e.height)
+	b := slices.Grow(dst, bmpHeaderSize+stride*e.height)
 	b = appendBMPHeader(b, e.width, e.height)
 	return appendBMPPixels(b, f, e.width, e.height, stride), nil
 }
@@ -147,12 +149,12 @@ func (bmpEncoder) free() {}
 
 type ppmEncoder struct{ width, height int }
 
-func (e ppmEncoder) encode(f *astiav.Frame) ([]byte, error) {
+func (e ppmEncoder) encode(dst []byte, f *astiav.Frame) ([]byte, error) {
 	if err := checkFrameSize(f, e.width, e.height, astiav.PixelFormatRgb24); err != nil {
 		return nil, err
 	}
 	h := ppmHeader(e.width, e.height)
-	b := make([]byte, 0, len(h)+3*e.width*e.height)
+	b := slices.Grow(dst, len(h)+3*e.width*e.height)
 	b = append(b, h...)
 	return appendRGBPixels(b, f, e.width, e.height), nil
 }
@@ -163,12 +165,12 @@ func (ppmEncoder) free() {}
 // rows top-down, as PPM stores them.
 type npyEncoder struct{ width, height int }
 
-func (e npyEncoder) encode(f *astiav.Frame) ([]byte, error) {
+func (e npyEncoder) encode(dst []byte, f *astiav.Frame) ([]byte, error) {
 	if err := checkFrameSize(f, e.width, e.height, astiav.PixelFormatRgb24); err != nil {
 		return nil, err
 	}
 	h := media.NPYHeader(e.width, e.height)
-	b := make([]byte, 0, len(h)+3*e.width*e.height)
+	b := slices.Grow(dst, len(h)+3*e.width*e.height)
 	b = append(b, h...)
 	return appendRGBPixels(b, f, e.width, e.height), nil
 }

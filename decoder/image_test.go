@@ -98,7 +98,7 @@ func TestImageFormats(t *testing.T) {
 					t.Fatalf("frame %d: %v", i, err)
 				}
 				enc := func(set media.ImageSetting) []byte {
-					b, err := r.encode(f, s.st, set.Normalize())
+					b, err := r.encode(nil, f, s.st, set.Normalize())
 					if err != nil {
 						t.Fatalf("frame %d %+v: %v", i, set, err)
 					}
@@ -244,7 +244,7 @@ func jpegSamples(t testing.TB) [][]byte {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := e.compress(unsafe.Pointer(&pic[0]), 3*w)
+			b, err := e.compress(nil, unsafe.Pointer(&pic[0]), 3*w)
 			e.free()
 			if err != nil {
 				t.Fatalf("%dx%d q%d: %v", w, h, q, err)
@@ -311,11 +311,11 @@ func TestJPEGBottomUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.free()
-	want, err := e.compress(unsafe.Pointer(&top[0]), 3*w)
+	want, err := e.compress(nil, unsafe.Pointer(&top[0]), 3*w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.compress(unsafe.Pointer(&bottom[(h-1)*3*w]), -3*w)
+	got, err := e.compress(nil, unsafe.Pointer(&bottom[(h-1)*3*w]), -3*w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func BenchmarkJPEG(b *testing.B) {
 	}
 	defer e.free()
 	for b.Loop() {
-		if _, err := e.compress(unsafe.Pointer(&pic[0]), 3*w); err != nil {
+		if _, err := e.compress(nil, unsafe.Pointer(&pic[0]), 3*w); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -64,19 +64,19 @@ func newJPEGEncoder(k encKey) (*jpegEncoder, error) {
 	return e, nil
 }
 
-func (e *jpegEncoder) encode(f *astiav.Frame) ([]byte, error) {
+func (e *jpegEncoder) encode(dst []byte, f *astiav.Frame) ([]byte, error) {
 	if err := checkFrameSize(f, e.width, e.height, astiav.PixelFormatRgb24); err != nil {
 		return nil, err
 	}
 	var pitch int
 	p := framePlane(f, 0, &pitch)
-	return e.compress(p, pitch)
+	return e.compress(dst, p, pitch)
 }
 
 // compress encodes the rgb24 picture whose top row starts at p, rows
 // pitch bytes apart (negative for a picture stored bottom up, as vflip
-// leaves it).
-func (e *jpegEncoder) compress(p unsafe.Pointer, pitch int) ([]byte, error) {
+// leaves it), and appends the JPEG to dst.
+func (e *jpegEncoder) compress(dst []byte, p unsafe.Pointer, pitch int) ([]byte, error) {
 	flags := C.int(C.TJFLAG_NOREALLOC)
 	if pitch < 0 {
 		// TurboJPEG takes positive pitches only: hand it the bottom row,
@@ -91,7 +91,7 @@ func (e *jpegEncoder) compress(p unsafe.Pointer, pitch int) ([]byte, error) {
 		&buf, &size, C.TJSAMP_420, C.int(e.quality), flags) != 0 {
 		return nil, fmt.Errorf("decoder: encode JPEG: %s", C.GoString(C.tjGetErrorStr2(e.h)))
 	}
-	return C.GoBytes(unsafe.Pointer(buf), C.int(size)), nil
+	return append(dst, unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(size))...), nil
 }
 
 func (e *jpegEncoder) free() {
@@ -130,7 +130,7 @@ func jpegFingerprint() string {
 	defer e.free()
 	c := C.CBytes(pic)
 	defer C.free(c)
-	b, err := e.compress(c, w*3)
+	b, err := e.compress(nil, c, w*3)
 	if err != nil {
 		return "unavailable"
 	}

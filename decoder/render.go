@@ -93,9 +93,9 @@ func newEncKey(setting media.ImageSetting, info media.VideoInfo) encKey {
 	return encKey{format: setting.Format, quality: setting.JPEGQuality, width: ow, height: oh}
 }
 
-// encode converts a decoded frame of stream st and encodes it with setting
-// (normalized). f is left untouched.
-func (r *renderer) encode(f *astiav.Frame, st *stream, setting media.ImageSetting) ([]byte, error) {
+// encode converts a decoded frame of stream st, encodes it with setting
+// (normalized) and appends the image to dst. f is left untouched.
+func (r *renderer) encode(dst []byte, f *astiav.Frame, st *stream, setting media.ImageSetting) ([]byte, error) {
 	out, err := r.convert(f, st, setting)
 	if err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func (r *renderer) encode(f *astiav.Frame, st *stream, setting media.ImageSettin
 	if err != nil {
 		return nil, err
 	}
-	return enc.encode(out)
+	return enc.encode(dst, out)
 }
 
 func (r *renderer) freeConverters() {
@@ -131,11 +131,17 @@ func (r *renderer) free() {
 // Encode makes the image file of a picture this package decoded
 // (media.Renderer).
 func (r *renderer) Encode(p media.Picture, setting media.ImageSetting) ([]byte, error) {
+	return r.AppendEncoded(nil, p, setting)
+}
+
+// AppendEncoded appends the image file of a picture this package decoded
+// to dst (media.Renderer).
+func (r *renderer) AppendEncoded(dst []byte, p media.Picture, setting media.ImageSetting) ([]byte, error) {
 	pic, ok := p.(*picture)
 	if !ok || pic.f == nil {
 		return nil, errNotPicture
 	}
-	return r.encode(pic.f, pic.st, setting)
+	return r.encode(dst, pic.f, pic.st, setting)
 }
 
 // Close frees the renderer's graphs and encoders (media.Renderer).

@@ -124,6 +124,10 @@ type PictureSink interface {
 type Renderer interface {
 	// Encode makes the image file of p with setting s (normalized).
 	Encode(p Picture, s ImageSetting) ([]byte, error)
+	// AppendEncoded appends the image file of p with setting s to dst
+	// and returns the extended slice: an image made only to be
+	// compressed can reuse one buffer.
+	AppendEncoded(dst []byte, p Picture, s ImageSetting) ([]byte, error)
 	// Close frees the renderer.
 	Close()
 }

@@ -193,12 +193,16 @@ func (p *countingPicture) Release() {
 type countingRenderer struct{ c *countingCodec }
 
 func (r countingRenderer) Encode(p media.Picture, s media.ImageSetting) ([]byte, error) {
+	return r.AppendEncoded(nil, p, s)
+}
+
+func (r countingRenderer) AppendEncoded(dst []byte, p media.Picture, s media.ImageSetting) ([]byte, error) {
 	cp, ok := p.(*countingPicture)
 	if !ok || cp.released {
 		return nil, errors.New("countingRenderer: not a live picture of this codec")
 	}
 	r.c.encoded.Add(1)
-	return countingImage(cp.video, cp.ordinal, s), nil
+	return append(dst, countingImage(cp.video, cp.ordinal, s)...), nil
 }
 
 func (countingRenderer) Close() {}

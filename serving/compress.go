@@ -29,12 +29,21 @@ const maxCompressedImage = 3*media.MaxImagePixels + 1<<16
 var errCompressed = errors.New("serving: compressed image: damaged bytes")
 
 // compress returns image compressed with S2 in a slice of its own size, and
-// counts it.
-func (fs *Server) compress(image []byte) []byte {
-	c := s2.Encode(nil, image)
-	if cap(c)-len(c) > len(c)/8 {
-		// The cache charges what it holds by length: give back the room
-		// s2 reserved for incompressible input.
+// counts it. A caller that compresses image after image passes scratch, a
+// buffer kept between calls for the encoder's output (its worst case is
+// larger than the image); nil allocates one.
+func (fs *Server) compress(image []byte, scratch *[]byte) []byte {
+	var dst []byte
+	if n := s2.MaxEncodedLen(len(image)); scratch != nil && n > 0 {
+		if cap(*scratch) < n {
+			*scratch = make([]byte, n)
+		}
+		dst = (*scratch)[:n]
+	}
+	c := s2.Encode(dst, image)
+	if dst != nil || cap(c)-len(c) > len(c)/8 {
+		// The cache charges what it holds by length: keep the bytes in a
+		// slice of their own, without the room s2 reserved.
 		c = append([]byte(nil), c...)
 	}
 	fs.fills.measuredCompress(len(c), len(image))
@@ -64,6 +73,6 @@ func (fs *Server) keepCompact(key frameKey, pic media.Picture, b []byte, f form)
 			fs.cache.Add(key.packedKey(), pb)
 		}
 	case formCompressed:
-		fs.cache.Add(key.compressedKey(), fs.compress(b))
+		fs.cache.Add(key.compressedKey(), fs.compress(b, nil))
 	}
 }

@@ -758,6 +758,10 @@ func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 			go func() {
 				defer encoders.Done()
 				defer fs.pool.renderers.put(r)
+				// An image made to be compressed, and its compressed
+				// bytes, are built in buffers reused from frame to frame:
+				// only the compressed copy the cache keeps is allocated.
+				var image, compressed []byte
 				for w := range queue {
 					k := w.p.Key()
 					start := time.Now()
@@ -768,9 +772,9 @@ func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 						b, err = fs.pool.codec.Pack(w.pic)
 						fs.fills.measuredPack(time.Since(start), len(b), job.v.Index.Width, job.v.Index.Height)
 					case formCompressed:
-						if b, err = r.Encode(w.pic, k.setting); err == nil {
+						if image, err = r.AppendEncoded(image[:0], w.pic, k.setting); err == nil {
 							fs.fills.measuredEncode(time.Since(start))
-							b = fs.compress(b)
+							b = fs.compress(image, &compressed)
 						}
 					default:
 						b, err = r.Encode(w.pic, k.setting)
