@@ -82,12 +82,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/asticode/go-astiav"
 	"github.com/klauspost/compress/s2"
 
+	"github.com/framefs/framefs/internal/scratch"
 	"github.com/framefs/framefs/media"
 )
 
@@ -123,19 +123,7 @@ const packMagic = "FPK1"
 // maxPackedChain bounds the rotation filter chain of a packed picture.
 const maxPackedChain = 256
 
-var (
-	errPacked   = errors.New("decoder: unpack picture: damaged bytes")
-	packScratch sync.Pool // *[]byte, planes of a picture being packed or unpacked
-)
-
-func scratch(n int) *[]byte {
-	if b, ok := packScratch.Get().(*[]byte); ok && cap(*b) >= n {
-		*b = (*b)[:n]
-		return b
-	}
-	b := make([]byte, n)
-	return &b
-}
+var errPacked = errors.New("decoder: unpack picture: damaged bytes")
 
 // Pack returns the picture as compact bytes that Unpack turns back into
 // it (see media.Codec).
@@ -150,8 +138,8 @@ func (Codec) Pack(p media.Picture) ([]byte, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("decoder: pack picture: pixel format %d of %dx%d has no plane layout", props.format, props.width, props.height)
 	}
-	planes := scratch(size)
-	defer packScratch.Put(planes)
+	planes := scratch.Get(size)
+	defer scratch.Put(planes)
 	if ret := C.framefs_pic_copy_out(pic.f.UnsafePointer(), (*C.uint8_t)(unsafe.Pointer(&(*planes)[0])), C.int(size)); ret < 0 {
 		return nil, fmt.Errorf("decoder: pack picture: %w", astiav.Error(ret))
 	}
@@ -179,8 +167,8 @@ func (Codec) Pack(p media.Picture) ([]byte, error) {
 	h = le.AppendUint16(h, uint16(len(chain)))
 	h = append(h, chain...)
 	h = le.AppendUint32(h, uint32(size))
-	enc := scratch(s2.MaxEncodedLen(size))
-	defer packScratch.Put(enc)
+	enc := scratch.Get(s2.MaxEncodedLen(size))
+	defer scratch.Put(enc)
 	block := s2.Encode(*enc, *planes)
 	// An exact-size copy: the cache charges what it holds by length.
 	out := make([]byte, len(h)+len(block))
@@ -231,8 +219,8 @@ func (Codec) Unpack(b []byte) (media.Picture, error) {
 	if tight {
 		dst = unsafe.Slice((*byte)(unsafe.Pointer(C.framefs_pic_data(f.UnsafePointer()))), size)
 	} else {
-		planes := scratch(size)
-		defer packScratch.Put(planes)
+		planes := scratch.Get(size)
+		defer scratch.Put(planes)
 		dst = *planes
 	}
 	if _, err := s2.Decode(dst, block); err != nil {

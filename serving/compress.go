@@ -6,6 +6,7 @@ import (
 
 	"github.com/klauspost/compress/s2"
 
+	"github.com/framefs/framefs/internal/scratch"
 	"github.com/framefs/framefs/media"
 )
 
@@ -28,24 +29,14 @@ const maxCompressedImage = 3*media.MaxImagePixels + 1<<16
 
 var errCompressed = errors.New("serving: compressed image: damaged bytes")
 
-// compress returns image compressed with S2 in a slice of its own size, and
-// counts it. A caller that compresses image after image passes scratch, a
-// buffer kept between calls for the encoder's output (its worst case is
-// larger than the image); nil allocates one.
-func (fs *Server) compress(image []byte, scratch *[]byte) []byte {
-	var dst []byte
-	if n := s2.MaxEncodedLen(len(image)); scratch != nil && n > 0 {
-		if cap(*scratch) < n {
-			*scratch = make([]byte, n)
-		}
-		dst = (*scratch)[:n]
-	}
-	c := s2.Encode(dst, image)
-	if dst != nil || cap(c)-len(c) > len(c)/8 {
-		// The cache charges what it holds by length: keep the bytes in a
-		// slice of their own, without the room s2 reserved.
-		c = append([]byte(nil), c...)
-	}
+// compress returns image (at most maxCompressedImage bytes, far below
+// S2's limit) compressed with S2 in a slice of its own size, and counts
+// it. S2 writes into a lent buffer of its worst-case size, larger than the
+// image; the cache keeps an exact copy.
+func (fs *Server) compress(image []byte) []byte {
+	buf := scratch.Get(s2.MaxEncodedLen(len(image)))
+	c := append([]byte(nil), s2.Encode(*buf, image)...)
+	scratch.Put(buf)
 	fs.fills.measuredCompress(len(c), len(image))
 	return c
 }
@@ -73,6 +64,6 @@ func (fs *Server) keepCompact(key frameKey, pic media.Picture, b []byte, f form)
 			fs.cache.Add(key.packedKey(), pb)
 		}
 	case formCompressed:
-		fs.cache.Add(key.compressedKey(), fs.compress(b, nil))
+		fs.cache.Add(key.compressedKey(), fs.compress(b))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/framefs/framefs/cache"
+	"github.com/framefs/framefs/internal/scratch"
 	"github.com/framefs/framefs/media"
 )
 
@@ -758,10 +759,6 @@ func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 			go func() {
 				defer encoders.Done()
 				defer fs.pool.renderers.put(r)
-				// An image made to be compressed, and its compressed
-				// bytes, are built in buffers reused from frame to frame:
-				// only the compressed copy the cache keeps is allocated.
-				var image, compressed []byte
 				for w := range queue {
 					k := w.p.Key()
 					start := time.Now()
@@ -772,10 +769,16 @@ func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 						b, err = fs.pool.codec.Pack(w.pic)
 						fs.fills.measuredPack(time.Since(start), len(b), job.v.Index.Width, job.v.Index.Height)
 					case formCompressed:
-						if image, err = r.AppendEncoded(image[:0], w.pic, k.setting); err == nil {
+						// The image is made in a lent buffer: only the
+						// compressed copy the cache keeps is allocated.
+						buf := scratch.Get(0)
+						var image []byte
+						if image, err = r.AppendEncoded((*buf)[:0], w.pic, k.setting); err == nil {
 							fs.fills.measuredEncode(time.Since(start))
-							b = fs.compress(image, &compressed)
+							b = fs.compress(image)
+							*buf = image
 						}
+						scratch.Put(buf)
 					default:
 						b, err = r.Encode(w.pic, k.setting)
 						fs.fills.measuredEncode(time.Since(start))
