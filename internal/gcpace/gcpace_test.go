@@ -176,6 +176,71 @@ func TestLimit(t *testing.T) {
 	}
 }
 
+func TestPacedLimit(t *testing.T) {
+	const MiB = 1 << 20
+	for _, c := range []struct {
+		name                         string
+		live                         int64
+		percent                      int
+		unused, nonHeap, floor, want int64
+	}{
+		{"the goal and the runtime's other memory", 100 * MiB, 50, 4 * MiB, 10 * MiB, 32 * MiB, 160 * MiB},
+		{"room between objects takes at most half the floor", 20 * MiB, 160, 30 * MiB, 6 * MiB, 32 * MiB, 72 * MiB},
+		{"nothing live yet", 0, 100, 0, 5 * MiB, 32 * MiB, 21 * MiB},
+	} {
+		if got := PacedLimit(c.live, c.percent, c.unused, c.nonHeap, c.floor); got != c.want {
+			t.Errorf("%s: PacedLimit = %d MiB, want %d MiB", c.name, got>>20, c.want>>20)
+		}
+	}
+}
+
+// TestRunSetsTheLimitFromThePacing checks that Run, pacing a heap with a
+// cache and no budget, sets the soft limit to the goal it paced plus the
+// runtime's memory besides the heap, and puts the limit it found back
+// when it stops.
+func TestRunSetsTheLimitFromThePacing(t *testing.T) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOGC or GOMEMLIMIT is set: Run leaves the limit alone")
+	}
+	const cacheBytes, floor = 64 << 20, 16 << 20
+	cache := make([][]byte, cacheBytes>>20)
+	for i := range cache {
+		cache[i] = make([]byte, 1<<20)
+	}
+	before := debug.SetMemoryLimit(-1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, Options{Cached: func() int64 { return cacheBytes }, MinHeadroom: floor, Every: 5 * time.Millisecond})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+		limit := debug.SetMemoryLimit(-1)
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/gogc:percent"}, {Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"},
+			{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
+		metrics.Read(s)
+		v := func(i int) int64 { return int64(s[i].Value.Uint64()) }
+		want := PacedLimit(v(0), int(v(1)), v(5), v(2)-v(3)-v(4)-v(5)-v(6), floor)
+		// What moved between Run's look at the metrics and this one.
+		if d := limit - want; d < 4<<20 && d > -4<<20 {
+			t.Logf("limit %d MiB for %d MiB live at GOGC %d", limit>>20, v(0)>>20, v(1))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s the soft limit is %d MiB, want about %d MiB (%d MiB live at GOGC %d)", limit>>20, want>>20, v(0)>>20, v(1))
+		}
+	}
+	cancel()
+	<-done
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("soft limit after Run returned: %d, want %d back", got, before)
+	}
+	runtime.KeepAlive(cache)
+}
+
 // TestRunSetsTheLimitFromTheBudget checks that Run with a Budget sets the
 // Go heap's soft limit to the budget less this process's anonymous memory
 // outside the Go runtime, and puts the limit it found back when it stops.
