@@ -2,6 +2,9 @@ package decoder
 
 import (
 	"context"
+	"os"
+	"runtime"
+	"sync"
 	"testing"
 )
 
@@ -29,5 +32,44 @@ func TestReadCMemory(t *testing.T) {
 	}
 	if closed.MallocInUse >= open.MallocInUse || closed.MallocFree < 0 {
 		t.Errorf("closing the session left %d bytes in use (%d with it open)", closed.MallocInUse, open.MallocInUse)
+	}
+}
+
+// TestOneMallocArena: sessions decoding on eight threads of their own
+// leave malloc with one arena, where glibc would give each thread one.
+func TestOneMallocArena(t *testing.T) {
+	if os.Getenv("MALLOC_ARENA_MAX") != "" || os.Getenv("GLIBC_TUNABLES") != "" {
+		t.Skip("the environment chooses malloc's arenas")
+	}
+	v := openVideo(t, "../testdata/video/h264_faststart.mp4", 0)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread() // a thread of its own, which ends with the goroutine
+			s, err := Codec{}.OpenSession(context.Background(), v, 1)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer s.Close()
+			s.Bind(context.Background(), v.R)
+			p, err := s.Decode(context.Background(), 10, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			p.Release()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := ReadCMemory().Arenas; got != 1 {
+		t.Errorf("malloc has %d arenas after sessions on eight threads, want 1", got)
 	}
 }

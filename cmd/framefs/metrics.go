@@ -173,6 +173,7 @@ func registerServingMetrics(reg prometheus.Registerer, frames *serving.Server, d
 			gauge("framefs_c_heap_free_bytes", func(s decoder.CMemory) int64 { return s.MallocFree }),
 			gauge("framefs_picture_buffer_bytes", func(s decoder.CMemory) int64 { return s.Pictures }),
 			gauge("framefs_picture_buffer_idle_bytes", func(s decoder.CMemory) int64 { return s.PicturesIdle }),
+			gauge("framefs_c_heap_arenas", func(s decoder.CMemory) int { return s.Arenas }),
 		}},
 		statsCollector[goMemory]{read: readGoMemory, metrics: []statMetric[goMemory]{
 			gauge("framefs_go_heap_object_bytes", func(s goMemory) uint64 { return s.heapObjects }),
