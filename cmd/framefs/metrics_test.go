@@ -66,6 +66,7 @@ var statsFamilies = []struct {
 	{"framefs_c_heap_trims_total", "counter", false},
 	{"framefs_c_heap_in_use_bytes", "gauge", false},
 	{"framefs_c_heap_free_bytes", "gauge", false},
+	{"framefs_c_heap_arenas", "gauge", false},
 	{"framefs_picture_buffer_bytes", "gauge", false},
 	{"framefs_picture_buffer_idle_bytes", "gauge", false},
 	{"framefs_go_heap_object_bytes", "gauge", false},
