@@ -61,12 +61,7 @@ func TestRunLowersTheHeapGoal(t *testing.T) {
 		t.Fatalf("with GOGC=100 the heap goal is %d MiB, want about twice the %d MiB cache", goal>>20, cacheBytes>>20)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		Run(ctx, Options{Cached: func() int64 { return cacheBytes }, MinHeadroom: floor, Every: 5 * time.Millisecond})
-	}()
+	stop := startRun(Options{Cached: func() int64 { return cacheBytes }, MinHeadroom: floor, Every: 5 * time.Millisecond})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		runtime.GC()
@@ -81,8 +76,7 @@ func TestRunLowersTheHeapGoal(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	<-done
+	stop()
 	if got := gogc(); got != 100 {
 		t.Errorf("GOGC after Run returned: %d, want 100 back", got)
 	}
@@ -130,13 +124,8 @@ func TestRunPacesEachCollection(t *testing.T) {
 		cached.Store(int64(len(cache)) << 20)
 	}
 	grow(200)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		Run(ctx, Options{Cached: cached.Load, MinHeadroom: floor, Every: 5 * time.Millisecond})
-	}()
-	defer func() { cancel(); <-done }()
+	stop := startRun(Options{Cached: cached.Load, MinHeadroom: floor, Every: 5 * time.Millisecond})
+	defer stop()
 	paced := func() {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
@@ -208,12 +197,7 @@ func TestRunSetsTheLimitFromThePacing(t *testing.T) {
 		cache[i] = make([]byte, 1<<20)
 	}
 	before := debug.SetMemoryLimit(-1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		Run(ctx, Options{Cached: func() int64 { return cacheBytes }, MinHeadroom: floor, Every: 5 * time.Millisecond})
-	}()
+	stop := startRun(Options{Cached: func() int64 { return cacheBytes }, MinHeadroom: floor, Every: 5 * time.Millisecond})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		runtime.GC()
@@ -233,8 +217,7 @@ func TestRunSetsTheLimitFromThePacing(t *testing.T) {
 			t.Fatalf("after 10 s the soft limit is %d MiB, want about %d MiB (%d MiB live at GOGC %d)", limit>>20, want>>20, v(0)>>20, v(1))
 		}
 	}
-	cancel()
-	<-done
+	stop()
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Errorf("soft limit after Run returned: %d, want %d back", got, before)
 	}
@@ -251,12 +234,7 @@ func TestRunSetsTheLimitFromTheBudget(t *testing.T) {
 	procStatus(t, "RssAnon")
 	const budget = 3 << 30
 	before := debug.SetMemoryLimit(-1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		Run(ctx, Options{Budget: budget, Every: 5 * time.Millisecond})
-	}()
+	stop := startRun(Options{Budget: budget, Every: 5 * time.Millisecond})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		limit := debug.SetMemoryLimit(-1)
@@ -274,8 +252,7 @@ func TestRunSetsTheLimitFromTheBudget(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	cancel()
-	<-done
+	stop()
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Errorf("soft limit after Run returned: %d, want %d back", got, before)
 	}
@@ -323,17 +300,12 @@ func TestRunYieldsWhenShort(t *testing.T) {
 		{"budget far above it", 4 << 30, func(s int64) bool { return s < 0 }},
 	} {
 		told := make(chan int64, 100)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			Run(ctx, Options{Budget: c.budget, Every: 5 * time.Millisecond, Yield: func(s int64) {
-				select {
-				case told <- s:
-				default:
-				}
-			}})
-		}()
+		stop := startRun(Options{Budget: c.budget, Every: 5 * time.Millisecond, Yield: func(s int64) {
+			select {
+			case told <- s:
+			default:
+			}
+		}})
 		var got int64
 		deadline := time.After(10 * time.Second)
 	wait:
@@ -347,11 +319,22 @@ func TestRunYieldsWhenShort(t *testing.T) {
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		cancel()
-		<-done
+		stop()
 		if !c.short(got) {
 			t.Errorf("%s: caches told they are short %d MiB", c.name, got/MiB)
 		}
 	}
 	runtime.KeepAlive(ballast)
+}
+
+// startRun runs Run with opts until the returned stop is called; stop
+// returns once Run has put back what it changed.
+func startRun(opts Options) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, opts)
+	}()
+	return func() { cancel(); <-done }
 }
