@@ -203,18 +203,16 @@ func TestRunSetsTheLimitFromThePacing(t *testing.T) {
 		runtime.GC()
 		time.Sleep(20 * time.Millisecond)
 		limit := debug.SetMemoryLimit(-1)
-		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/gogc:percent"}, {Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"},
-			{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
-		metrics.Read(s)
-		v := func(i int) int64 { return int64(s[i].Value.Uint64()) }
-		want := PacedLimit(v(0), int(v(1)), v(5), v(2)-v(3)-v(4)-v(5)-v(6), floor)
+		m, _ := readMemory()
+		percent := int(gogc())
+		want := PacedLimit(m.live, percent, m.unused, m.overhead(), floor)
 		// What moved between Run's look at the metrics and this one.
 		if d := limit - want; d < 4<<20 && d > -4<<20 {
-			t.Logf("limit %d MiB for %d MiB live at GOGC %d", limit>>20, v(0)>>20, v(1))
+			t.Logf("limit %d MiB for %d MiB live at GOGC %d", limit>>20, m.live>>20, percent)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s the soft limit is %d MiB, want about %d MiB (%d MiB live at GOGC %d)", limit>>20, want>>20, v(0)>>20, v(1))
+			t.Fatalf("after 10 s the soft limit is %d MiB, want about %d MiB (%d MiB live at GOGC %d)", limit>>20, want>>20, m.live>>20, percent)
 		}
 	}
 	stop()
