@@ -136,7 +136,7 @@ type Cache struct {
 	// without following a link.
 	dir *regfile.Dir
 
-	// mu guards files, scanning and written.
+	// mu guards files, scanning, removed and written.
 	mu      sync.Mutex
 	files   *fileindex.Index
 	written int64 // bytes written since the last scan
@@ -144,6 +144,11 @@ type Cache struct {
 	// for it, since the bytes are not known until then.
 	scanning bool
 	scanned  chan struct{} // closed when the current scan ends
+	// removed holds, while a scan runs, the entries this process found
+	// gone or removed since the scan began: the scan may have listed
+	// their files before, and must not index them again (Put would then
+	// take the entry for stored and skip it).
+	removed map[string]bool
 	// epoch counts scans; an entry indexed before the current scan began
 	// and not found by it was removed by another process.
 	epoch  uint64
@@ -443,6 +448,9 @@ func (c *Cache) write(name, key string, value []byte) (int64, error) {
 func (c *Cache) forget(name string) {
 	c.mu.Lock()
 	c.files.Forget(name)
+	if c.scanning {
+		c.removed[name] = true
+	}
 	c.mu.Unlock()
 }
 
@@ -466,22 +474,31 @@ func (c *Cache) remove(names []string) {
 // startScan scans the directory in the background, unless a scan is
 // running or the cache is closed.
 func (c *Cache) startScan() {
-	c.mu.Lock()
-	if c.scanning || c.closed {
-		c.mu.Unlock()
+	epoch, done, ok := c.beginScan()
+	if !ok {
 		return
 	}
-	c.scanning = true
-	c.written = 0
-	c.epoch++
-	epoch := c.epoch
-	done := make(chan struct{})
-	c.scanned = done
-	c.mu.Unlock()
 	go func() {
 		defer close(done)
 		c.scan(epoch)
 	}()
+}
+
+// beginScan marks a scan begun and returns its epoch and the channel to
+// close when it ends; ok is false if a scan runs or the cache is closed.
+func (c *Cache) beginScan() (epoch uint64, done chan struct{}, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scanning || c.closed {
+		return 0, nil, false
+	}
+	c.scanning = true
+	c.removed = map[string]bool{}
+	c.written = 0
+	c.epoch++
+	done = make(chan struct{})
+	c.scanned = done
+	return c.epoch, done, true
 }
 
 // scan indexes every entry file in the directory (what other processes
@@ -490,6 +507,12 @@ func (c *Cache) startScan() {
 // evicts down to the bound. epoch is the scan's. Only regular files in
 // real folders are indexed: links are neither followed nor counted.
 func (c *Cache) scan(epoch uint64) {
+	c.index(c.listEntries(), epoch)
+}
+
+// listEntries lists the entry files in the directory and removes stale
+// temporary files.
+func (c *Cache) listEntries() []regfile.FileInfo {
 	var files []regfile.FileInfo
 	_ = c.dir.WalkShards(func(_ *regfile.Dir, f regfile.FileInfo) {
 		if strings.HasSuffix(f.Name, entryExt) {
@@ -505,15 +528,25 @@ func (c *Cache) scan(epoch uint64) {
 		}
 		tmp.Close()
 	}
+	return files
+}
+
+// index ends the scan of epoch: it indexes the files listed, less those
+// removed since, and evicts down to the bound.
+func (c *Cache) index(files []regfile.FileInfo, epoch uint64) {
 	sort.Slice(files, func(i, j int) bool { return files[i].ModTime.After(files[j].ModTime) })
 	onDisk := make(map[string]bool, len(files))
 	c.mu.Lock()
 	for _, f := range files {
+		if c.removed[f.Name] {
+			continue
+		}
 		onDisk[f.Name] = true
 		c.files.PutOldest(f.Name, f.Size, epoch)
 	}
 	c.files.ForgetMissing(onDisk, epoch)
 	c.scanning = false
+	c.removed = nil
 	victims := c.evictLocked()
 	c.mu.Unlock()
 	c.remove(victims)

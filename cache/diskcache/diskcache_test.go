@@ -582,3 +582,30 @@ func FuzzEntry(f *testing.F) {
 		}
 	})
 }
+
+// TestScanSkipsWhatWasRemoved: an entry the scan listed and that was then
+// found damaged and removed is not indexed by the scan, so that storing
+// it again writes it.
+func TestScanSkipsWhatWasRemoved(t *testing.T) {
+	c := open(t, t.TempDir(), 0)
+	c.WaitScan()
+	c.Put(key(1), value(1))
+	epoch, done, ok := c.beginScan()
+	if !ok {
+		t.Fatal("no scan could begin")
+	}
+	listed := c.listEntries()
+	p := c.EntryFile(key(1))
+	if err := os.WriteFile(p, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Get(key(1)); ok {
+		t.Fatal("a damaged entry was returned")
+	}
+	c.index(listed, epoch)
+	close(done)
+	c.Put(key(1), value(1))
+	if v, ok := c.Get(key(1)); !ok || !bytes.Equal(v, value(1)) {
+		t.Fatal("an entry removed during a scan is not stored again")
+	}
+}
