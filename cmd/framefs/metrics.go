@@ -7,7 +7,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"runtime/metrics"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +15,7 @@ import (
 	"github.com/framefs/framefs/cache"
 	"github.com/framefs/framefs/cache/diskcache"
 	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/gcpace"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table/storage"
 )
@@ -68,60 +68,11 @@ func gauge[S any, N number](name string, field func(S) N) statMetric[S] {
 // fractional values.
 func thousandths(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-// goMemory is the Go runtime's memory and the collector's pacing (see
-// internal/gcpace): what the Go heap holds and what the runtime has
-// mapped, so that the rest of the resident set (FFmpeg's C heap, code)
-// can be told apart.
-type goMemory struct {
-	heapObjects, mapped, gcPercent, heapGoal uint64
-	// heapLive is what the last collection found live: the goal is it
-	// plus gcPercent of it (and of the stacks and globals).
-	heapLive uint64
-	// heapUnused is room in the heap's spans that holds no object;
-	// heapFree whole free pages not yet given back to the system;
-	// stacks the goroutines' stacks. With heapObjects they are most of
-	// mapped, and tell a burst of garbage (free pages kept above the
-	// goal) from a heap that grew.
-	heapUnused, heapFree, stacks uint64
-	// metadata is the runtime's own bookkeeping: span and cache
-	// structures, and the collector's work buffers, which grow while it
-	// marks a heap with many pointers.
-	metadata uint64
-	// memoryLimit is the Go heap's soft limit: what internal/gcpace
-	// leaves it of the mount's memory budget.
-	memoryLimit uint64
-	// gcCPUSeconds is an estimate by the runtime, from the time its
-	// collector workers ran.
-	gcCPUSeconds float64
-}
-
-func readGoMemory() goMemory {
-	m := []metrics.Sample{
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-		{Name: "/gc/gogc:percent"},
-		{Name: "/gc/heap/goal:bytes"},
-		{Name: "/cpu/classes/gc/total:cpu-seconds"},
-		{Name: "/memory/classes/heap/unused:bytes"},
-		{Name: "/memory/classes/heap/free:bytes"},
-		{Name: "/memory/classes/heap/stacks:bytes"},
-		{Name: "/gc/gomemlimit:bytes"},
-		{Name: "/gc/heap/live:bytes"},
-		{Name: "/memory/classes/metadata/mcache/free:bytes"},
-		{Name: "/memory/classes/metadata/mcache/inuse:bytes"},
-		{Name: "/memory/classes/metadata/mspan/free:bytes"},
-		{Name: "/memory/classes/metadata/mspan/inuse:bytes"},
-		{Name: "/memory/classes/metadata/other:bytes"},
-	}
-	metrics.Read(m)
-	return goMemory{
-		heapObjects: m[0].Value.Uint64(), mapped: m[1].Value.Uint64() - m[2].Value.Uint64(),
-		gcPercent: m[3].Value.Uint64(), heapGoal: m[4].Value.Uint64(), gcCPUSeconds: m[5].Value.Float64(),
-		heapUnused: m[6].Value.Uint64(), heapFree: m[7].Value.Uint64(), stacks: m[8].Value.Uint64(),
-		memoryLimit: m[9].Value.Uint64(), heapLive: m[10].Value.Uint64(),
-		metadata: m[11].Value.Uint64() + m[12].Value.Uint64() + m[13].Value.Uint64() + m[14].Value.Uint64() + m[15].Value.Uint64(),
-	}
+// readGoMemory is what .stats shows of the Go runtime's memory: zeros
+// from a runtime without the metrics.
+func readGoMemory() gcpace.Memory {
+	m, _ := gcpace.ReadMemory()
+	return m
 }
 
 // diskTier is what .stats shows of --cache-dir.
@@ -175,18 +126,18 @@ func registerServingMetrics(reg prometheus.Registerer, frames *serving.Server, d
 			gauge("framefs_picture_buffer_idle_bytes", func(s decoder.CMemory) int64 { return s.PicturesIdle }),
 			gauge("framefs_c_heap_arenas", func(s decoder.CMemory) int { return s.Arenas }),
 		}},
-		statsCollector[goMemory]{read: readGoMemory, metrics: []statMetric[goMemory]{
-			gauge("framefs_go_heap_object_bytes", func(s goMemory) uint64 { return s.heapObjects }),
-			gauge("framefs_go_mapped_bytes", func(s goMemory) uint64 { return s.mapped }),
-			gauge("framefs_go_gc_percent", func(s goMemory) uint64 { return s.gcPercent }),
-			gauge("framefs_go_heap_goal_bytes", func(s goMemory) uint64 { return s.heapGoal }),
-			gauge("framefs_go_heap_live_bytes", func(s goMemory) uint64 { return s.heapLive }),
-			gauge("framefs_go_heap_unused_bytes", func(s goMemory) uint64 { return s.heapUnused }),
-			gauge("framefs_go_heap_free_bytes", func(s goMemory) uint64 { return s.heapFree }),
-			gauge("framefs_go_stack_bytes", func(s goMemory) uint64 { return s.stacks }),
-			gauge("framefs_go_metadata_bytes", func(s goMemory) uint64 { return s.metadata }),
-			gauge("framefs_go_memory_limit_bytes", func(s goMemory) uint64 { return s.memoryLimit }),
-			counter("framefs_go_gc_cpu_seconds_total", func(s goMemory) float64 { return thousandths(s.gcCPUSeconds) }),
+		statsCollector[gcpace.Memory]{read: readGoMemory, metrics: []statMetric[gcpace.Memory]{
+			gauge("framefs_go_heap_object_bytes", func(s gcpace.Memory) int64 { return s.Objects }),
+			gauge("framefs_go_mapped_bytes", func(s gcpace.Memory) int64 { return s.Resident }),
+			gauge("framefs_go_gc_percent", func(s gcpace.Memory) int64 { return s.GCPercent }),
+			gauge("framefs_go_heap_goal_bytes", func(s gcpace.Memory) int64 { return s.Goal }),
+			gauge("framefs_go_heap_live_bytes", func(s gcpace.Memory) int64 { return s.Live }),
+			gauge("framefs_go_heap_unused_bytes", func(s gcpace.Memory) int64 { return s.Unused }),
+			gauge("framefs_go_heap_free_bytes", func(s gcpace.Memory) int64 { return s.Free }),
+			gauge("framefs_go_stack_bytes", func(s gcpace.Memory) int64 { return s.Stacks }),
+			gauge("framefs_go_metadata_bytes", func(s gcpace.Memory) int64 { return s.Metadata }),
+			gauge("framefs_go_memory_limit_bytes", func(s gcpace.Memory) int64 { return s.Limit }),
+			counter("framefs_go_gc_cpu_seconds_total", func(s gcpace.Memory) float64 { return thousandths(s.GCCPUSeconds) }),
 		}},
 		statsCollector[serving.FillStats]{read: frames.FillStats, metrics: []statMetric[serving.FillStats]{
 			counter("framefs_gop_fills_total", func(s serving.FillStats) int64 { return s.Fills }),

@@ -215,19 +215,19 @@ func Run(ctx context.Context, opts Options) {
 			continue // no collection since the last pacing
 		}
 		paced = cycles
-		m, ok := readMemory()
+		m, ok := ReadMemory()
 		if !ok {
 			return
 		}
 		if pace {
-			if p := Percent(m.live, opts.Cached(), opts.Percent, opts.MinHeadroom); p != current {
+			if p := Percent(m.Live, opts.Cached(), opts.Percent, opts.MinHeadroom); p != current {
 				debug.SetGCPercent(p)
 				current = p
 			}
 		}
 		l := ceiling
 		if paceLimit {
-			l = min(l, PacedLimit(m.live, current, m.unused, m.overhead(), opts.MinHeadroom))
+			l = min(l, PacedLimit(m.Live, current, m.Unused, m.Overhead(), opts.MinHeadroom))
 		}
 		if bound {
 			anon, err := procstatus.Bytes(0, "RssAnon")
@@ -240,7 +240,7 @@ func Run(ctx context.Context, opts Options) {
 				// large slice it zeroed by mapping fresh memory, then
 				// freed) count as its memory but are not resident: what
 				// is outside it is then under nothing, not below zero.
-				outside := max(anon-m.resident, 0)
+				outside := max(anon-m.Resident, 0)
 				// Once per collection, so that what the caches gave up
 				// is seen before they are asked again, tell them what
 				// the heap is short of MinHeadroom: the heap holds its
@@ -249,9 +249,9 @@ func Run(ctx context.Context, opts Options) {
 				// fifth of the heap in the write soak), and the
 				// runtime's memory besides the heap needs room too.
 				if opts.Yield != nil && collected {
-					opts.Yield(m.live + m.unused + opts.MinHeadroom + m.overhead() - (opts.Budget - outside))
+					opts.Yield(m.Live + m.Unused + opts.MinHeadroom + m.Overhead() - (opts.Budget - outside))
 				}
-				l = min(l, Limit(opts.Budget, outside, m.live, opts.MinHeadroom/2))
+				l = min(l, Limit(opts.Budget, outside, m.Live, opts.MinHeadroom/2))
 			}
 		}
 		// Moves of less than 1 MiB are noise of the sampling.
@@ -260,32 +260,4 @@ func Run(ctx context.Context, opts Options) {
 			limit = l
 		}
 	}
-}
-
-// memory is what Run reads of the Go runtime's memory after a collection.
-type memory struct {
-	// live is what the last collection found live; resident the memory
-	// the runtime has mapped and not given back; objects, unused and free
-	// the heap's objects, the room between them in its spans, and its
-	// free pages not given back.
-	live, resident, objects, unused, free int64
-}
-
-// overhead is the runtime's memory besides the heap: stacks, its own
-// bookkeeping.
-func (m memory) overhead() int64 { return max(m.resident-m.objects-m.unused-m.free, 0) }
-
-// readMemory reads memory from the runtime's metrics; false from a runtime
-// without them.
-func readMemory() (memory, bool) {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"},
-		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
-	metrics.Read(s)
-	for _, v := range s {
-		if v.Value.Kind() != metrics.KindUint64 {
-			return memory{}, false
-		}
-	}
-	v := func(i int) int64 { return int64(s[i].Value.Uint64()) }
-	return memory{live: v(0), resident: v(1) - v(2), objects: v(3), unused: v(4), free: v(5)}, true
 }

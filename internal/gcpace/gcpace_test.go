@@ -203,16 +203,16 @@ func TestRunSetsTheLimitFromThePacing(t *testing.T) {
 		runtime.GC()
 		time.Sleep(20 * time.Millisecond)
 		limit := debug.SetMemoryLimit(-1)
-		m, _ := readMemory()
+		m, _ := ReadMemory()
 		percent := int(gogc())
-		want := PacedLimit(m.live, percent, m.unused, m.overhead(), floor)
+		want := PacedLimit(m.Live, percent, m.Unused, m.Overhead(), floor)
 		// What moved between Run's look at the metrics and this one.
 		if d := limit - want; d < 4<<20 && d > -4<<20 {
-			t.Logf("limit %d MiB for %d MiB live at GOGC %d", limit>>20, m.live>>20, percent)
+			t.Logf("limit %d MiB for %d MiB live at GOGC %d", limit>>20, m.Live>>20, percent)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s the soft limit is %d MiB, want about %d MiB (%d MiB live at GOGC %d)", limit>>20, want>>20, m.live>>20, percent)
+			t.Fatalf("after 10 s the soft limit is %d MiB, want about %d MiB (%d MiB live at GOGC %d)", limit>>20, want>>20, m.Live>>20, percent)
 		}
 	}
 	stop()
