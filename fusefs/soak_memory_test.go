@@ -187,6 +187,14 @@ type memoryRules struct {
 	firstMinute, firstEpisodes int64
 	follower                   memorySample
 	followerExcess             int64
+	// warm is how anonymous memory less the caches moved per episode
+	// added after the run's first three tenths, when the caches, the
+	// decoders' buffers and the collector's headroom have filled: the
+	// least-squares slope over those samples (warmSamples of them, from
+	// warmFrom to warmTo episodes).
+	warm             float64
+	warmSamples      int
+	warmFrom, warmTo int64
 }
 
 func (w *memoryWatch) rules() (memoryRules, bool) {
@@ -216,6 +224,7 @@ func (w *memoryWatch) rules() (memoryRules, bool) {
 			r.firstMinute, r.firstEpisodes = s.anon-s.caches(), s.episodes
 		}
 	}
+	r.warm, r.warmSamples, r.warmFrom, r.warmTo = perEpisodeSlope(samples, end*3/10)
 	for _, s := range samples {
 		if s.at <= first {
 			continue
@@ -226,6 +235,35 @@ func (w *memoryWatch) rules() (memoryRules, bool) {
 		}
 	}
 	return r, true
+}
+
+// perEpisodeSlope is the least-squares slope of anonymous memory less the
+// caches against the episodes in the head, over the samples from time
+// from on, with how many there were and the episodes they span; 0 when
+// the episodes did not change.
+func perEpisodeSlope(samples []memorySample, from time.Duration) (slope float64, n int, lo, hi int64) {
+	var sx, sy float64
+	lo, hi = 1<<62, -1
+	for _, s := range samples {
+		if s.at >= from {
+			n++
+			sx, sy = sx+float64(s.episodes), sy+float64(s.anon-s.caches())
+			lo, hi = min(lo, s.episodes), max(hi, s.episodes)
+		}
+	}
+	if n < 2 || hi <= lo {
+		return 0, n, lo, hi
+	}
+	mx, my := sx/float64(n), sy/float64(n)
+	var sxy, sxx float64
+	for _, s := range samples {
+		if s.at >= from {
+			dx := float64(s.episodes) - mx
+			sxy += dx * (float64(s.anon-s.caches()) - my)
+			sxx += dx * dx
+		}
+	}
+	return sxy / sxx, n, lo, hi
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
@@ -258,6 +296,10 @@ func (w *memoryWatch) report(final bool) string {
 			mib(r.follower.anon-r.follower.caches()), r.follower.at.Round(time.Second), r.follower.episodes, memoryGrowth, mib(r.firstMinute), r.firstEpisodes,
 			r.followerExcess <= 0, mib(r.followerExcess))
 		fmt.Fprintf(&b, "\n    where then: %s", r.follower.where())
+		if r.warmTo > r.warmFrom {
+			fmt.Fprintf(&b, "\n  after the first three tenths: anonymous less caches moved %+.1f KB per episode added (least squares over %d samples, %d to %d episodes)",
+				r.warm/1000, r.warmSamples, r.warmFrom, r.warmTo)
+		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -292,5 +334,24 @@ func (w *memoryWatch) check(planned time.Duration, growth, follower bool) {
 	}
 	if follower && excess > 0 {
 		t.Errorf("%s: anonymous memory less caches grew %d bytes more than the follower rule allows", w.name, excess)
+	}
+}
+
+// TestPerEpisodeSlope: the slope the follower soak prints is that of the
+// samples after the time given, caches subtracted.
+func TestPerEpisodeSlope(t *testing.T) {
+	var samples []memorySample
+	for i := range 20 {
+		s := memorySample{at: time.Duration(i) * time.Second, episodes: int64(10 * i)}
+		s.parts.image = int64(i) << 20 // caches filling do not count
+		s.anon = 50<<20 + s.parts.image + 1500*s.episodes
+		if i < 5 {
+			s.anon += 8 << 20 // a warm-up that is left out
+		}
+		samples = append(samples, s)
+	}
+	slope, n, lo, hi := perEpisodeSlope(samples, 5*time.Second)
+	if slope < 1499.9 || slope > 1500.1 || n != 15 || lo != 50 || hi != 190 {
+		t.Errorf("slope %.1f B per episode over %d samples, %d to %d episodes; want 1500 over 15, 50 to 190", slope, n, lo, hi)
 	}
 }
