@@ -139,7 +139,7 @@ func NewCatalog(life context.Context, tbl *table.Table, frames FrameServer, sett
 		videos:    videos,
 		sizes:     newSizedLRU[string, *frameSizes](b.FrameSizes, 0, func(s *frameSizes) int64 { return 8 * int64(len(s.sizes)) }, nil),
 		rows:      newSizedLRU[string, *episodeRows](b.Rows, 0, (*episodeRows).bytes, nil),
-		files:     newSizedLRU[string, []byte](b.RowsFiles, 0, func(b []byte) int64 { return int64(len(b)) }, nil),
+		files:     newSizedLRU[string, []byte](b.RowsFiles, 0, func(b []byte) int64 { return int64(cap(b)) }, nil),
 		fileSizes: newSizedLRU[string, int64](b.FileSizes, 0, func(int64) int64 { return 8 }, nil),
 		views:     newSizedLRU[string, *Tree](b.Trees, MaxTrees, (*Tree).bytes, nil),
 		listed:    newSizedLRU[manifestPart, []*episode](maxListedBytes, 0, listedBytes, nil)}
