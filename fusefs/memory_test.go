@@ -216,8 +216,8 @@ func TestFormerHeadsBounded(t *testing.T) {
 	}
 	// Each head the reader went through holds three folders (snapshot,
 	// partition, episode; the frame is one inode, shared by all): those
-	// of the two oldest heads go, those of the two newest former heads
-	// stay for their linger.
+	// of the oldest heads go, those of the newest maxFormerHeads former
+	// heads stay for their linger.
 	dropped := int64(3 * (commits - maxFormerHeads))
 	waitFor(t, func() bool { return statsValue(t, f, "framefs_nodes_forgotten_total")-before >= dropped },
 		"the kernel to forget the folders of the heads pushed out")
