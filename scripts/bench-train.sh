@@ -14,8 +14,8 @@
 #   views    the training path, default caches, VIEW_EPISODES (4) episodes
 #            of 450 frames: views at the model's input size (224x224) as
 #            bmp, npy and jpg vs the JPEG folder with Resize((224,224)) in
-#            the loader, with batch_size None and 32; a full-size bmp view
-#            and latest/ vs the JPEG folder; frames decoded per served,
+#            the loader, with batch_size None and 32; full-size bmp and
+#            npy views and latest/ vs the JPEG folder; frames decoded per served,
 #            daemon CPU per served and the daemon's peak anonymous memory
 #            beside each
 #   pyav     the mount's first epoch vs a PyAV Dataset seeking per item
@@ -176,7 +176,7 @@ if want views; then
 		vids+=("$work/v$ep.mp4")
 	done
 	"$bin" ingest "$work/wh/views" "${vids[@]}" >/dev/null
-	for view in "bmp224 bmp 224x224" "npy224 npy 224x224" "jpg224 jpg 224x224" "bmpfull bmp"; do
+	for view in "bmp224 bmp 224x224" "npy224 npy 224x224" "jpg224 jpg 224x224" "bmpfull bmp" "npyfull npy"; do
 		read -r name format scale <<<"$view"
 		"$bin" view create "$work/wh/views" "$name" --where "note IS NULL" --image-format "$format" ${scale:+--scale "$scale"} >/dev/null
 	done
@@ -192,6 +192,7 @@ if want views; then
 	MOUNT_DIR=views/npy224 PEER_ARGS="--resize 224 --batch-size 32" MOUNT_LOADER_ARGS="--npy --batch-size 32" epochs view_npy224_batch32 30
 	MOUNT_DIR=views/jpg224 PEER_ARGS="--resize 224" epochs view_jpg224 30
 	MOUNT_DIR=views/bmpfull epochs view_bmp_full 30
+	MOUNT_DIR=views/npyfull MOUNT_LOADER_ARGS="--npy" epochs view_npy_full 30
 	MOUNT_DIR=latest epochs view_latest_jpg 30
 	unset TABLE PEER_DIR
 fi
