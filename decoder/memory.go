@@ -72,14 +72,14 @@ import (
 	"time"
 )
 
-// glibc's malloc_trim returns the free memory of the arena to the system,
-// also free pages in the middle of it; it costs a walk of the free
-// lists, a few milliseconds, so it runs after work that freed much (a
-// video encoded, a session closed), once per burst of such work.
-
 // trimDelay lets a burst of frees end before the trim.
 const trimDelay = time.Second
 
+// trimmer runs glibc's malloc_trim, which returns the free memory of the
+// arena to the system, also free pages in the middle of it. It costs a
+// walk of the free lists, a few milliseconds, so it runs after work that
+// freed much (a video encoded, a session closed), once per burst of such
+// work.
 var trimmer struct {
 	mu    sync.Mutex
 	timer *time.Timer // pending trim, nil when none

@@ -146,6 +146,27 @@ func PacedLimit(live int64, percent int, unused, nonHeap, minHeadroom int64) int
 	return max(goal, live+unused+minHeadroom/2) + nonHeap
 }
 
+// budgetLimit returns the soft limit that keeps the process's anonymous
+// memory, anon, within opts.Budget, given the Go runtime's memory m; after
+// a collection (collected) it first tells the caches, through opts.Yield,
+// what the heap is short of MinHeadroom.
+func budgetLimit(opts Options, m Memory, anon int64, collected bool) int64 {
+	// Pages the Go runtime has mapped but never touched (a large slice it
+	// zeroed by mapping fresh memory, then freed) count as its memory but
+	// are not resident: what is outside it is then under nothing, not
+	// below zero.
+	outside := max(anon-m.Resident, 0)
+	// Once per collection, so that what the caches gave up is seen before
+	// they are asked again: the heap holds its live objects and the room
+	// left in its spans between them (which it cannot give back, and which
+	// grew to a fifth of the heap in the write soak), and the runtime's
+	// memory besides the heap needs room too.
+	if opts.Yield != nil && collected {
+		opts.Yield(m.Live + m.Unused + opts.MinHeadroom + m.Overhead() - (opts.Budget - outside))
+	}
+	return Limit(opts.Budget, outside, m.Live, opts.MinHeadroom/2)
+}
+
 // CacheBound returns a cache's new bound, from its bound in force, the
 // size it was configured with and the bytes the caches are short (as
 // Yield is told): lower by what is short, or higher by half the room
@@ -230,28 +251,11 @@ func Run(ctx context.Context, opts Options) {
 			l = min(l, PacedLimit(m.Live, current, m.Unused, m.Overhead(), opts.MinHeadroom))
 		}
 		if bound {
-			anon, err := procstatus.Bytes(0, "RssAnon")
-			if err != nil {
-				bound = false
-				ceiling = opts.Budget // the budget for the Go runtime alone
-				l = min(l, ceiling)
+			if anon, err := procstatus.Bytes(0, "RssAnon"); err == nil {
+				l = min(l, budgetLimit(opts, m, anon, collected))
 			} else {
-				// Pages the Go runtime has mapped but never touched (a
-				// large slice it zeroed by mapping fresh memory, then
-				// freed) count as its memory but are not resident: what
-				// is outside it is then under nothing, not below zero.
-				outside := max(anon-m.Resident, 0)
-				// Once per collection, so that what the caches gave up
-				// is seen before they are asked again, tell them what
-				// the heap is short of MinHeadroom: the heap holds its
-				// live objects and the room left in its spans between
-				// them (which it cannot give back, and which grew to a
-				// fifth of the heap in the write soak), and the
-				// runtime's memory besides the heap needs room too.
-				if opts.Yield != nil && collected {
-					opts.Yield(m.Live + m.Unused + opts.MinHeadroom + m.Overhead() - (opts.Budget - outside))
-				}
-				l = min(l, Limit(opts.Budget, outside, m.Live, opts.MinHeadroom/2))
+				bound, ceiling = false, opts.Budget // the budget for the Go runtime alone
+				l = min(l, ceiling)
 			}
 		}
 		// Moves of less than 1 MiB are noise of the sampling.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,10 +82,10 @@ func TestRunLowersTheHeapGoal(t *testing.T) {
 	runtime.KeepAlive(cache)
 }
 
-func read(name string) uint64 {
-	s := []metrics.Sample{{Name: name}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
+// memory reads the runtime's memory as Run does.
+func memory() Memory {
+	m, _ := ReadMemory()
+	return m
 }
 
 // procStatus returns a field of this process's /proc/self/status in bytes.
@@ -99,9 +98,9 @@ func procStatus(t *testing.T, field string) int64 {
 	return n
 }
 
-func heapGoal() uint64 { return read("/gc/heap/goal:bytes") }
-func heapLive() uint64 { return read("/gc/heap/live:bytes") }
-func gogc() uint64     { return read("/gc/gogc:percent") }
+func heapGoal() int64 { return memory().Goal }
+func heapLive() int64 { return memory().Live }
+func gogc() int64     { return memory().GCPercent }
 
 // TestRunPacesEachCollection: after each collection GOGC is what Percent
 // gives for the live heap it found, even when that moves it by a few
@@ -132,7 +131,7 @@ func TestRunPacesEachCollection(t *testing.T) {
 		for {
 			runtime.GC()
 			time.Sleep(20 * time.Millisecond)
-			want := Percent(int64(heapLive()), cached.Load(), 100, floor)
+			want := Percent(heapLive(), cached.Load(), 100, floor)
 			if got := int(gogc()); got == want {
 				return
 			} else if time.Now().After(deadline) {
@@ -203,8 +202,8 @@ func TestRunSetsTheLimitFromThePacing(t *testing.T) {
 		runtime.GC()
 		time.Sleep(20 * time.Millisecond)
 		limit := debug.SetMemoryLimit(-1)
-		m, _ := ReadMemory()
-		percent := int(gogc())
+		m := memory()
+		percent := int(m.GCPercent)
 		want := PacedLimit(m.Live, percent, m.Unused, m.Overhead(), floor)
 		// What moved between Run's look at the metrics and this one.
 		if d := limit - want; d < 4<<20 && d > -4<<20 {
@@ -240,7 +239,7 @@ func TestRunSetsTheLimitFromTheBudget(t *testing.T) {
 		// detector's shadow memory, when it runs): the limit is the
 		// budget less that, give or take what moved since Run sampled
 		// it (it was unlimited before).
-		outside := max(procStatus(t, "RssAnon")-int64(read("/memory/classes/total:bytes")-read("/memory/classes/heap/released:bytes")), 0)
+		outside := max(procStatus(t, "RssAnon")-memory().Resident, 0)
 		if limit <= budget && limit > budget-outside-64<<20 {
 			t.Logf("limit %d MiB of a %d MiB budget, %d MiB outside the Go runtime", limit>>20, budget>>20, outside>>20)
 			break
