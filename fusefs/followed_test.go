@@ -1,0 +1,146 @@
+package fusefs
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/framefs/framefs/mounttree"
+	"github.com/framefs/framefs/table"
+)
+
+// bytesPerFollowedEpisode bounds what the mount keeps, outside its
+// caches, for each episode of the head that a reader of latest lists and
+// reads a frame of: the catalog's record of the episode (mounttree's
+// BytesPerHeadEpisode), and the nodes of the entries the kernel then holds
+// with go-fuse's bookkeeping of them: the episode's folder in the head and
+// in the former head, which lingers (tableNode.refresh), and the frame,
+// one inode with a parent in each. Measured: 3.2-4.1 KB; one measure
+// moves by a few hundred bytes an episode with where the maps of nodes
+// and children stand in their doubling. Without the former head's folder
+// it was 1.9-2.1 KB (see docs/CACHES.md for why it lingers).
+const bytesPerFollowedEpisode = 5 << 10
+
+// TestBytesPerFollowedEpisode: a reader that lists every episode folder of
+// latest and reads one frame of each, walking the head again after each
+// commit, as a job following a growing table does, has the mount keep at
+// most bytesPerFollowedEpisode more for each episode added to the head,
+// less what its image and metadata caches hold (bounded apart). Measured
+// as the difference between two heads of different sizes, walked the
+// same way, so that what does not grow with the episodes (the code's first
+// allocations, the runtime's goroutine records) cancels out.
+func TestBytesPerFollowedEpisode(t *testing.T) {
+	f := newFixture(t, Options{ReadOnly: true})
+	ctx := context.Background()
+	const added, rows = 300, 10
+	latest := f.path("robot", "latest")
+	frame := mounttree.FrameName(3, rows, "jpg")
+	// walk lists every episode folder of latest and reads a frame of
+	// each; it returns the frames read (of ep1 and ep2 too).
+	walk := func() int {
+		t.Helper()
+		read := 0
+		for _, task := range []string{"task=pick", "task=place"} {
+			eps, err := os.ReadDir(filepath.Join(latest, task))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range eps {
+				dir := filepath.Join(latest, task, e.Name())
+				if _, err := os.ReadDir(dir); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := os.ReadFile(filepath.Join(dir, frame)); err != nil {
+					t.Fatal(err)
+				}
+				read++
+			}
+		}
+		return read
+	}
+	// grow adds episodes to the head, and has the reader walk it, and
+	// walk it again after a commit that moved the head; it returns what
+	// the mount then holds.
+	episodes := 0
+	grow := func() int64 {
+		t.Helper()
+		inputs := make([]table.EpisodeInput, added)
+		for i := range inputs {
+			inputs[i] = table.EpisodeInput{
+				Videos:  map[string]table.VideoFile{"": {Path: video("h264_faststart.mp4"), FirstFrame: int64(i % 80)}},
+				Sidecar: sidecar(t, fmt.Sprintf("f-%05d", episodes+i), []string{"pick", "place"}[i%2], rows),
+			}
+		}
+		if _, err := f.tbl.AddEpisodes(ctx, inputs, table.AddOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		episodes += added
+		for range 2 {
+			ids, err := f.tbl.SnapshotIDs(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "snapshots/" + strconv.FormatInt(ids[len(ids)-1], 10)
+			waitFor(t, func() bool { target, _ := os.Readlink(latest); return target == want }, "latest to move")
+			if read := walk(); read != episodes+2 {
+				t.Fatalf("read %d frames of %d episodes", read, episodes)
+			}
+			if _, err := f.tbl.UpdateRows(ctx, "ep2", sidecar(t, "ep2", "place", 30)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return f.heapLessCaches(t)
+	}
+	small := grow()
+	large := grow()
+	per := (large - small) / added
+	nodes := statsValue(t, f, "framefs_nodes_made_total") - statsValue(t, f, "framefs_nodes_forgotten_total")
+	t.Logf("%d bytes per followed episode; %d nodes for %d episodes", per, nodes, episodes)
+	if per <= 0 {
+		t.Fatalf("%d bytes less the caches with %d episodes, %d with %d: the measure is wrong", large, episodes, small, episodes-added)
+	}
+	if per > bytesPerFollowedEpisode {
+		t.Errorf("the mount keeps %d bytes per followed episode of the head, more than %d", per, bytesPerFollowedEpisode)
+	}
+}
+
+// heapLessCaches is the live bytes of the Go heap less what the image
+// cache and the metadata caches hold (the picture cache holds FFmpeg's
+// memory, not the Go heap's), once it has settled: a read-ahead job
+// waits for more frames for a moment (readaheadLinger) with its buffers
+// before it ends, so the readings start after that and go on, a
+// collection before each, until two in a row agree.
+func (f *fixture) heapLessCaches(t *testing.T) int64 {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond)
+	least, last := int64(math.MaxInt64), int64(math.MinInt64/2)
+	for range 20 {
+		// Twice: what sync.Pools hold outlives one collection.
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		v := int64(ms.HeapAlloc) - f.frames.CacheStats().Bytes - statsValue(t, f, "framefs_metadata_cache_bytes")
+		least = min(least, v)
+		if abs(v-last) < 32<<10 {
+			return least
+		}
+		last = v
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the heap did not settle: %d bytes less the caches at the last reading", last)
+	return 0
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
