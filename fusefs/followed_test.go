@@ -20,12 +20,13 @@ import (
 // reads a frame of: the catalog's record of the episode (mounttree's
 // BytesPerHeadEpisode), and the nodes of the entries the kernel then holds
 // with go-fuse's bookkeeping of them: the episode's folder in the head and
-// in the former head, which lingers (tableNode.refresh), and the frame,
-// one inode with a parent in each. Measured: 3.2-4.1 KB; one measure
-// moves by a few hundred bytes an episode with where the maps of nodes
-// and children stand in their doubling. Without the former head's folder
-// it was 1.9-2.1 KB (see docs/CACHES.md for why it lingers).
-const bytesPerFollowedEpisode = 5 << 10
+// the frame, one inode from head to head (the former head's folder goes
+// once the frame was reached through the new head, see formerhead.go).
+// Measured: 2.2-2.4 KB; one measure moves by a few hundred bytes an
+// episode with where the maps of nodes and children stand in their
+// doubling. While the former head's folder stayed for its linger, 3.2-4.1
+// KB.
+const bytesPerFollowedEpisode = 3 << 10
 
 // TestBytesPerFollowedEpisode: a reader that lists every episode folder of
 // latest and reads one frame of each, walking the head again after each

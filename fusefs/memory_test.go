@@ -189,9 +189,12 @@ func TestFormerHeadForgotten(t *testing.T) {
 	}
 }
 
-// TestFormerHeadsBounded: a table that commits faster than the former
-// heads linger has the kernel keep the folders of maxFormerHeads of them,
-// not of every head of the linger.
+// TestFormerHeadsBounded: a reader of latest in a table that commits
+// faster than the former heads linger has the daemon hold the folders of
+// the head it walks and the file it reads, which keeps its inode and page
+// cache from head to head, and of the former heads only the snapshot
+// folders of the newest maxFormerHeads: a former head's folders are
+// dropped once the file in them was reached through the new head.
 func TestFormerHeadsBounded(t *testing.T) {
 	f := newFixture(t, Options{ReadOnly: true, formerHeadLinger: time.Hour})
 	ctx := context.Background()
@@ -200,7 +203,14 @@ func TestFormerHeadsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := statsValue(t, f, "framefs_nodes_forgotten_total")
+	held := func() int64 {
+		return statsValue(t, f, "framefs_nodes_made_total") - statsValue(t, f, "framefs_nodes_forgotten_total")
+	}
+	// The snapshot's folder, the partition, the episode and the frame.
+	if got := held(); got != 4 {
+		t.Fatalf("%d nodes held after reading a frame through latest, want 4", got)
+	}
+	served := statsValue(t, f, "framefs_bytes_served_total")
 	const commits = maxFormerHeads + 2
 	for id := 2; id <= commits+1; id++ {
 		if _, err := f.tbl.UpdateRows(ctx, "ep2", sidecar(t, "ep2", "place", 30)); err != nil {
@@ -213,17 +223,12 @@ func TestFormerHeadsBounded(t *testing.T) {
 		if got, err := os.ReadFile(frame); err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("through snapshot %d: %v", id, err)
 		}
+		formers := int64(min(id-1, maxFormerHeads))
+		waitFor(t, func() bool { return held() == 4+formers },
+			fmt.Sprintf("the daemon to hold the head's 4 nodes and %d former snapshot folders (%d after snapshot %d)", formers, held(), id))
 	}
-	// Each head the reader went through holds three folders (snapshot,
-	// partition, episode; the frame is one inode, shared by all): those
-	// of the oldest heads go, those of the newest maxFormerHeads former
-	// heads stay for their linger.
-	dropped := int64(3 * (commits - maxFormerHeads))
-	waitFor(t, func() bool { return statsValue(t, f, "framefs_nodes_forgotten_total")-before >= dropped },
-		"the kernel to forget the folders of the heads pushed out")
-	time.Sleep(200 * time.Millisecond)
-	if got := statsValue(t, f, "framefs_nodes_forgotten_total") - before; got != dropped {
-		t.Errorf("%d nodes forgotten, want %d: the newest former heads lingered no more", got, dropped)
+	if got := statsValue(t, f, "framefs_bytes_served_total"); got != served {
+		t.Errorf("%d bytes served again for a frame every head shares: it lost its page cache", got-served)
 	}
 	if got, err := os.ReadFile(f.path("robot", "snapshots", "1", "task=pick", "ep1", "000005.jpg")); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("snapshot 1 after its folder was dropped: %v", err)

@@ -306,6 +306,9 @@ func (m *mountFS) child(ctx context.Context, parent *fs.Inode, ino uint64, mode 
 			if errno := node.attr(ctx, &out.Attr); errno != 0 {
 				return nil, errno
 			}
+			if mode == fuse.S_IFREG {
+				m.reachedAgain(in, parent)
+			}
 			return in, 0
 		}
 	}
