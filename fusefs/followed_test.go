@@ -22,10 +22,11 @@ import (
 // with go-fuse's bookkeeping of them: the episode's folder in the head and
 // the frame, one inode from head to head (the former head's folder goes
 // once the frame was reached through the new head, see formerhead.go).
-// Measured: 2.2-2.4 KB; one measure moves by a few hundred bytes an
-// episode with where the maps of nodes and children stand in their
-// doubling. While the former head's folder stayed for its linger, 3.2-4.1
-// KB.
+// Measured: 2.1-2.5 KB with 600 episodes added at each step; a step of
+// 300 spread 2.2-3.6 KB, the heap moving by a few hundred KB from run to
+// run whatever the episodes (go-fuse's request buffers, where the maps of
+// nodes and children stand in their doubling). While the former head's
+// folder stayed for its linger, 3.2-4.1 KB.
 const bytesPerFollowedEpisode = 3 << 10
 
 // TestBytesPerFollowedEpisode: a reader that lists every episode folder of
@@ -39,7 +40,7 @@ const bytesPerFollowedEpisode = 3 << 10
 func TestBytesPerFollowedEpisode(t *testing.T) {
 	f := newFixture(t, Options{ReadOnly: true})
 	ctx := context.Background()
-	const added, rows = 300, 10
+	const added, rows = 600, 10
 	latest := f.path("robot", "latest")
 	frame := mounttree.FrameName(3, rows, "jpg")
 	// walk lists every episode folder of latest and reads a frame of
@@ -101,8 +102,7 @@ func TestBytesPerFollowedEpisode(t *testing.T) {
 	small := grow()
 	large := grow()
 	per := (large - small) / added
-	nodes := statsValue(t, f, "framefs_nodes_made_total") - statsValue(t, f, "framefs_nodes_forgotten_total")
-	t.Logf("%d bytes per followed episode; %d nodes for %d episodes", per, nodes, episodes)
+	t.Logf("%d bytes per followed episode; %d nodes for %d episodes", per, nodesHeld(t, f), episodes)
 	if per <= 0 {
 		t.Fatalf("%d bytes less the caches with %d episodes, %d with %d: the measure is wrong", large, episodes, small, episodes-added)
 	}
@@ -129,7 +129,7 @@ func (f *fixture) heapLessCaches(t *testing.T) int64 {
 		runtime.ReadMemStats(&ms)
 		v := int64(ms.HeapAlloc) - f.frames.CacheStats().Bytes - statsValue(t, f, "framefs_metadata_cache_bytes")
 		least = min(least, v)
-		if abs(v-last) < 32<<10 {
+		if d := v - last; d > -32<<10 && d < 32<<10 {
 			return least
 		}
 		last = v
@@ -137,11 +137,4 @@ func (f *fixture) heapLessCaches(t *testing.T) int64 {
 	}
 	t.Fatalf("the heap did not settle: %d bytes less the caches at the last reading", last)
 	return 0
-}
-
-func abs(v int64) int64 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }

@@ -18,7 +18,7 @@ import (
 // each folder of the former head left with nothing the kernel holds under
 // it. A reader that goes through every episode of latest after each commit
 // then has the daemon hold the new head's folders and the files, not the
-// former head's folders besides (TestBytesPerFollowedEpisode: 2.2-2.4 KB
+// former head's folders besides (TestBytesPerFollowedEpisode: 2.1-2.5 KB
 // per episode, 3.2-4.1 KB with them).
 
 // leaveDelay is how long after a file was looked up under a new parent its
@@ -31,48 +31,54 @@ const leaveDelay = 100 * time.Millisecond
 // folder, that entry is dropped once the new one is in place.
 func (m *mountFS) reachedAgain(in, parent *fs.Inode) {
 	name, former := in.Parent()
-	if former == nil || former == parent {
+	if former == nil || former == parent || formerHeadFolder(former) == nil {
 		return
 	}
 	time.AfterFunc(leaveDelay, func() { m.leaveFormerHead(in, former, name) })
 }
 
-// leaveFormerHead drops the entry name of file in under dir, if dir is in
-// a former head and the file has since been looked up elsewhere, and then
-// every folder above it in that head left holding nothing.
+// leaveFormerHead drops the entry name of file in under dir, if dir is
+// still in a former head and the file has since been looked up elsewhere,
+// and then every folder above it in that head left holding nothing, up to
+// the snapshot's own folder, which waits for the linger.
 func (m *mountFS) leaveFormerHead(in, dir *fs.Inode, name string) {
 	if m.bg.Err() != nil {
 		return // unmounted
 	}
-	if _, newest := in.Parent(); newest == dir || dir.GetChild(name) != in || !inFormerHead(dir) {
+	snap := formerHeadFolder(dir)
+	if _, newest := in.Parent(); newest == dir || dir.GetChild(name) != in || snap == nil {
 		return
 	}
-	for dir != nil && inFormerHead(dir) {
+	// dir is nil once a folder was taken out of its parent meanwhile (its
+	// head's folder dropped whole, see tableNode.forgetFolder).
+	for dir != nil {
 		if dir.NotifyEntry(name) != 0 {
 			return // the kernel has no such entry, or is gone
 		}
 		dir.RmChild(name)
-		if len(dir.Children()) > 0 {
+		if dir == snap || len(dir.Children()) > 0 {
 			return
 		}
 		name, dir = dir.Parent()
 	}
 }
 
-// inFormerHead reports whether dir is a folder of a snapshot (not of a
-// view) that is a former head of its table whose folders still linger, or
-// that snapshot's own folder.
-func inFormerHead(dir *fs.Inode) bool {
+// formerHeadFolder returns the folder of the snapshot that dir is in (or
+// is), if that snapshot is a former head of its table whose folders still
+// linger; else nil (a view's folder, the head's, a snapshot travelled to).
+func formerHeadFolder(dir *fs.Inode) *fs.Inode {
 	for n := dir; n != nil; _, n = n.Parent() {
 		switch node := n.Operations().(type) {
 		case *folderNode:
 			continue
 		case *snapshotDir:
-			return node.view == nil && node.t.isFormer(node.snap.ID)
+			if node.view == nil && node.t.isFormer(node.snap.ID) {
+				return n
+			}
 		}
-		return false
+		return nil
 	}
-	return false
+	return nil
 }
 
 // isFormer reports whether snapshot id is a former head whose folders

@@ -33,6 +33,13 @@ func statsValue(t *testing.T, f *fixture, name string) int64 {
 	return int64(v)
 }
 
+// nodesHeld is the number of snapshot files and folders the daemon has a
+// node for: made and not yet forgotten.
+func nodesHeld(t *testing.T, f *fixture) int64 {
+	t.Helper()
+	return statsValue(t, f, "framefs_nodes_made_total") - statsValue(t, f, "framefs_nodes_forgotten_total")
+}
+
 // readStats reads the values of a .stats file by series name (labels
 // included, as .stats writes them).
 func readStats(path string) (map[string]float64, error) {
@@ -203,9 +210,7 @@ func TestFormerHeadsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := func() int64 {
-		return statsValue(t, f, "framefs_nodes_made_total") - statsValue(t, f, "framefs_nodes_forgotten_total")
-	}
+	held := func() int64 { return nodesHeld(t, f) }
 	// The snapshot's folder, the partition, the episode and the frame.
 	if got := held(); got != 4 {
 		t.Fatalf("%d nodes held after reading a frame through latest, want 4", got)
