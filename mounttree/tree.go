@@ -132,7 +132,6 @@ const (
 // Folder is a folder of a tree.
 type Folder struct {
 	tree *Tree
-	kind folderKind
 	// path is where the mount shows the folder; dir is its path from the
 	// tree's root ("" for the root), as the index names folders.
 	path, dir string
@@ -143,6 +142,7 @@ type Folder struct {
 	column string
 	// clip is the clip of a clip folder and its column folders.
 	clip *clipWindow
+	kind folderKind // beside rowsSizing: a Folder fits 128 bytes
 	// rowsSizing says a listing has had the rows files' sizes worked out.
 	rowsSizing atomic.Bool
 }
@@ -161,11 +161,13 @@ func (f *Folder) IsRoot() bool { return f.kind == partitionFolder && f.dir == ""
 
 // sub returns the folder name in f, of the given kind.
 func (f *Folder) sub(name string, kind folderKind) *Folder {
-	dir := name
+	// dir is the end of path: one string for both.
+	path := f.path + "/" + name
+	dir := path[len(path)-len(name):]
 	if f.dir != "" {
-		dir = f.dir + "/" + name
+		dir = path[len(path)-len(f.dir)-1-len(name):]
 	}
-	return &Folder{tree: f.tree, kind: kind, path: f.path + "/" + name, dir: dir, ep: f.ep, column: f.column, clip: f.clip}
+	return &Folder{tree: f.tree, kind: kind, path: path, dir: dir, ep: f.ep, column: f.column, clip: f.clip}
 }
 
 // episodeSub returns the folder of episode ep in partition folder f.
@@ -339,7 +341,7 @@ func (f *Folder) Lookup(ctx context.Context, name string) (Item, error) {
 	b, e := f.tree.base, f.ep.e
 	if f.clip != nil {
 		if name == ClipJSON && f.kind == clipFolder {
-			return f.file(ClipJSONFile, name, episodeFileTime(b, e)), nil
+			return f.file(ClipJSONFile, name), nil
 		}
 		if f.column == "" {
 			return nil, errNoEntry
@@ -352,12 +354,12 @@ func (f *Folder) Lookup(ctx context.Context, name string) (Item, error) {
 	}
 	if f.kind == episodeFolder {
 		if col, ok := videoColumnOf(e, name); ok {
-			file := f.file(VideoFile, name, episodeFileTime(b, e))
+			file := f.file(VideoFile, name)
 			file.column, file.ino = col, videoIno(e.video(col))
 			return file, nil
 		}
 		if name == RowsJSONL || name == RowsParquet {
-			return f.file(RowsFile, name, episodeFileTime(b, e)), nil
+			return f.file(RowsFile, name), nil
 		}
 	}
 	if f.column == "" {
@@ -413,8 +415,8 @@ func (f *Folder) subfolder(name string) *Folder {
 func (f *Folder) lookupPartition(ctx context.Context, name string) (Item, error) {
 	if f.IsRoot() && f.tree.clips != nil {
 		if data, ok := f.tree.clips.file(name); ok {
-			file := f.file(ClipListFile, name, f.tree.base.snap.Time)
-			file.data = data
+			file := f.file(ClipListFile, name)
+			file.more = &fileMore{data: data}
 			return file, nil
 		}
 	}
@@ -447,35 +449,46 @@ const (
 // File is a file of a tree. Its content never changes.
 type File struct {
 	base *treeBase
-	kind FileKind
-	name string
-	ino  uint64
-	time time.Time
 	// e is the episode of every file but a clip list.
 	e *episode
+	// name is the file's name in its folder.
+	name string
 	// column is a frame's or stored video's video column.
 	column string
+	ino    uint64
 	// row is a frame's row in its episode.
 	row int64
+	// more is what a rows file, clip.json or clip list holds besides;
+	// nil for frames, which are nearly every file a mount makes.
+	more *fileMore
+	kind FileKind
+
+	mu   sync.Mutex // guards size
+	size int64      // a frame's, once known (no image is empty)
+}
+
+// fileMore is what a file other than a frame or stored video is made of.
+type fileMore struct {
 	// rows are the rows a rows file holds (a view's); nil: all.
 	rows []int64
 	// clip is a clip.json's clip.
 	clip *clipWindow
 	// data is a clip list's content.
 	data []byte
-
-	mu   sync.Mutex // guards size
-	size int64      // a frame's, once known (no image is empty)
 }
 
 // file returns the file name of f's episode (or clip view).
-func (f *Folder) file(kind FileKind, name string, mtime time.Time) *File {
-	file := &File{base: f.tree.base, kind: kind, name: name, time: mtime, e: f.ep.e, rows: f.ep.rows, clip: f.clip}
+func (f *Folder) file(kind FileKind, name string) *File {
+	file := &File{base: f.tree.base, kind: kind, name: name, e: f.ep.e}
 	switch kind {
 	case RowsFile:
 		file.ino = f.rowsIno(name)
+		if f.ep.rows != nil {
+			file.more = &fileMore{rows: f.ep.rows}
+		}
 	case ClipJSONFile:
 		file.ino = f.clipJSONIno()
+		file.more = &fileMore{clip: f.clip}
 	case ClipListFile:
 		file.ino = PathIno(f.path + "/" + name)
 	}
@@ -485,7 +498,7 @@ func (f *Folder) file(kind FileKind, name string, mtime time.Time) *File {
 // frame returns the file of row's frame of f's video column.
 func (f *Folder) frame(row int64) *File {
 	e := f.ep.e
-	file := f.file(FrameFile, FrameName(row, e.rows, f.tree.base.ext()), episodeFileTime(f.tree.base, e))
+	file := f.file(FrameFile, FrameName(row, e.rows, f.tree.base.ext()))
 	file.column, file.row, file.ino = f.column, row, f.frameIno(row)
 	return file
 }
@@ -539,7 +552,12 @@ func (f *File) Ino() uint64 { return f.ino }
 
 // Time is when the file's episode version was committed (a clip list's,
 // its snapshot).
-func (f *File) Time() time.Time { return f.time }
+func (f *File) Time() time.Time {
+	if f.e == nil {
+		return f.base.snap.Time
+	}
+	return episodeFileTime(f.base, f.e)
+}
 
 // String names the file for messages.
 func (f *File) String() string {
@@ -550,6 +568,14 @@ func (f *File) String() string {
 		return f.name
 	}
 	return fmt.Sprintf("%s of episode %q", f.name, f.e.name)
+}
+
+// selected returns the rows a rows file holds: nil for all of them.
+func (m *fileMore) selected() []int64 {
+	if m == nil {
+		return nil
+	}
+	return m.rows
 }
 
 func (f *File) ref() table.VideoRef { return f.e.video(f.column) }
@@ -583,11 +609,11 @@ func (f *File) findSize(ctx context.Context, canMake bool) (int64, bool, error) 
 	case VideoFile:
 		size = f.ref().Length
 	case RowsFile:
-		size, err = c.rowsFileSize(ctx, snap, f.e, f.name, f.rows)
+		size, err = c.rowsFileSize(ctx, snap, f.e, f.name, f.more.selected())
 	case ClipJSONFile:
-		size, err = c.clipJSONSize(ctx, snap, f.e, f.clip)
+		size, err = c.clipJSONSize(ctx, snap, f.e, f.more.clip)
 	default:
-		size = int64(len(f.data))
+		size = int64(len(f.more.data))
 	}
 	return size, err == nil, err
 }
@@ -615,11 +641,11 @@ func (f *File) Content(ctx context.Context) ([]byte, error) {
 	case FrameFile:
 		return f.image(ctx)
 	case RowsFile:
-		return c.rowsFile(ctx, snap, f.e, f.name, f.rows)
+		return c.rowsFile(ctx, snap, f.e, f.name, f.more.selected())
 	case ClipJSONFile:
-		return c.clipJSON(ctx, snap, f.e, f.clip)
+		return c.clipJSON(ctx, snap, f.e, f.more.clip)
 	case ClipListFile:
-		return f.data, nil
+		return f.more.data, nil
 	}
 	return nil, fmt.Errorf("%s: a stored video is read through Video", f)
 }
