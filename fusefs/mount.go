@@ -281,6 +281,8 @@ type mountFS struct {
 
 	// live are the nodes of snapshot and view folders the kernel holds.
 	live liveNodes
+	// leaving are the former heads' entries being dropped (formerhead.go).
+	leaving leavingEntries
 	// maxListedNodes is the largest listing of a tree's folder whose
 	// entries are looked up as they are listed (defaultMaxListedNodes;
 	// tests lower it).
