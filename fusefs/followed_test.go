@@ -6,11 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/internal/gcpace"
 	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
@@ -125,13 +125,20 @@ func TestBytesPerFollowedEpisode(t *testing.T) {
 func (f *fixture) heapLessCaches(t *testing.T) int64 {
 	t.Helper()
 	type reading struct{ heap, image, meta, nodes int64 }
-	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	read := func() reading {
 		// Twice: what sync.Pools hold outlives one collection.
 		runtime.GC()
 		runtime.GC()
-		metrics.Read(live)
-		return reading{int64(live[0].Value.Uint64()), f.frames.CacheStats().Bytes, statsValue(t, f, "framefs_metadata_cache_bytes"), nodesHeld(t, f)}
+		m, ok := gcpace.ReadMemory()
+		if !ok {
+			t.Fatal("the runtime has no memory metrics")
+		}
+		stats, err := readStats(f.path(statsName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reading{m.Live, f.frames.CacheStats().Bytes, int64(stats["framefs_metadata_cache_bytes"]),
+			int64(stats["framefs_nodes_made_total"] - stats["framefs_nodes_forgotten_total"])}
 	}
 	time.Sleep(300 * time.Millisecond)
 	last := read()

@@ -161,13 +161,13 @@ func (f *Folder) IsRoot() bool { return f.kind == partitionFolder && f.dir == ""
 
 // sub returns the folder name in f, of the given kind.
 func (f *Folder) sub(name string, kind folderKind) *Folder {
-	// dir is the end of path: one string for both.
+	// dir is the end of path (f.dir, then name): one string for both.
 	path := f.path + "/" + name
-	dir := path[len(path)-len(name):]
+	dirStart := len(f.path) + 1
 	if f.dir != "" {
-		dir = path[len(path)-len(f.dir)-1-len(name):]
+		dirStart = len(f.path) - len(f.dir)
 	}
-	return &Folder{tree: f.tree, kind: kind, path: path, dir: dir, ep: f.ep, column: f.column, clip: f.clip}
+	return &Folder{tree: f.tree, kind: kind, path: path, dir: path[dirStart:], ep: f.ep, column: f.column, clip: f.clip}
 }
 
 // episodeSub returns the folder of episode ep in partition folder f.
