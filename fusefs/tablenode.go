@@ -111,7 +111,7 @@ func (n *tableNode) refresh(ctx context.Context, force bool) ([]int64, []table.T
 	}
 	if prev := head(n.ids); prev != 0 && prev != head(ids) && n.live.Load() {
 		n.former = append(n.former, prev)
-		time.AfterFunc(n.m.opts.formerHeadLinger, func() { n.forgetFormer(prev) })
+		go n.lingerThenForget(prev)
 		if len(n.former) > maxFormerHeads {
 			// The notifications are sent apart: a lookup may hold
 			// the kernel's lock of the folder they are about.
@@ -121,6 +121,20 @@ func (n *tableNode) refresh(ctx context.Context, force bool) ([]int64, []table.T
 	}
 	n.ids, n.tags, n.refreshed = ids, tags, time.Now()
 	return ids, tags, nil
+}
+
+// lingerThenForget drops former head id's folder once it has lingered
+// (forgetFormer), unless the mount is released first. It waits apart
+// rather than on a timer's callback, which would keep the released
+// mount's trees reachable until it fired.
+func (n *tableNode) lingerThenForget(id int64) {
+	t := time.NewTimer(n.m.opts.formerHeadLinger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		n.forgetFormer(id)
+	case <-n.m.bg.Done():
+	}
 }
 
 // forgetFormer asks the kernel to drop the folder of id, a former head,
