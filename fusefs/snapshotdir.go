@@ -68,7 +68,7 @@ func (n *snapshotDir) OpendirHandle(ctx context.Context, flags uint32) (fs.FileH
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	return openFolder(ctx, n.t.m, &n.Inode, root)
+	return openFolder(n.t.m, &n.Inode, root)
 }
 
 func (n *snapshotDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -101,7 +101,7 @@ func (n *folderNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.Att
 }
 
 func (n *folderNode) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	return openFolder(ctx, n.m, &n.Inode, n.f)
+	return openFolder(n.m, &n.Inode, n.f)
 }
 
 func (n *folderNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -135,54 +135,88 @@ type folderHandle struct {
 	m      *mountFS
 	parent *fs.Inode
 	f      *mounttree.Folder
-	list   mounttree.Listing
-	next   int  // index of the next entry to list
-	large  bool // more than maxListedNodes entries
+	// l is the listing's state, made at the first READDIR: an open of a
+	// folder the kernel has listed before makes none (see openFolder).
+	l *folderListing
+}
+
+// folderListing is where an open folder's listing is.
+type folderListing struct {
+	list  mounttree.Listing
+	next  int  // index of the next entry to list
+	large bool // more than maxListedNodes entries
 	// listed is the entry Readdirent handed out last: go-fuse copies
 	// what it keeps of it, so one serves the whole listing.
 	listed fuse.DirEntry
 }
 
 // openFolder opens folder f of a tree, whose node is parent, for listing.
-func openFolder(ctx context.Context, m *mountFS, parent *fs.Inode, f *mounttree.Folder) (fs.FileHandle, uint32, syscall.Errno) {
-	list, err := f.Listing(ctx)
-	if err != nil {
-		return nil, 0, errno("list "+f.Path(), err)
+//
+// A snapshot's or view's folder never changes, so the kernel may keep its
+// listing (FOPEN_CACHE_DIR, with FOPEN_KEEP_CACHE so that a later open
+// does not drop it): listing it again costs an OPENDIR and a RELEASEDIR,
+// and no READDIR. A job that lists every episode folder of latest over
+// and over, as a reader following a growing table does, no longer makes
+// the daemon build and send each listing again; in the follower soak that
+// was a third of the FUSE requests and of what the daemon allocated.
+func openFolder(m *mountFS, parent *fs.Inode, f *mounttree.Folder) (fs.FileHandle, uint32, syscall.Errno) {
+	m.stats.foldersOpened.Add(1)
+	return &folderHandle{m: m, parent: parent, f: f}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// listing returns the folder's listing, made once per handle.
+func (h *folderHandle) listing(ctx context.Context) (*folderListing, syscall.Errno) {
+	if h.l != nil {
+		return h.l, 0
 	}
-	return &folderHandle{m: m, parent: parent, f: f, list: list, large: list.Len() > m.maxListedNodes}, 0, 0
+	list, err := h.f.Listing(ctx)
+	if err != nil {
+		return nil, errno("list "+h.f.Path(), err)
+	}
+	h.l = &folderListing{list: list, large: list.Len() > h.m.maxListedNodes}
+	h.m.stats.listingsMade.Add(1)
+	return h.l, 0
 }
 
 // Readdirent returns the next entry; its offset is its position plus one.
 // The listing's entries (mounttree.Listing) are made one at a time, into
-// go-fuse's entry in h.listed: a reader that lists every episode folder
-// of a growing table over and over allocates no entry per frame.
+// go-fuse's entry in listed: a reader that lists every episode folder of
+// a growing table over and over allocates no entry per frame.
 func (h *folderHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
-	if h.next >= h.list.Len() {
+	l, errno := h.listing(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	if l.next >= l.list.Len() {
 		return nil, 0
 	}
-	e := h.list.At(h.next)
-	h.next++
+	e := l.list.At(l.next)
+	l.next++
 	mode := uint32(fuse.S_IFREG)
 	if e.Folder {
 		mode = fuse.S_IFDIR
 	}
-	h.listed = fuse.DirEntry{Name: e.Name, Mode: mode, Ino: e.Ino, Off: uint64(h.next)}
-	return &h.listed, 0
+	l.listed = fuse.DirEntry{Name: e.Name, Mode: mode, Ino: e.Ino, Off: uint64(l.next)}
+	return &l.listed, 0
 }
 
 // Seekdir continues the listing after the entry of offset off.
 func (h *folderHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
-	if off > uint64(h.list.Len()) {
+	l, errno := h.listing(ctx)
+	if errno != 0 {
+		return errno
+	}
+	if off > uint64(l.list.Len()) {
 		return syscall.EINVAL
 	}
-	h.next = int(off)
+	l.next = int(off)
 	return 0
 }
 
 // Releasedir has the memory trimmed after a large listing (see
 // nodeCounts.largeListing).
 func (h *folderHandle) Releasedir(ctx context.Context, flags uint32) {
-	if h.large {
+	if h.l != nil && h.l.large {
 		h.m.stats.nodes.largeListing()
 	}
 }
@@ -211,7 +245,7 @@ func (h *folderHandle) Releasedir(ctx context.Context, flags uint32) {
 // go-fuse asks for the entry Readdirent returned last, whose type the
 // listing has: a file costs no lookup at all.
 func (h *folderHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if h.large || h.next > 0 && h.listed.Name == name && h.listed.Mode&fuse.S_IFDIR == 0 {
+	if l := h.l; l == nil || l.large || l.next > 0 && l.listed.Name == name && l.listed.Mode&fuse.S_IFDIR == 0 {
 		return nil, errNotLookedUp
 	}
 	if h.parent.GetChild(name) != nil {

@@ -24,11 +24,15 @@ type stats struct {
 	frameErrors  atomic.Int64
 	lookups      atomic.Int64
 	lookupsKnown atomic.Int64
-	frameReads   atomic.Int64
-	videoBytes   atomic.Int64
-	nodesMade    atomic.Int64
-	nodes        nodeCounts
-	catalog      mounttree.Counters
+	// foldersOpened and listingsMade count a snapshot's or view's
+	// folders opened for listing, and the listings made for READDIR.
+	foldersOpened atomic.Int64
+	listingsMade  atomic.Int64
+	frameReads    atomic.Int64
+	videoBytes    atomic.Int64
+	nodesMade     atomic.Int64
+	nodes         nodeCounts
+	catalog       mounttree.Counters
 }
 
 // collectors are the mount's own metrics. They read the counters when the
@@ -49,6 +53,8 @@ func (m *mountFS) collectors() []prometheus.Collector {
 		counter("manifests_listed_total", "Manifests read to list folders of episodes (a new head reads those its parent's folder did not).", &s.catalog.ManifestsListed),
 		counter("lookups_total", "Directory lookups.", &s.lookups),
 		counter("lookups_known_total", "Lookups of snapshot files and folders answered with the node the daemon had, and folders listed again without one (the kernel has theirs).", &s.lookupsKnown),
+		counter("folders_opened_total", "Snapshot and view folders opened for listing.", &s.foldersOpened),
+		counter("folder_listings_total", "Listings of snapshot and view folders made for READDIR (the kernel keeps a folder's listing: one opened again is listed from its cache).", &s.listingsMade),
 		counter("frame_read_requests_total", "READ requests for frame images (most reads are served from the page cache).", &s.frameReads),
 		counter("video_file_bytes_total", "Bytes read from the stored videos shown in episode folders.", &s.videoBytes),
 		counter("nodes_made_total", "Snapshot files and folders given a node at a lookup (a lookup of one the daemon has reuses its node).", &s.nodesMade),

@@ -1,7 +1,6 @@
 package mounttree
 
 import (
-	"fmt"
 	"path"
 	"slices"
 	"strconv"
@@ -82,7 +81,7 @@ func videoColumnOf(e *episode, name string) (string, bool) {
 // videoIno is the inode number of a stored video's file: every episode
 // folder showing the same payload shows the same file.
 func videoIno(ref table.VideoRef) uint64 {
-	return PathIno(fmt.Sprintf("video|%s@%d+%d|%s", ref.Pack, ref.Offset, ref.Length, ref.SHA256))
+	return newInoHash().str("video|").str(ref.Pack).str("@").int(ref.Offset).str("+").int(ref.Length).str("|").str(ref.SHA256).ino()
 }
 
 // FrameName is the file name of row i: a zero-padded ordinal, so that name

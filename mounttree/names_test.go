@@ -43,6 +43,20 @@ func TestInoHashIsFNVOfTheWholeName(t *testing.T) {
 	}
 }
 
+// TestVideoInoIsStable checks a stored video's inode number against the
+// name it hashes as first written with fmt.
+func TestVideoInoIsStable(t *testing.T) {
+	for _, ref := range []table.VideoRef{
+		{Pack: "video/pack-a.video", Offset: 4096, Length: 1 << 20, SHA256: strings.Repeat("ab", 32)},
+		{Pack: "v.video", Offset: 0, Length: 1},
+	} {
+		want := fnvIno(fmt.Sprintf("video|%s@%d+%d|%s", ref.Pack, ref.Offset, ref.Length, ref.SHA256))
+		if got := videoIno(ref); got != want {
+			t.Errorf("videoIno(%+v) = %d, want %d", ref, got, want)
+		}
+	}
+}
+
 // TestEpisodeFileInoIsStable checks the inode numbers of an episode's
 // files against the name they hash as first written with fmt.
 func TestEpisodeFileInoIsStable(t *testing.T) {

@@ -41,6 +41,8 @@ var statsFamilies = []struct {
 	{"framefs_manifests_listed_total", "counter", true},
 	{"framefs_lookups_total", "counter", true},
 	{"framefs_lookups_known_total", "counter", true},
+	{"framefs_folders_opened_total", "counter", true},
+	{"framefs_folder_listings_total", "counter", true},
 	{"framefs_frame_read_requests_total", "counter", true},
 	{"framefs_video_file_bytes_total", "counter", true},
 	{"framefs_nodes_made_total", "counter", true},
