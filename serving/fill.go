@@ -165,19 +165,26 @@ func (p *fillPolicy) packedSize(v media.Video) float64 {
 // Serving a compressed image costs a decompression only; its conversion
 // and scaling were done by the fill.
 //
-// JPEG and PNG siblings are packed unless an image is less than half a
-// packed picture (a JPEG or PNG scaled well down).
+// JPEG siblings stay images unless a packed picture is smaller. A
+// shuffled epoch, the way training reads, asks for every frame of a GOP,
+// so every sibling's JPEG is made anyway: packing it first only adds the
+// packing, the unpacking and the room a packed picture takes. Through
+// latest/, 4 episodes of 450 640x480 frames at GOP 30 (default caches),
+// JPEG siblings gave 192-200 images/s at 2.5-2.8 ms of daemon CPU a frame
+// where packed siblings gave 143-147 at 3.7-3.9 ms. The room counts when
+// the epoch's siblings fill the cache: a packed picture of those frames is
+// 57 KB where their JPEG is 36 KB, so with a 72 MB cache packed siblings
+// were evicted before they were read and each frame was decoded 8.3 times
+// (85 images/s, 13.7 ms a frame), and JPEG siblings decoded each once
+// (192 images/s, 2.6 ms). What this costs is the sparse random reader's,
+// which asks for a few frames a GOP and leaves its other siblings
+// encoded for nothing: 300 random frames of a GOP-30 episode took 12.3-15.0
+// ms of daemon CPU a frame against 11.3-13.1 with packed siblings, at the
+// same pace.
 //
-// Packing a sibling costs a third of encoding it, and the image is made
-// only if the sibling is asked for. No reader tells early whether it will
-// ask for a GOP's other frames: a shuffled epoch asks for all of them, a
-// random reader for a few, and both look alike until the epoch ends. For
-// the shuffled epoch, packing adds the packing and unpacking of each frame
-// (about 0.3 ms at 640x480) to its rendering; for a random reader of five
-// frames a GOP at GOP 30, it saves encoding 25 images nobody reads (300
-// random frames: 8.8-9.3 ms of daemon CPU per frame served against 11.6
-// with JPEG siblings, PyAV's exact seeks taking 11.9-14). Packed pictures
-// also let one fill serve every image setting.
+// PNG siblings, whose encoding costs several times a packing, are packed
+// unless an image is less than half a packed picture (a PNG scaled well
+// down). Packed pictures also let one fill serve every image setting.
 func (p *fillPolicy) form(v media.Video, setting media.ImageSetting) form {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -188,10 +195,10 @@ func (p *fillPolicy) form(v media.Video, setting media.ImageSetting) form {
 		}
 		return formPicture
 	}
-	if image > 0.5*packed {
-		return formPicture
+	if image <= 0.5*packed || setting.Format == media.FormatJPEG && image <= packed {
+		return formImage
 	}
-	return formImage
+	return formPicture
 }
 
 // usefulness is the estimated share of filled frames that are served.
