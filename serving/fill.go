@@ -181,7 +181,10 @@ func (p *fillPolicy) packedSize(v media.Video) float64 {
 // encoded for nothing: 300 random frames of a GOP-30 episode took 12.3-15.0
 // ms of daemon CPU a frame against 11.3-13.1 with packed siblings, at the
 // same pace (scripts/bench-train.sh PARTS=random: 1.10x PyAV's CPU, where
-// it took 0.72-0.74x).
+// it took 0.72-0.74x). No reader tells early whether it will ask for a
+// GOP's other frames: a shuffled epoch asks for all of them, a random
+// reader for a few, and both look alike until the epoch ends. So the form
+// is the one training needs.
 //
 // PNG siblings, whose encoding costs several times a packing, are packed
 // unless an image is less than half a packed picture (a PNG scaled well
