@@ -138,8 +138,8 @@ func (f *fixture) heapLessCaches(t *testing.T) int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return reading{m.Live, f.frames.CacheStats().Bytes, int64(stats["framefs_metadata_cache_bytes"]),
-			int64(stats["framefs_nodes_made_total"] - stats["framefs_nodes_forgotten_total"])}
+		parts := memoryPartsOf(stats)
+		return reading{m.Live, f.frames.CacheStats().Bytes, parts.metadata, parts.nodes}
 	}
 	time.Sleep(300 * time.Millisecond)
 	last := read()

@@ -89,6 +89,11 @@ type memoryParts struct {
 // what it cannot read.
 func readMemoryParts(stats string) memoryParts {
 	v, _ := readStats(stats)
+	return memoryPartsOf(v)
+}
+
+// memoryPartsOf is the memoryParts of the values of a .stats (readStats).
+func memoryPartsOf(v map[string]float64) memoryParts {
 	return memoryParts{
 		image: int64(v["framefs_image_cache_bytes"]), picture: int64(v["framefs_picture_cache_bytes"]),
 		imageBound: int64(v["framefs_image_cache_bound_bytes"]),

@@ -168,23 +168,14 @@ func (p *fillPolicy) packedSize(v media.Video) float64 {
 // JPEG siblings stay images unless a packed picture is smaller. A
 // shuffled epoch, the way training reads, asks for every frame of a GOP,
 // so every sibling's JPEG is made anyway: packing it first only adds the
-// packing, the unpacking and the room a packed picture takes. Through
-// latest/, 4 episodes of 450 640x480 frames at GOP 30 (default caches),
-// JPEG siblings gave 192-200 images/s at 2.5-2.8 ms of daemon CPU a frame
-// where packed siblings gave 143-147 at 3.7-3.9 ms. The room counts when
-// the epoch's siblings fill the cache: a packed picture of those frames is
-// 57 KB where their JPEG is 36 KB, so with a 72 MB cache packed siblings
-// were evicted before they were read and each frame was decoded 8.3 times
-// (85 images/s, 13.7 ms a frame), and JPEG siblings decoded each once
-// (192 images/s, 2.6 ms). What this costs is the sparse random reader's,
-// which asks for a few frames a GOP and leaves its other siblings
-// encoded for nothing: 300 random frames of a GOP-30 episode took 12.3-15.0
-// ms of daemon CPU a frame against 11.3-13.1 with packed siblings, at the
-// same pace (scripts/bench-train.sh PARTS=random: 1.10x PyAV's CPU, where
-// it took 0.72-0.74x). No reader tells early whether it will ask for a
-// GOP's other frames: a shuffled epoch asks for all of them, a random
-// reader for a few, and both look alike until the epoch ends. So the form
-// is the one training needs.
+// packing, the unpacking and the room a packed picture takes, and where
+// an epoch's siblings fill the cache, larger packed ones are evicted
+// unread and their GOPs decoded again (docs/CACHES.md has the figures).
+// The sparse random reader pays: it leaves most siblings unread, encoded
+// for nothing. No reader tells early whether it will ask for a GOP's
+// other frames: a shuffled epoch asks for all of them, a random reader
+// for a few, and both look alike until the epoch ends. So the form is the
+// one training needs.
 //
 // PNG siblings, whose encoding costs several times a packing, are packed
 // unless an image is less than half a packed picture (a PNG scaled well
