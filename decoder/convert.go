@@ -17,7 +17,8 @@ import (
 // graph, decoded frames match the ffmpeg command line's PNGs bit for bit.
 //
 // The chain is: buffer -> [rotation] -> scale (bicubic, to the output size)
-// -> format=rgb24 -> buffersink. Rotation comes first and the scaler uses
+// -> format=rgb24 -> buffersink (a scaled picture takes another route, see
+// filterChain). Rotation comes first and the scaler uses
 // bicubic interpolation because that is what the ffmpeg command line does
 // (autorotate filters are inserted before the user's, and ffmpeg sets
 // sws_flags=bicubic on every graph). Every format starts from this one
@@ -97,8 +98,9 @@ type convKey struct {
 	outHeight      int
 	// scaled says the output size is not the display size: the picture is
 	// scaled in its own pixel format first, then converted (filterChain).
-	scaled bool
-	bgr    bool // bgr24 output, see renderer.convert
+	// shrink says neither side grows.
+	scaled, shrink bool
+	bgr            bool // bgr24 output, see renderer.convert
 }
 
 // converter is one configured filter graph. Not safe for concurrent use.
@@ -195,8 +197,22 @@ func filterChain(k convKey) string {
 		// fast as scaling straight to RGB, whose vertical filter has only
 		// C code for packed RGB output. The pixels differ from that one-step
 		// conversion by rounding; scaledRevision names the choice.
-		return chain + fmt.Sprintf("scale=w=%d:h=%d:flags=bicubic,format=%s,scale=flags=bicubic,format=%s",
-			k.outWidth, k.outHeight, k.format.Name(), format)
+		//
+		// A picture made smaller is scaled bilinearly: swscale widens the
+		// filter with the scale factor, so this is the antialiased
+		// triangle filter of PIL's BILINEAR, what torchvision's Resize
+		// applies, at half the cost of bicubic (640x480 to 224x224 with the
+		// conversion to BGR: 0.17 against 0.31-0.34 ms a frame, where the
+		// whole scaled frame costs the daemon about 1.9 ms). Both are as
+		// far from torchvision's Resize of the full RGB frame (a mean
+		// absolute difference of 3.2 levels, from the 4:2:0 chroma).
+		// A picture made larger keeps bicubic, the sharper of the two.
+		flags := "bicubic"
+		if k.shrink {
+			flags = "bilinear"
+		}
+		return chain + fmt.Sprintf("scale=w=%d:h=%d:flags=%s,format=%s,scale=flags=bicubic,format=%s",
+			k.outWidth, k.outHeight, flags, k.format.Name(), format)
 	}
 	return chain + fmt.Sprintf("scale=w=%d:h=%d:flags=bicubic,format=%s", k.outWidth, k.outHeight, format)
 }

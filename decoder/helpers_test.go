@@ -146,12 +146,22 @@ var seqCache sync.Map
 // FFmpeg's own answer to what the frames are.
 func ffmpegFrames(t *testing.T, path string, stream, width, height int, fn func(i int, rgb []byte)) int {
 	t.Helper()
+	return ffmpegFiltered(t, path, stream, "", width, height, fn)
+}
+
+// ffmpegFiltered is ffmpegFrames with the filter chain vf (none if "")
+// applied to every frame; width and height are its output size.
+func ffmpegFiltered(t *testing.T, path string, stream int, vf string, width, height int, fn func(i int, rgb []byte)) int {
+	t.Helper()
 	bin, err := exec.LookPath("ffmpeg")
 	if err != nil {
 		t.Fatalf("ffmpeg is required: %v", err)
 	}
-	cmd := exec.Command(bin, "-v", "error", "-threads", "1", "-i", path, "-map", "0:"+strconv.Itoa(stream),
-		"-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "-")
+	args := []string{"-v", "error", "-threads", "1", "-i", path, "-map", "0:" + strconv.Itoa(stream), "-vsync", "passthrough"}
+	if vf != "" {
+		args = append(args, "-vf", vf)
+	}
+	cmd := exec.Command(bin, append(args, "-f", "rawvideo", "-pix_fmt", "rgb24", "-")...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

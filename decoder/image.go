@@ -15,8 +15,9 @@ const imageRevision = 2
 // scaledRevision changes whenever framefs changes how it scales (see
 // filterChain); it shows in the Identity of scaled settings only, so that
 // the stored sizes of native-size images stay valid. Revision 2 scales in
-// the decoded pixel format before converting to RGB.
-const scaledRevision = 2
+// the decoded pixel format before converting to RGB; revision 3 scales
+// down bilinearly.
+const scaledRevision = 3
 
 // Identity names everything that determines the bytes of an image made
 // with setting s: the normalized setting (ImageSetting.Canonical),

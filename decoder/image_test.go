@@ -3,6 +3,7 @@ package decoder
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -341,6 +342,65 @@ func BenchmarkJPEG(b *testing.B) {
 	for b.Loop() {
 		if _, err := e.compress(nil, unsafe.Pointer(&pic[0]), 3*w); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestScaleFilters: a picture made smaller is scaled bilinearly (the
+// antialiased filter of torchvision's Resize), one made larger bicubic,
+// both in the decoded pixel format before the conversion to RGB: each
+// scaled frame must equal the ffmpeg command line's frame through that
+// chain, and the smaller one must not be the bicubic one.
+func TestScaleFilters(t *testing.T) {
+	t.Parallel()
+	const path = "../testdata/video/h264_bframes_gop30.mp4" // 160x120
+	ctx := context.Background()
+	v := openVideo(t, path, -1)
+	s, err := openSession(ctx, v, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Bind(ctx, v.R)
+	r := newRenderer()
+	defer r.Close()
+	chain := func(w, h int, flags string) string {
+		return fmt.Sprintf("scale=w=%d:h=%d:flags=%s,format=yuv420p,scale=flags=bicubic,format=rgb24", w, h, flags)
+	}
+	for _, c := range []struct {
+		w, h          int
+		flags, others string
+	}{{64, 48, "bilinear", "bicubic"}, {320, 200, "bicubic", "bilinear"}} {
+		set := media.ImageSetting{Format: media.FormatPPM, Width: c.w, Height: c.h}.Normalize()
+		var ours [][]byte
+		for i := range v.Index.Frames() {
+			f, err := s.decodeTo(ctx, i)
+			if err != nil {
+				t.Fatalf("frame %d: %v", i, err)
+			}
+			b, err := r.encode(nil, f, s.st, set)
+			if err != nil {
+				t.Fatalf("frame %d %dx%d: %v", i, c.w, c.h, err)
+			}
+			_, _, pix := ppmPixels(t, b)
+			ours = append(ours, pix)
+		}
+		same, differ := 0, 0
+		n := ffmpegFiltered(t, path, 0, chain(c.w, c.h, c.flags), c.w, c.h, func(i int, rgb []byte) {
+			if i < len(ours) && bytes.Equal(ours[i], rgb) {
+				same++
+			}
+		})
+		ffmpegFiltered(t, path, 0, chain(c.w, c.h, c.others), c.w, c.h, func(i int, rgb []byte) {
+			if i < len(ours) && !bytes.Equal(ours[i], rgb) {
+				differ++
+			}
+		})
+		if n != len(ours) || same != n {
+			t.Errorf("%dx%d: %d of %d frames equal ffmpeg's %s chain (ffmpeg made %d)", c.w, c.h, same, len(ours), c.flags, n)
+		}
+		if differ == 0 {
+			t.Errorf("%dx%d: every frame equals ffmpeg's %s chain too", c.w, c.h, c.others)
 		}
 	}
 }

@@ -48,6 +48,7 @@ func (r *renderer) convert(f *astiav.Frame, st *stream, setting media.ImageSetti
 		rotation: st.rot.filters,
 		outWidth: ow, outHeight: oh,
 		scaled: ow != st.info.Width || oh != st.info.Height,
+		shrink: ow <= st.info.Width && oh <= st.info.Height,
 	}
 	// BMP stores BGR. swscale's unscaled 8-bit 4:2:0 converter writes
 	// bgr24 as exactly its rgb24 with the channels swapped, which saves

@@ -95,10 +95,11 @@ type ImageSetting struct {
 	// of libjpeg, PIL (Image.save quality=) and OpenCV (IMWRITE_JPEG_QUALITY).
 	// 0 means DefaultJPEGQuality. Ignored by the other formats.
 	JPEGQuality int
-	// Width and Height scale the image: bicubic, as the ffmpeg command
-	// line scales, but in the decoded pixel format before the conversion to
-	// RGB, which is twice as fast and rounds a few pixels differently from
-	// ffmpeg's one-step conversion. Both 0 keep the display size; one 0
+	// Width and Height scale the image, in the decoded pixel format before
+	// the conversion to RGB (twice as fast as ffmpeg's one-step conversion,
+	// a few pixels rounded differently): down bilinearly, antialiased like
+	// torchvision's Resize; up bicubic, as the ffmpeg command line scales.
+	// Both 0 keep the display size; one 0
 	// keeps the display aspect ratio, rounding the other to the nearest
 	// pixel.
 	Width, Height int
