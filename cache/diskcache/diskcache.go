@@ -138,7 +138,7 @@ type Cache struct {
 
 	// mu guards files, scanning, removed and written.
 	mu      sync.Mutex
-	files   *fileindex.Index
+	files   *fileindex.Index[digest]
 	written int64 // bytes written since the last scan
 	// scanning is set while a scan of the directory runs; eviction waits
 	// for it, since the bytes are not known until then.
@@ -186,7 +186,7 @@ func Open(opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("diskcache: %w", err)
 	}
 	tmp.Close()
-	c := &Cache{opts: opts, dir: dir, files: fileindex.New(opts.MaxBytes)}
+	c := &Cache{opts: opts, dir: dir, files: fileindex.New[digest](opts.MaxBytes)}
 	c.startScan()
 	return c, nil
 }
@@ -237,7 +237,33 @@ func (c *Cache) Stats() Stats {
 // fileName names the entry of key: a hash, so that any key is a safe name.
 func fileName(key string) string {
 	h := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(h[:20]) + entryExt
+	return nameOf(digest(h[:20]))
+}
+
+// digest is what an entry file's name encodes: the first 20 bytes of its
+// key's SHA-256. The index keeps digests rather than names, 20 bytes
+// against a 44-byte string and its pointer.
+type digest [20]byte
+
+// nameOf returns the entry file name of d.
+func nameOf(d digest) string { return hex.EncodeToString(d[:]) + entryExt }
+
+// digestOf returns the digest an entry file name encodes; ok is false for
+// a name fileName does not make (a file the cache did not write).
+func digestOf(name string) (d digest, ok bool) {
+	if len(name) != 2*len(d)+len(entryExt) || !strings.HasSuffix(name, entryExt) {
+		return d, false
+	}
+	if _, err := hex.Decode(d[:], []byte(name[:2*len(d)])); err != nil || nameOf(d) != name {
+		return d, false
+	}
+	return d, true
+}
+
+// indexKey is the index's name of an entry file name that fileName made.
+func indexKey(name string) digest {
+	d, _ := digestOf(name)
+	return d
 }
 
 // path is the entry file name's path, for messages and tests.
@@ -256,7 +282,7 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 		// Only entries the index holds exist: looking for others would
 		// find the file of an entry being evicted and index it again.
 		c.mu.Lock()
-		known := c.files.Touch(name)
+		known := c.files.Touch(indexKey(name))
 		c.mu.Unlock()
 		if !known {
 			c.misses.Add(1)
@@ -270,9 +296,9 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 	}
 	c.hits.Add(1)
 	c.mu.Lock()
-	if !c.files.Touch(name) {
+	if !c.files.Touch(indexKey(name)) {
 		// Written by another process.
-		c.files.Put(name, size, c.epoch)
+		c.files.Put(indexKey(name), size, c.epoch)
 	}
 	c.mu.Unlock()
 	return v, true
@@ -361,7 +387,7 @@ func (c *Cache) read(name, key string) (value []byte, size int64, ok bool) {
 func (c *Cache) Contains(key string) bool {
 	name := fileName(key)
 	c.mu.Lock()
-	known := c.files.Has(name)
+	known := c.files.Has(indexKey(name))
 	c.mu.Unlock()
 	if known || c.opts.Private {
 		return known
@@ -384,7 +410,7 @@ func (c *Cache) Put(key string, value []byte) {
 	}
 	name := fileName(key)
 	c.mu.Lock()
-	known := c.files.Has(name)
+	known := c.files.Has(indexKey(name))
 	c.mu.Unlock()
 	if known {
 		return
@@ -397,7 +423,7 @@ func (c *Cache) Put(key string, value []byte) {
 	}
 	c.writes.Add(1)
 	c.mu.Lock()
-	c.files.Put(name, size, c.epoch)
+	c.files.Put(indexKey(name), size, c.epoch)
 	c.written += size
 	rescan := !c.scanning && !c.opts.Private && c.written > c.opts.MaxBytes/8
 	victims := c.evictLocked()
@@ -447,7 +473,7 @@ func (c *Cache) write(name, key string, value []byte) (int64, error) {
 
 func (c *Cache) forget(name string) {
 	c.mu.Lock()
-	c.files.Forget(name)
+	c.files.Forget(indexKey(name))
 	if c.scanning {
 		c.removed[name] = true
 	}
@@ -457,17 +483,17 @@ func (c *Cache) forget(name string) {
 // evictLocked drops least recently used entries until the cache fits and
 // returns their names; the caller removes the files without holding mu.
 // Nothing is evicted while a scan runs: the total is not known yet.
-func (c *Cache) evictLocked() []string {
+func (c *Cache) evictLocked() []digest {
 	if c.scanning {
 		return nil
 	}
 	return c.files.Evict()
 }
 
-func (c *Cache) remove(names []string) {
-	for _, name := range names {
+func (c *Cache) remove(victims []digest) {
+	for _, d := range victims {
 		c.evictions.Add(1)
-		c.dir.RemoveFromShard(name)
+		c.dir.RemoveFromShard(nameOf(d))
 	}
 }
 
@@ -535,14 +561,16 @@ func (c *Cache) listEntries() []regfile.FileInfo {
 // removed since, and evicts down to the bound.
 func (c *Cache) index(files []regfile.FileInfo, epoch uint64) {
 	sort.Slice(files, func(i, j int) bool { return files[i].ModTime.After(files[j].ModTime) })
-	onDisk := make(map[string]bool, len(files))
+	onDisk := make(map[digest]bool, len(files))
 	c.mu.Lock()
 	for _, f := range files {
-		if c.removed[f.Name] {
+		d, ok := digestOf(f.Name)
+		if !ok || c.removed[f.Name] {
+			// Not a name the cache gives its entries: not its file.
 			continue
 		}
-		onDisk[f.Name] = true
-		c.files.PutOldest(f.Name, f.Size, epoch)
+		onDisk[d] = true
+		c.files.PutOldest(d, f.Size, epoch)
 	}
 	c.files.ForgetMissing(onDisk, epoch)
 	c.scanning = false

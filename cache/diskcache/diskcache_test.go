@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -399,6 +400,37 @@ func TestScanSkipsLinks(t *testing.T) {
 	d.WaitScan()
 	if st := d.Stats(); st.Entries != 1 || st.Bytes != int64(headerSize+len(key(1))+len(value(1))) {
 		t.Errorf("stats after a scan %+v: want the one entry written", st)
+	}
+}
+
+// TestScanSkipsForeignNames: files in the entry folders whose names the
+// cache does not give (another name ending in .ent, a digest in capitals)
+// are not its: a scan neither counts nor evicts them.
+func TestScanSkipsForeignNames(t *testing.T) {
+	dir := t.TempDir()
+	c := open(t, dir, 0)
+	c.Put(key(1), value(1))
+	name := fileName(key(1))
+	c.Close()
+	foreign := []string{filepath.Join(dir, name[:2], "notes.ent"), filepath.Join(dir, name[:2], strings.ToUpper(name[:40])+entryExt)}
+	for _, p := range foreign {
+		if err := os.WriteFile(p, value(2), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := int64(headerSize + len(key(1)) + len(value(1)))
+	d := open(t, dir, one) // room for the one entry: nothing else may be evicted for the others
+	d.WaitScan()
+	if st := d.Stats(); st.Entries != 1 || st.Bytes != one || st.Evictions != 0 {
+		t.Errorf("stats after a scan %+v: want the one entry written, nothing evicted", st)
+	}
+	for _, p := range foreign {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("a file the cache did not write was removed: %v", err)
+		}
+	}
+	if v, ok := d.Get(key(1)); !ok || !bytes.Equal(v, value(1)) {
+		t.Error("the entry is gone")
 	}
 }
 
