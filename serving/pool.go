@@ -99,6 +99,9 @@ type session struct {
 	media.Session
 	key streamKey
 	ix  int // frames of the stream, for Reaches
+	// seeks and decoded are the session's counters as last added to the
+	// pool's (tallyLocked).
+	seeks, decoded int
 }
 
 type poolVideo struct {
@@ -114,8 +117,10 @@ type PoolStats struct {
 	Opened  int // sessions opened in total
 	Evicted int // idle sessions closed to make room
 	Broken  int // sessions closed after an error
-	Seeks   int // seeks done by closed and idle sessions
-	Decoded int // frames decoded by closed and idle sessions
+	// Seeks and Decoded count the seeks and frames decoded by sessions,
+	// added as each is handed back: they never go down, and a session at
+	// work shows its part when it is done.
+	Seeks, Decoded int
 	// PictureBytes is the memory held by kept decoded pictures;
 	// PicturesKept counts the pictures kept in total and PictureHits the
 	// requests served from one instead of decoding.
@@ -142,11 +147,6 @@ func (p *pool) Stats() PoolStats {
 	st := p.stats
 	st.Open = p.open
 	st.Idle = p.idle.Len()
-	for e := p.idle.Front(); e != nil; e = e.Next() {
-		seeks, decoded := e.Value.(*session).Counters()
-		st.Seeks += seeks
-		st.Decoded += decoded
-	}
 	st.PictureBytes, st.PicturesKept, st.PictureHits = p.pictures.stats()
 	return st
 }
@@ -289,6 +289,7 @@ func (p *pool) release(s *session) {
 		s.Close()
 		return
 	}
+	p.tallyLocked(s)
 	pv := p.videos[s.key]
 	pv.idle = append(pv.idle, p.idle.PushFront(s))
 	p.wake()
@@ -301,10 +302,17 @@ func (p *pool) dropLocked(s *session) {
 	pv := p.videos[s.key]
 	p.open--
 	pv.open--
-	seeks, decoded := s.Counters()
-	p.stats.Seeks += seeks
-	p.stats.Decoded += decoded
+	p.tallyLocked(s)
 	p.forget(s.key, pv)
+}
+
+// tallyLocked adds to the pool's counters what s did since they last
+// took its counters. p.mu held.
+func (p *pool) tallyLocked(s *session) {
+	seeks, decoded := s.Counters()
+	p.stats.Seeks += seeks - s.seeks
+	p.stats.Decoded += decoded - s.decoded
+	s.seeks, s.decoded = seeks, decoded
 }
 
 // forget drops the bookkeeping of a video without sessions. p.mu held.

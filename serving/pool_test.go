@@ -44,6 +44,32 @@ func TestPoolContinues(t *testing.T) {
 	}
 }
 
+// TestPoolCountersNeverGoDown: the frames decoded, a Prometheus counter,
+// stay counted while the session that decoded them is at work again.
+func TestPoolCountersNeverGoDown(t *testing.T) {
+	c := &countingCodec{}
+	srv := New(c, uncached(Options{MaxSessionsPerVideo: 1}))
+	defer srv.Close()
+	v := countingVideo(t, "v", 60, 30)
+	ctx := context.Background()
+	if _, err := srv.Frame(ctx, v, 9, bmp); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.PoolStats()
+	err := srv.pool.with(ctx, v, 10, func(*session) error {
+		if during := srv.PoolStats(); during.Decoded < before.Decoded || during.Seeks < before.Seeks {
+			t.Errorf("with the session at work: %+v; before: %+v", during, before)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := srv.PoolStats(); after.Decoded != 10 || after.Seeks != 1 {
+		t.Errorf("after: %+v; want 10 decoded, 1 seek", after)
+	}
+}
+
 // TestPoolLimits: concurrent readers of several videos never hold more
 // sessions than allowed, per video and in all, and idle sessions of other
 // videos are evicted to make room.
