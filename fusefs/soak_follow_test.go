@@ -69,7 +69,7 @@ func TestSoakFollower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	daemon := exec.Command(bin, "mount", wh, mnt, "-o", "ro", "--refresh", "1s",
+	daemon := exec.Command(bin, "mount", wh, mnt, "-o", "ro", "--refresh", "1s", "--spill-dir", filepath.Join(t.TempDir(), "spill"),
 		"--cache-bytes", strconv.Itoa(followCacheBytes), "--picture-cache-bytes", strconv.Itoa(followCacheBytes))
 	daemon.Stdout, daemon.Stderr = logf, logf
 	if err := daemon.Start(); err != nil {

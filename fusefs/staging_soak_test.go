@@ -112,7 +112,7 @@ func newSoak(t *testing.T, bin string) *soak {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.daemon = exec.Command(bin, "mount", s.wh, s.mnt, "--staging-dir", filepath.Join(t.TempDir(), "staging"),
+	s.daemon = exec.Command(bin, "mount", s.wh, s.mnt, "--staging-dir", filepath.Join(t.TempDir(), "staging"), "--spill-dir", filepath.Join(t.TempDir(), "spill"),
 		"--settle", soakSettle.String(), "--refresh", "1s",
 		"--cache-bytes", strconv.Itoa(soakCacheBytes), "--picture-cache-bytes", strconv.Itoa(soakPictureBytes))
 	s.daemon.Stdout, s.daemon.Stderr = logf, logf

@@ -101,7 +101,9 @@ ratio() { LC_ALL=C awk -v a="$1" -v b="$2" "$_lib_awk_round"' BEGIN {if (b == 0)
 #   unmount MNT                 detach the FUSE mount at MNT, lazily if it is busy; nothing if none
 #   mount_daemon SRC MNT [ARG...]
 #                               a fresh `$bin mount SRC MNT --daemon ARG...` (what was mounted
-#                               at MNT is unmounted first); its process id in daemon_pid
+#                               at MNT is unmounted first); its process id in daemon_pid. Unless
+#                               ARG has --spill-dir, the mount spills to a new directory in $work,
+#                               so that no run reads frames an earlier one spilled
 #   stop_daemon MNT             unmount MNT and wait until the daemon_pid process has exited;
 #                               fails if it has not within 60 s
 #   stats_value MNT NAME        the value of NAME in the mount's MNT/.stats
@@ -158,6 +160,10 @@ mount_daemon() {
 	shift 2
 	unmount "$mnt"
 	mkdir -p "$mnt"
+	case " $* " in
+	*" --spill-dir "* | *spill_dir=*) ;;
+	*) set -- "$@" --spill-dir "$(mktemp -d -p "${work:?mount_daemon keeps spilled frames in work}" spill.XXXXXX)" ;;
+	esac
 	out=$("${bin:?mount_daemon runs the framefs binary in bin}" mount "$src" "$mnt" --daemon "$@")
 	daemon_pid=$(sed -n 's/.*(pid \([0-9]*\).*/\1/p' <<<"$out")
 }

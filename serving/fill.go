@@ -87,6 +87,10 @@ type FillStats struct {
 	// Declined counts requests that decoded their frame alone because
 	// fills were not paying off.
 	Declined int64
+	// Spilled counts filled frames the cache evicted unserved that went
+	// to the spill store (Options.Spill); SpillDropped those that found
+	// its queue full and were lost.
+	Spilled, SpillDropped int64
 	// Usefulness is the current estimate of the share of filled frames
 	// that are served (see fillPolicy).
 	Usefulness float64
@@ -323,6 +327,31 @@ func (p *fillPolicy) decompressed() {
 func (p *fillPolicy) served()  { p.record(true) }
 func (p *fillPolicy) evicted() { p.record(false) }
 
+// spilled records a filled frame evicted unserved but spilled: wasted
+// until it is read from the spill store (unspilled), which a sparse
+// reader never does. Counted as wasted at once, a spill store cannot hide
+// from the estimate that fills do not pay off; a shuffled epoch reads its
+// spilled frames back, and the estimate recovers.
+func (p *fillPolicy) spilled() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.wasted += spilledWaste
+	p.decay()
+}
+
+// spilledWaste is what a spilled frame weighs as wasted until it is read.
+var spilledWaste = 0.5
+
+// unspilled records a spilled frame read back from the spill store.
+func (p *fillPolicy) unspilled() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.wasted = max(p.wasted-spilledWaste, 0)
+	p.useful++
+	p.stats.Useful++
+	p.decay()
+}
+
 func (p *fillPolicy) record(useful bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -333,6 +362,12 @@ func (p *fillPolicy) record(useful bool) {
 		p.wasted++
 		p.stats.Wasted++
 	}
+	p.decay()
+}
+
+// decay halves the evidence once there is more than usefulnessWindow of
+// it. p.mu held.
+func (p *fillPolicy) decay() {
 	if p.useful+p.wasted > usefulnessWindow {
 		p.useful /= 2
 		p.wasted /= 2

@@ -77,6 +77,11 @@ type Options struct {
 	// use it, once the server has read the video and found that digest
 	// (see digests.go): one read of each video per server.
 	Store ImageStore
+	// Spill, if set and Store is not, is a disk tier that gets only the
+	// images a fill or FrameSizes made that the memory cache evicts before
+	// they are asked for (see spill.go); a request that misses the memory
+	// cache looks there before decoding. Videos use it as they use Store.
+	Spill ImageStore
 
 	// encodeWorkers is how many goroutines convert and encode the frames
 	// of one read-ahead job: GOMAXPROCS, since converting and encoding a
@@ -206,7 +211,9 @@ type ImageStore interface {
 //	+ one encoded image per request in progress
 //	+ MaxReadaheads x ((2 + GOMAXPROCS) decoded frames + GOMAXPROCS
 //	  converted ones): read-ahead jobs queue decoded frames for their
-//	  encoders, each of which converts one at a time.
+//	  encoders, each of which converts one at a time
+//	+ with Spill, evicted images waiting to be written (an eighth of
+//	  CacheBytes, at least 4 MiB and at most 32 MiB; see spill.go).
 //
 // Read-ahead jobs use the Video of the request that triggered them after
 // that request returned: its R must stay readable for as long as the
@@ -234,8 +241,15 @@ type Server struct {
 	// umu guards unserved, the frames fills encoded that no request has
 	// been served yet. It is a leaf lock: the cache's eviction hook takes
 	// it, so nothing is called while it is held.
-	umu      sync.Mutex
-	unserved map[frameKey]struct{}
+	umu sync.Mutex
+	// unserved maps each of those frames to where it is spilled if
+	// evicted unserved.
+	unserved map[frameKey]spillTo
+
+	// store is the disk tier, Options.Store or Options.Spill; spill is
+	// set when it is Options.Spill.
+	store ImageStore
+	spill *spiller
 
 	identities sync.Map // media.ImageSetting -> codec identity; see Server.Identity
 	storeHits  atomic.Int64
@@ -255,12 +269,24 @@ func New(codec media.Codec, opts Options) *Server {
 		fillSlots: make(chan struct{}, opts.MaxFills),
 		fills:     newFillPolicy(),
 		active:    map[readerKey][]*raJob{},
-		unserved:  map[frameKey]struct{}{},
+		unserved:  map[frameKey]spillTo{},
 		digests:   newDigestChecks(),
 		ctx:       ctx,
 		cancel:    cancel,
 	}
 	fs.cache.OnEvict(fs.evicted)
+	switch {
+	case opts.Store != nil:
+		fs.store = opts.Store
+	case opts.Spill != nil:
+		fs.store = opts.Spill
+		fs.spill = newSpiller(opts.Spill, opts.CacheBytes)
+		fs.wg.Add(1)
+		go func() {
+			defer fs.wg.Done()
+			fs.spill.run(ctx.Done())
+		}()
+	}
 	return fs
 }
 
@@ -289,7 +315,13 @@ func (fs *Server) ImageCacheBytes() (bound, configured int64) {
 func (fs *Server) PoolStats() PoolStats { return fs.pool.Stats() }
 
 // FillStats returns the counters of GOP fills.
-func (fs *Server) FillStats() FillStats { return fs.fills.snapshot() }
+func (fs *Server) FillStats() FillStats {
+	st := fs.fills.snapshot()
+	if fs.spill != nil {
+		st.Spilled, st.SpillDropped = fs.spill.written.Load(), fs.spill.dropped.Load()
+	}
+	return st
+}
 
 // StoreHits returns the number of requests served from the ImageStore.
 func (fs *Server) StoreHits() int64 { return fs.storeHits.Load() }
@@ -375,7 +407,7 @@ func (fs *Server) image(ctx context.Context, v media.Video, ordinal int, setting
 // decoding it alone.
 func (fs *Server) load(ctx context.Context, v media.Video, key frameKey) ([]byte, error) {
 	if !fs.cache.Contains(key) {
-		if fs.opts.Store != nil {
+		if fs.store != nil {
 			fs.digests.verify(ctx, fs.ctx, v)
 		}
 		if b, ok := fs.fromStore(v, key); ok {
@@ -467,15 +499,67 @@ func (fs *Server) served(key frameKey) {
 
 // evicted is the cache's eviction hook (called under its lock): a filled
 // frame evicted before anyone asked for it was wasted, unless the store
-// keeps it.
-func (fs *Server) evicted(key frameKey, _ []byte) {
+// keeps it or it is spilled.
+func (fs *Server) evicted(key frameKey, image []byte) {
 	fs.umu.Lock()
-	_, filled := fs.unserved[key]
+	to, filled := fs.unserved[key]
 	delete(fs.unserved, key)
 	fs.umu.Unlock()
-	if filled && fs.opts.Store == nil {
+	switch {
+	case !filled || fs.opts.Store != nil:
+	case to.key != "" && fs.spill.add(to.key, image, fs.imageOf(to, key.form)):
+		fs.fills.spilled()
+	default:
 		fs.fills.evicted()
 	}
+}
+
+// spillTo is where a filled frame goes if the cache evicts it unserved:
+// the key of its image in the spill store ("" for nowhere), and the
+// image's key and video, to render a packed picture with (a packed
+// picture's own key names no image setting).
+type spillTo struct {
+	key   string
+	image frameKey
+	v     *media.Video
+}
+
+// spillTarget is where the frame of image, an image key of *v, is
+// spilled: nowhere without a spill store or while v cannot use it (its
+// digest not checked yet).
+func (fs *Server) spillTarget(v *media.Video, image frameKey) spillTo {
+	if fs.spill == nil {
+		return spillTo{}
+	}
+	if sk := fs.storeKey(*v, image); sk != "" {
+		return spillTo{sk, image, v}
+	}
+	return spillTo{}
+}
+
+// imageOf returns what makes the image to.image of what the cache holds
+// in form f: nil for the image itself, a decompression for a compressed
+// one, a rendering for a packed picture.
+func (fs *Server) imageOf(to spillTo, f form) func([]byte) ([]byte, error) {
+	v, key := to.v, to.image
+	switch f {
+	case formCompressed:
+		return decompressImage
+	case formPicture:
+		return func(packed []byte) ([]byte, error) {
+			pic, err := fs.pool.codec.Unpack(packed)
+			if err != nil {
+				return nil, err
+			}
+			defer pic.Release()
+			b, err := fs.pool.renderers.render(pic, *v, key.ordinal, key.setting)
+			if err == nil {
+				fs.fills.unpacked()
+			}
+			return b, err
+		}
+	}
+	return nil
 }
 
 // abandon gives up a promise (its waiters decode the frame themselves) and
@@ -517,11 +601,14 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	}
 	// With a store every image made is kept on disk, so siblings stay
 	// images; without one they take the most compact form, and a fill
-	// must fit in the memory cache.
+	// must fit in the memory cache, unless what it evicts is spilled
+	// (see spill.go).
 	siblings := formImage
 	if fs.opts.Store == nil {
 		siblings = fs.fills.form(v, key.setting)
-		missing = window(missing, key.ordinal, fs.fills.budget(fs.cache.MaxBytes(), v, key.setting, siblings))
+		if fs.spill == nil {
+			missing = window(missing, key.ordinal, fs.fills.budget(fs.cache.MaxBytes(), v, key.setting, siblings))
+		}
 	}
 	// A lone missing frame (the rest of its GOP is at hand, or there is no
 	// room for it) is decoded alone, from the reference pictures only.
@@ -548,10 +635,11 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 		return
 	}
 	filled := 0
+	video := &job.v
 	fs.umu.Lock()
 	for _, p := range job.pending {
 		if p.Key() != key {
-			fs.unserved[p.Key()] = struct{}{}
+			fs.unserved[p.Key()] = fs.spillTarget(video, key.at(p.Key().ordinal))
 			filled++
 		}
 	}
@@ -561,6 +649,9 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	fs.wg.Add(1)
 	go func() {
 		defer fs.wg.Done()
+		if fs.spill != nil {
+			fs.spill.waitRoom(fs.ctx)
+		}
 		select {
 		case fs.fillSlots <- struct{}{}:
 		case <-fs.ctx.Done():
@@ -577,7 +668,7 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 // "frame2" names are those of entries only servers that verify digests
 // write.
 func (fs *Server) storeKey(v media.Video, key frameKey) string {
-	if fs.opts.Store == nil || v.Digest == "" || !fs.digests.known(v) {
+	if fs.store == nil || v.Digest == "" || !fs.digests.known(v) {
 		return ""
 	}
 	return fmt.Sprintf("frame2/%s/%d/%d/%s", v.Digest, key.stream, key.ordinal, fs.Identity(key.setting))
@@ -598,9 +689,19 @@ func (fs *Server) fromStore(v media.Video, key frameKey) ([]byte, bool) {
 	if sk == "" {
 		return nil, false
 	}
-	b, ok := fs.opts.Store.Get(sk)
+	var b []byte
+	var ok bool
+	if fs.spill != nil {
+		b, ok = fs.spill.get(sk)
+	}
+	if !ok {
+		b, ok = fs.store.Get(sk)
+	}
 	if ok {
 		fs.storeHits.Add(1)
+		if fs.spill != nil {
+			fs.fills.unspilled()
+		}
 		fs.cache.Add(key, b)
 	}
 	return b, ok
@@ -608,10 +709,15 @@ func (fs *Server) fromStore(v media.Video, key frameKey) ([]byte, bool) {
 
 func (fs *Server) inStore(v media.Video, key frameKey) bool {
 	sk := fs.storeKey(v, key)
-	return sk != "" && fs.opts.Store.Contains(sk)
+	return sk != "" && (fs.store.Contains(sk) || fs.spill != nil && fs.spill.has(sk))
 }
 
+// toStore writes an image made to Options.Store (a spill store gets
+// only what the cache evicts unread).
 func (fs *Server) toStore(v media.Video, key frameKey, b []byte) {
+	if fs.opts.Store == nil {
+		return
+	}
 	if sk := fs.storeKey(v, key); sk != "" {
 		fs.opts.Store.Put(sk, b)
 	}
@@ -950,7 +1056,7 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 	// The images are made anyway: the frames read next find them (or the
 	// pictures packed) in the cache, in half of it at most, and in the
 	// store.
-	if fs.opts.Store != nil {
+	if fs.store != nil {
 		fs.digests.verify(ctx, fs.ctx, v)
 	}
 	keep := &sizeKeep{budget: fs.cache.MaxBytes() / 2, packed: fs.opts.Store == nil && fs.fills.form(v, setting) == formPicture}
@@ -1041,7 +1147,7 @@ func (fs *Server) sizeImage(ctx context.Context, s *session, v media.Video, ordi
 	if keep.budget <= 0 || fs.cache.Contains(key) || fs.hasCompact(key) {
 		return b, nil
 	}
-	value := b
+	value, image := b, key
 	if keep.packed {
 		key = key.packedKey()
 		if value, err = fs.pool.codec.Pack(pic); err != nil {
@@ -1050,7 +1156,7 @@ func (fs *Server) sizeImage(ctx context.Context, s *session, v media.Video, ordi
 	}
 	if keep.take(len(value)) {
 		fs.umu.Lock()
-		fs.unserved[key] = struct{}{}
+		fs.unserved[key] = fs.spillTarget(&v, image)
 		fs.umu.Unlock()
 		fs.cache.Add(key, value)
 		fs.fills.sized()
@@ -1072,7 +1178,7 @@ func (fs *Server) sizesFromStore(v media.Video, setting media.ImageSetting, chun
 		if sk == "" {
 			return false
 		}
-		if b, ok := fs.opts.Store.Get(sk); ok {
+		if b, ok := fs.store.Get(sk); ok {
 			sizes[ord] = int64(len(b))
 		} else {
 			all = false

@@ -39,7 +39,16 @@ func TestMain(m *testing.M) {
 	if *writeFrozenTable {
 		os.Exit(writeFrozen())
 	}
+	// Mounts spill (and stage) under the user's cache directory by
+	// default: the tests' mounts, in process or not, use one of their own.
+	xdg, err := os.MkdirTemp("", "framefs-xdg-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CACHE_HOME", xdg)
 	code := m.Run()
+	os.RemoveAll(xdg)
 	lerobottest.RemoveCache()
 	os.Exit(code)
 }

@@ -152,6 +152,8 @@ func registerServingMetrics(reg prometheus.Registerer, frames *serving.Server, d
 			counter("framefs_compressed_image_bytes_total", func(s serving.FillStats) int64 { return s.CompressedBytes }),
 			counter("framefs_images_from_compressed_images_total", func(s serving.FillStats) int64 { return s.Decompressed }),
 			counter("framefs_frame_sizes_frames_kept_total", func(s serving.FillStats) int64 { return s.FramesSized }),
+			counter("framefs_gop_fill_frames_spilled_total", func(s serving.FillStats) int64 { return s.Spilled }),
+			counter("framefs_gop_fill_frames_spill_dropped_total", func(s serving.FillStats) int64 { return s.SpillDropped }),
 			gauge("framefs_gop_fill_usefulness", func(s serving.FillStats) float64 { return thousandths(s.Usefulness) }),
 		}},
 	}

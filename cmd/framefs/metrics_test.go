@@ -94,6 +94,8 @@ var statsFamilies = []struct {
 	{"framefs_compressed_image_bytes_total", "counter", false},
 	{"framefs_images_from_compressed_images_total", "counter", false},
 	{"framefs_frame_sizes_frames_kept_total", "counter", false},
+	{"framefs_gop_fill_frames_spilled_total", "counter", false},
+	{"framefs_gop_fill_frames_spill_dropped_total", "counter", false},
 	{"framefs_gop_fill_usefulness", "gauge", false},
 	{"framefs_disk_cache_frames_served_total", "counter", false},
 	{"framefs_disk_cache_writes_total", "counter", false},

@@ -174,6 +174,11 @@ func runMount(cmd *cobra.Command, stores *storeFlags, src, mnt string, o mountOp
 		}
 		defer disk.Close()
 		frameOpts.Store = disk
+	} else if disk, err = openSpillDir(o.SpillDir, int64(o.SpillDirBytes), cacheBytes > 0); err != nil {
+		return err
+	} else if disk != nil {
+		defer disk.Close()
+		frameOpts.Spill = disk
 	}
 	frames := serving.New(decoder.Codec{}, frameOpts)
 	defer frames.Close()
@@ -361,6 +366,35 @@ const memoryHeadroom = 128 << 20
 // configured caches (image and picture) plus memoryHeadroom.
 func memoryBudget(cacheBytes, pictureCacheBytes byteSize) int64 {
 	return int64(cacheBytes) + int64(pictureCacheBytes) + memoryHeadroom
+}
+
+// openSpillDir opens the spill directory of flag (see serving/spill.go):
+// none with "off" or without an image cache to spill from. The default
+// one, under the user's cache directory, is skipped with a warning when it
+// cannot be had: a mount does not need it to work.
+func openSpillDir(flag string, maxBytes int64, imageCache bool) (*diskcache.Cache, error) {
+	if flag == "off" || flag == "none" || !imageCache {
+		return nil, nil
+	}
+	dir := flag
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			slog.Warn("no spill directory: frames the image cache cannot hold are decoded again", "err", err)
+			return nil, nil
+		}
+		dir = filepath.Join(base, "framefs", "spill")
+	}
+	c, err := diskcache.Open(diskcache.Options{Dir: dir, MaxBytes: maxBytes})
+	switch {
+	case err == nil:
+		return c, nil
+	case flag == "":
+		slog.Warn("no spill directory: frames the image cache cannot hold are decoded again", "dir", dir, "err", err)
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("--spill-dir: %w", err)
+	}
 }
 
 // stagingDirFor picks the local directory for the write directories'

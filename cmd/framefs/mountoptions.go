@@ -51,6 +51,13 @@ type mountOptions struct {
 	CacheDir string `flag:"cache-dir" help:"local directory keeping encoded frames on disk, shared by mounts and kept across remounts (default: none)"`
 	// CacheDirBytes bounds CacheDir. Default 10 GiB, diskcache's.
 	CacheDirBytes byteSize `flag:"cache-dir-bytes" default:"10GiB" range:"positive" help:"size limit of --cache-dir"`
+	// SpillDir keeps the frames made for requests to come that the image
+	// cache cannot hold until they are asked for (serving/spill.go), when
+	// there is no CacheDir. Default: $XDG_CACHE_HOME/framefs/spill, else
+	// ~/.cache/framefs/spill; "off" keeps none.
+	SpillDir string `flag:"spill-dir" help:"local directory keeping the frames made ahead that --cache-bytes cannot hold until they are read (default $XDG_CACHE_HOME/framefs/spill or ~/.cache/framefs/spill; \"off\" disables; unused with --cache-dir)"`
+	// SpillDirBytes bounds SpillDir. Default 10 GiB.
+	SpillDirBytes byteSize `flag:"spill-dir-bytes" default:"10GiB" range:"positive" help:"size limit of --spill-dir"`
 	// MaxSessions bounds the decoder sessions open at once. Default: 2
 	// per core.
 	MaxSessions int `flag:"max-sessions" range:"positive" help:"decoder sessions open at once (default 2 x cores)"`
