@@ -407,7 +407,8 @@ func (fs *Server) image(ctx context.Context, v media.Video, ordinal int, setting
 // decoding it alone.
 func (fs *Server) load(ctx context.Context, v media.Video, key frameKey) ([]byte, error) {
 	if !fs.cache.Contains(key) {
-		if fs.store != nil {
+		if fs.opts.Store != nil {
+			// A spill store does not wait: see spillTarget.
 			fs.digests.verify(ctx, fs.ctx, v)
 		}
 		if b, ok := fs.fromStore(v, key); ok {
@@ -486,11 +487,17 @@ func (fs *Server) fromPacked(ctx context.Context, v media.Video, key frameKey) (
 // keeps it only in room that frames still to be asked for do not need.
 func (fs *Server) served(key frameKey) {
 	fs.umu.Lock()
-	_, filled := fs.unserved[key]
+	to, filled := fs.unserved[key]
 	delete(fs.unserved, key)
 	fs.umu.Unlock()
 	if filled {
 		fs.fills.served()
+		if to.v != nil && !fs.digests.known(*to.v) {
+			// A reader comes back for the frames fills make of this
+			// video: have its digest checked, so that those the cache
+			// cannot keep are spilled (see evicted).
+			fs.digests.verify(noWait, fs.ctx, *to.v)
+		}
 	}
 	if fs.opts.DemoteServed {
 		fs.cache.Demote(key)
@@ -506,35 +513,47 @@ func (fs *Server) evicted(key frameKey, image []byte) {
 	delete(fs.unserved, key)
 	fs.umu.Unlock()
 	switch {
-	case !filled || fs.opts.Store != nil:
-	case to.key != "" && fs.spill.add(to.key, image, fs.imageOf(to, key.form)):
-		fs.fills.spilled()
+	case !filled || fs.opts.Store != nil || to.v == nil:
+		if filled && fs.opts.Store == nil {
+			fs.fills.evicted()
+		}
 	default:
-		fs.fills.evicted()
+		// The spill store is used for a video once its digest is checked.
+		// The check reads the whole video, so it is made only for a video
+		// whose filled frames a reader comes back for (see served): not
+		// for the videos a sparse reader reads a few frames of each.
+		sk := fs.storeKey(*to.v, to.image)
+		if sk != "" && fs.spill.add(sk, image, fs.imageOf(to, key.form)) {
+			fs.fills.spilled()
+		} else {
+			fs.fills.evicted()
+		}
 	}
 }
 
-// spillTo is where a filled frame goes if the cache evicts it unserved:
-// the key of its image in the spill store ("" for nowhere), and the
-// image's key and video, to render a packed picture with (a packed
-// picture's own key names no image setting).
+// noWait is a context that has ended: digestChecks.verify given it starts
+// a check and returns at once.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// spillTo is what spills a filled frame if the cache evicts it unserved:
+// its image's key and its video (nil: it is not spilled). A packed
+// picture's own key names no image setting.
 type spillTo struct {
-	key   string
 	image frameKey
 	v     *media.Video
 }
 
-// spillTarget is where the frame of image, an image key of *v, is
-// spilled: nowhere without a spill store or while v cannot use it (its
-// digest not checked yet).
+// spillTarget is what spills the frame of image, an image key of *v:
+// nothing without a spill store or for a video without a digest.
 func (fs *Server) spillTarget(v *media.Video, image frameKey) spillTo {
-	if fs.spill == nil {
+	if fs.spill == nil || v.Digest == "" {
 		return spillTo{}
 	}
-	if sk := fs.storeKey(*v, image); sk != "" {
-		return spillTo{sk, image, v}
-	}
-	return spillTo{}
+	return spillTo{image, v}
 }
 
 // imageOf returns what makes the image to.image of what the cache holds
@@ -899,6 +918,10 @@ func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 						r.Close()
 						r = fs.pool.renderers.get()
 					}
+					if fs.spill != nil && err == nil {
+						// What this frame evicts may have to be spilled.
+						fs.spill.waitRoom(fs.ctx)
+					}
 					w.p.Fulfil(b, err)
 					if err == nil && k.form == formImage {
 						fs.toStore(job.v, k, b)
@@ -1056,7 +1079,7 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 	// The images are made anyway: the frames read next find them (or the
 	// pictures packed) in the cache, in half of it at most, and in the
 	// store.
-	if fs.store != nil {
+	if fs.opts.Store != nil {
 		fs.digests.verify(ctx, fs.ctx, v)
 	}
 	keep := &sizeKeep{budget: fs.cache.MaxBytes() / 2, packed: fs.opts.Store == nil && fs.fills.form(v, setting) == formPicture}

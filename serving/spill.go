@@ -29,8 +29,9 @@ import (
 // (maxSpillQueue) and in images (spillQueueLen), and one that does not
 // fit is dropped and counted as wasted, as without a spill store. Fills
 // make frames faster than a disk takes files (the first requests of an
-// epoch each start one), so a fill waits, before it starts, for the queue
-// to be less than half full: the disk sets the pace, rather than drops.
+// epoch each start one), so a fill waits, before it starts and before it
+// adds each frame to the cache (which evicts), for the queue to be at most
+// half full: the disk sets the pace, rather than drops.
 
 // The bytes of evicted images waiting to be spilled are an eighth of the
 // image cache, within these bounds: enough for what a fill evicts (29
