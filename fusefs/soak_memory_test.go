@@ -60,6 +60,8 @@ func (s memorySample) caches() int64 { return s.parts.image + s.parts.picture + 
 // rest is FFmpeg's heap (decoders, kept pictures) and other C memory.
 type memoryParts struct {
 	image, picture, metadata int64
+	// spillQueue is what waits to be spilled (serving/spill.go).
+	spillQueue int64
 	// imageBound is the image cache's bound in force, below the one
 	// configured while the daemon is short of memory.
 	imageBound                int64
@@ -106,12 +108,13 @@ func memoryPartsOf(v map[string]float64) memoryParts {
 		nodes:      int64(v["framefs_nodes_made_total"] - v["framefs_nodes_forgotten_total"]),
 		cInUse:     int64(v["framefs_c_heap_in_use_bytes"]), cFree: int64(v["framefs_c_heap_free_bytes"]),
 		pictureBuffers: int64(v["framefs_picture_buffer_bytes"]), pictureIdle: int64(v["framefs_picture_buffer_idle_bytes"]),
+		spillQueue: int64(v["framefs_spill_queue_bytes"]),
 	}
 }
 
 func (p memoryParts) String() string {
-	return fmt.Sprintf("image cache %s (bound %s), picture cache %s, metadata caches %s; Go runtime %s (heap objects %s, unused %s, free %s, stacks %s, metadata %s; goal %s from live %s at GOGC %d; collector CPU so far %.1f s); %d nodes",
-		mib(p.image), mib(p.imageBound), mib(p.picture), mib(p.metadata), mib(p.goMapped), mib(p.goObjects), mib(p.goUnused), mib(p.goFree), mib(p.goStacks), mib(p.goMetadata), mib(p.goal), mib(p.goLive), p.gcPercent, p.gcCPU.Seconds(), p.nodes)
+	return fmt.Sprintf("image cache %s (bound %s), picture cache %s, metadata caches %s, spill queue %s; Go runtime %s (heap objects %s, unused %s, free %s, stacks %s, metadata %s; goal %s from live %s at GOGC %d; collector CPU so far %.1f s); %d nodes",
+		mib(p.image), mib(p.imageBound), mib(p.picture), mib(p.metadata), mib(p.spillQueue), mib(p.goMapped), mib(p.goObjects), mib(p.goUnused), mib(p.goFree), mib(p.goStacks), mib(p.goMetadata), mib(p.goal), mib(p.goLive), p.gcPercent, p.gcCPU.Seconds(), p.nodes)
 }
 
 // where says where the sample's memory was: its parts, and the rest of

@@ -89,8 +89,9 @@ type FillStats struct {
 	Declined int64
 	// Spilled counts filled frames the cache evicted unserved that went
 	// to the spill store (Options.Spill); SpillDropped those that found
-	// its queue full and were lost.
-	Spilled, SpillDropped int64
+	// its queue full and were lost. SpillQueueBytes is what waits in the
+	// queue now.
+	Spilled, SpillDropped, SpillQueueBytes int64
 	// Usefulness is the current estimate of the share of filled frames
 	// that are served (see fillPolicy).
 	Usefulness float64

@@ -319,6 +319,7 @@ func (fs *Server) FillStats() FillStats {
 	st := fs.fills.snapshot()
 	if fs.spill != nil {
 		st.Spilled, st.SpillDropped = fs.spill.written.Load(), fs.spill.dropped.Load()
+		st.SpillQueueBytes = fs.spill.queued.Load()
 	}
 	return st
 }
@@ -522,8 +523,9 @@ func (fs *Server) evicted(key frameKey, image []byte) {
 		// The check reads the whole video, so it is made only for a video
 		// whose filled frames a reader comes back for (see served): not
 		// for the videos a sparse reader reads a few frames of each.
-		sk := fs.storeKey(*to.v, to.image)
-		if sk != "" && fs.spill.add(sk, image, fs.imageOf(to, key.form)) {
+		im := frameKey{video: key.video, stream: key.stream, ordinal: key.ordinal, setting: to.setting}
+		sk := fs.storeKey(*to.v, im)
+		if sk != "" && fs.spill.add(sk, image, fs.imageOf(to.v, im, key.form)) {
 			fs.fills.spilled()
 		} else {
 			fs.fills.evicted()
@@ -540,27 +542,29 @@ var noWait = func() context.Context {
 }()
 
 // spillTo is what spills a filled frame if the cache evicts it unserved:
-// its image's key and its video (nil: it is not spilled). A packed
-// picture's own key names no image setting.
+// the setting of its image (a packed picture's own key names none) and its
+// video (nil: it is not spilled), of which only what checks its digest is
+// kept (spillVideo).
 type spillTo struct {
-	image frameKey
-	v     *media.Video
+	setting media.ImageSetting
+	v       *media.Video
 }
 
-// spillTarget is what spills the frame of image, an image key of *v:
-// nothing without a spill store or for a video without a digest.
-func (fs *Server) spillTarget(v *media.Video, image frameKey) spillTo {
+// spillVideo is what spilling keeps of v for the frames one fill makes:
+// nil without a spill store or for a video without a digest. The frame
+// index stays out: a cache full of unserved frames of many videos would
+// keep all their indexes alive.
+func (fs *Server) spillVideo(v media.Video) *media.Video {
 	if fs.spill == nil || v.Digest == "" {
-		return spillTo{}
+		return nil
 	}
-	return spillTo{image, v}
+	return &media.Video{Key: v.Key, R: v.R, Size: v.Size, Digest: v.Digest}
 }
 
-// imageOf returns what makes the image to.image of what the cache holds
+// imageOf returns what makes the image key of *v of what the cache holds
 // in form f: nil for the image itself, a decompression for a compressed
 // one, a rendering for a packed picture.
-func (fs *Server) imageOf(to spillTo, f form) func([]byte) ([]byte, error) {
-	v, key := to.v, to.image
+func (fs *Server) imageOf(v *media.Video, key frameKey, f form) func([]byte) ([]byte, error) {
 	switch f {
 	case formCompressed:
 		return decompressImage
@@ -654,11 +658,11 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 		return
 	}
 	filled := 0
-	video := &job.v
+	video := fs.spillVideo(v)
 	fs.umu.Lock()
 	for _, p := range job.pending {
 		if p.Key() != key {
-			fs.unserved[p.Key()] = fs.spillTarget(video, key.at(p.Key().ordinal))
+			fs.unserved[p.Key()] = spillTo{key.setting, video}
 			filled++
 		}
 	}
@@ -1170,7 +1174,7 @@ func (fs *Server) sizeImage(ctx context.Context, s *session, v media.Video, ordi
 	if keep.budget <= 0 || fs.cache.Contains(key) || fs.hasCompact(key) {
 		return b, nil
 	}
-	value, image := b, key
+	value := b
 	if keep.packed {
 		key = key.packedKey()
 		if value, err = fs.pool.codec.Pack(pic); err != nil {
@@ -1179,7 +1183,7 @@ func (fs *Server) sizeImage(ctx context.Context, s *session, v media.Video, ordi
 	}
 	if keep.take(len(value)) {
 		fs.umu.Lock()
-		fs.unserved[key] = fs.spillTarget(&v, image)
+		fs.unserved[key] = spillTo{setting, fs.spillVideo(v)}
 		fs.umu.Unlock()
 		fs.cache.Add(key, value)
 		fs.fills.sized()

@@ -154,6 +154,7 @@ func registerServingMetrics(reg prometheus.Registerer, frames *serving.Server, d
 			counter("framefs_frame_sizes_frames_kept_total", func(s serving.FillStats) int64 { return s.FramesSized }),
 			counter("framefs_gop_fill_frames_spilled_total", func(s serving.FillStats) int64 { return s.Spilled }),
 			counter("framefs_gop_fill_frames_spill_dropped_total", func(s serving.FillStats) int64 { return s.SpillDropped }),
+			gauge("framefs_spill_queue_bytes", func(s serving.FillStats) int64 { return s.SpillQueueBytes }),
 			gauge("framefs_gop_fill_usefulness", func(s serving.FillStats) float64 { return thousandths(s.Usefulness) }),
 		}},
 	}

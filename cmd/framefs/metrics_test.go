@@ -96,6 +96,7 @@ var statsFamilies = []struct {
 	{"framefs_frame_sizes_frames_kept_total", "counter", false},
 	{"framefs_gop_fill_frames_spilled_total", "counter", false},
 	{"framefs_gop_fill_frames_spill_dropped_total", "counter", false},
+	{"framefs_spill_queue_bytes", "gauge", false},
 	{"framefs_gop_fill_usefulness", "gauge", false},
 	{"framefs_disk_cache_frames_served_total", "counter", false},
 	{"framefs_disk_cache_writes_total", "counter", false},
