@@ -77,15 +77,7 @@ func TestImageFormats(t *testing.T) {
 	for _, path := range videos {
 		t.Run(path[strings.LastIndex(path, "/")+1:], func(t *testing.T) {
 			t.Parallel()
-			v := openVideo(t, path, -1)
-			s, err := openSession(ctx, v, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			s.Bind(ctx, v.R)
-			r := newRenderer()
-			defer r.Close()
+			v, s, r := renderingSession(t, path)
 			// Every frame of the small videos; a few million pixels' worth
 			// spread over the big ones (the checks are per-pixel Go loops,
 			// slow under -race).
@@ -355,15 +347,7 @@ func TestScaleFilters(t *testing.T) {
 	t.Parallel()
 	const path = "../testdata/video/h264_bframes_gop30.mp4" // 160x120
 	ctx := context.Background()
-	v := openVideo(t, path, -1)
-	s, err := openSession(ctx, v, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	s.Bind(ctx, v.R)
-	r := newRenderer()
-	defer r.Close()
+	v, s, r := renderingSession(t, path)
 	chain := func(w, h int, flags string) string {
 		return fmt.Sprintf("scale=w=%d:h=%d:flags=%s,format=yuv420p,scale=flags=bicubic,format=rgb24", w, h, flags)
 	}
@@ -403,4 +387,20 @@ func TestScaleFilters(t *testing.T) {
 			t.Errorf("%dx%d: every frame equals ffmpeg's %s chain too", c.w, c.h, c.others)
 		}
 	}
+}
+
+// renderingSession opens the video at path (its first video stream), a
+// session bound to it and a renderer, closed when the test ends.
+func renderingSession(t *testing.T, path string) (media.Video, *session, *renderer) {
+	t.Helper()
+	v := openVideo(t, path, -1)
+	s, err := openSession(context.Background(), v, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	s.Bind(context.Background(), v.R)
+	r := newRenderer()
+	t.Cleanup(r.Close)
+	return v, s, r
 }

@@ -71,15 +71,7 @@ func (x *Index[K]) PutOldest(name K, size int64, epoch uint64) {
 	if x.Has(name) {
 		return
 	}
-	i := x.add(name, size, epoch)
-	s := &x.slots[i]
-	s.newer, s.older = x.oldest, none
-	if x.oldest != none {
-		x.slots[x.oldest].older = i
-	} else {
-		x.newest = i
-	}
-	x.oldest = i
+	x.linkOldest(x.add(name, size, epoch))
 }
 
 // Forget drops name from the index, if it is there.
@@ -162,6 +154,18 @@ func (x *Index[K]) linkNewest(i int32) {
 		x.oldest = i
 	}
 	x.newest = i
+}
+
+// linkOldest links the unlinked slot i at the oldest end.
+func (x *Index[K]) linkOldest(i int32) {
+	s := &x.slots[i]
+	s.newer, s.older = x.oldest, none
+	if x.oldest != none {
+		x.slots[x.oldest].older = i
+	} else {
+		x.newest = i
+	}
+	x.oldest = i
 }
 
 // unlink takes slot i out of the LRU list.
