@@ -10,7 +10,8 @@
 #            GOP 30 and GOP 250; with frames decoded per frame served and
 #            the daemon's CPU per served frame from .stats and /proc
 #   disk     the same with memory caches 4x smaller than the dataset's
-#            images and --cache-dir on local disk
+#            images: spilling what they cannot keep to the default spill
+#            directory, and with --cache-dir on local disk
 #   views    the training path, default caches, VIEW_EPISODES (4) episodes
 #            of 450 frames: views at the model's input size (224x224) as
 #            bmp, npy and jpg vs the JPEG folder with Resize((224,224)) in
@@ -197,11 +198,13 @@ if want views; then
 	unset TABLE PEER_DIR
 fi
 
-# A dataset 4x larger than the memory caches, with the disk tier: fresh
-# cache directory and mount per run.
+# A dataset 4x larger than the memory caches, spilling (mount_daemon gives
+# each mount a fresh spill directory) and with the disk tier (a fresh cache
+# directory and mount per run).
 if want disk; then
 	mem=$((image_bytes / 4))
 	for gop in 30 250; do
+		epochs "spill_4x_gop$gop" "$gop" --cache-bytes $((mem - (8 << 20))) --picture-cache-bytes $((8 << 20))
 		disk_args() {
 			rm -rf "$work/diskcache"
 			echo --cache-bytes $((mem - (8 << 20))) --picture-cache-bytes $((8 << 20)) --cache-dir "$work/diskcache"
