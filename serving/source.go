@@ -667,6 +667,9 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 		}
 	}
 	fs.umu.Unlock()
+	if video != nil && fs.spill.filled(v.Key) && !fs.digests.known(v) {
+		fs.digests.verify(noWait, fs.ctx, *video)
+	}
 	fs.fills.filled(filled, siblings)
 	fs.active[rk] = append(fs.active[rk], job)
 	fs.wg.Add(1)

@@ -5,6 +5,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/framefs/framefs/media"
 )
 
 // Spilling. A shuffled epoch over a dataset larger than the image cache
@@ -42,6 +46,8 @@ const (
 )
 
 // spiller writes evicted images to the spill store in the background.
+// It also counts the fills of each video whose digest is not checked yet
+// (fillsBeforeCheck).
 // An image waiting in its queue is found there (get), so that a request
 // for it does not decode it again.
 type spiller struct {
@@ -54,6 +60,7 @@ type spiller struct {
 	mu      sync.Mutex
 	waiting map[string]spilled
 	seq     uint64 // numbers the images queued; mu held
+	fills   *simplelru.LRU[media.VideoKey, int]
 	// written counts the images spilled; dropped those that found the
 	// queue full.
 	written, dropped atomic.Int64
@@ -78,7 +85,32 @@ func (sp spilled) made() ([]byte, error) {
 
 func newSpiller(store ImageStore, cacheBytes int64) *spiller {
 	maxBytes := min(max(cacheBytes/8, minSpillQueue), maxSpillQueue)
-	return &spiller{store: store, queue: make(chan spilled, spillQueueLen), maxBytes: maxBytes, waiting: map[string]spilled{}}
+	fills, _ := simplelru.NewLRU[media.VideoKey, int](maxCountedVideos, nil)
+	return &spiller{store: store, queue: make(chan spilled, spillQueueLen), maxBytes: maxBytes, waiting: map[string]spilled{}, fills: fills}
+}
+
+// maxCountedVideos bounds the videos whose fills are counted.
+const maxCountedVideos = 4096
+
+// fillsBeforeCheck is the fills of a video after which its digest is
+// checked, so that its frames can be spilled: a reader that fills a
+// second GOP of it is likely to read more of it. A sparse reader of a few
+// frames of each of many large videos (on S3, say) does not have them
+// read whole. The check also starts when a reader is first served a
+// frame a fill made of the video (see Server.served): with long GOPs the
+// cache may evict frames of a video's first fills before either happens,
+// and those are lost as without spilling.
+const fillsBeforeCheck = 2
+
+// filled counts a fill of the video k and reports whether that makes
+// fillsBeforeCheck of them.
+func (s *spiller) filled(k media.VideoKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, _ := s.fills.Get(k)
+	n++
+	s.fills.Add(k, n)
+	return n == fillsBeforeCheck
 }
 
 // spillQueueLen bounds the images in the queue, whatever their size.

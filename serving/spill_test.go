@@ -107,3 +107,31 @@ func TestSpillDoesNotHideWaste(t *testing.T) {
 		t.Errorf("fills %+v: want the spilled, unread siblings to make most requests decline fills", fs)
 	}
 }
+
+// TestSpillChecksDigestWhenReadOn: spilling needs the video's digest
+// checked, which reads the whole video; a spill store has it checked once
+// a reader fills a second GOP of it, not for a reader of one frame.
+func TestSpillChecksDigestWhenReadOn(t *testing.T) {
+	setting := media.ImageSetting{Width: 160}
+	srv := New(&countingCodec{}, Options{PictureCacheBytes: -1, Readahead: -1, Spill: &memoryStore{}})
+	defer srv.Close()
+	v := storedVideo(t, "v", 300, 30)
+	ctx := context.Background()
+	if _, err := srv.Frame(ctx, v, 5, setting); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if hashed, _ := srv.DigestChecks(); hashed != 0 {
+		t.Fatalf("after one fill %d bytes of the video hashed; want none", hashed)
+	}
+	if _, err := srv.Frame(ctx, v, 95, setting); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if hashed, _ := srv.DigestChecks(); hashed == v.Size {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("after a second fill %d bytes of the video hashed; want %d", hashed, v.Size)
+		}
+	}
+}
