@@ -11,6 +11,9 @@ on_exit rm -rf "$work"
 on_exit unmount "$work/run/mnt"
 on_exit unmount "$work/user/mnt"
 
+# The mounts keep what they spill under the user's cache directory by
+# default: here, under work.
+export XDG_CACHE_HOME="$work/cache"
 mkdir -p "$work/wh" "$work/run/mnt" "$work/user/mnt"
 "$bin" create "$work/wh/t" >/dev/null
 for m in "$work/run/mnt" "$work/user/mnt"; do
