@@ -409,7 +409,7 @@ func (fs *Server) image(ctx context.Context, v media.Video, ordinal int, setting
 func (fs *Server) load(ctx context.Context, v media.Video, key frameKey) ([]byte, error) {
 	if !fs.cache.Contains(key) {
 		if fs.opts.Store != nil {
-			// A spill store does not wait: see spillTarget.
+			// A spill store does not wait: see evicted.
 			fs.digests.verify(ctx, fs.ctx, v)
 		}
 		if b, ok := fs.fromStore(v, key); ok {
@@ -468,19 +468,34 @@ func (fs *Server) fromPacked(ctx context.Context, v media.Video, key frameKey) (
 	if !ok || err != nil {
 		return nil, false, err
 	}
-	pic, err := fs.pool.codec.Unpack(packed)
-	if err != nil {
+	b, err = fs.renderPacked(packed, v, key)
+	if errors.Is(err, errUnpack) {
 		// Never expected of bytes this process packed; decode instead.
 		fs.cache.Remove(pk)
 		return nil, false, nil
 	}
-	defer pic.Release()
-	if b, err = fs.pool.renderers.render(pic, v, key.ordinal, key.setting); err != nil {
+	if err != nil {
 		return nil, true, err
 	}
-	fs.fills.unpacked()
 	fs.served(pk)
 	return b, true, nil
+}
+
+// errUnpack is renderPacked's error for bytes that are no packed picture.
+var errUnpack = errors.New("serving: not a packed picture")
+
+// renderPacked renders the image of key from the frame's packed picture.
+func (fs *Server) renderPacked(packed []byte, v media.Video, key frameKey) ([]byte, error) {
+	pic, err := fs.pool.codec.Unpack(packed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUnpack, err)
+	}
+	defer pic.Release()
+	b, err := fs.pool.renderers.render(pic, v, key.ordinal, key.setting)
+	if err == nil {
+		fs.fills.unpacked()
+	}
+	return b, err
 }
 
 // served notes that key's image (or packed picture) was handed to a
@@ -493,11 +508,8 @@ func (fs *Server) served(key frameKey) {
 	fs.umu.Unlock()
 	if filled {
 		fs.fills.served()
-		if to.v != nil && !fs.digests.known(*to.v) {
-			// A reader comes back for the frames fills make of this
-			// video: have its digest checked, so that those the cache
-			// cannot keep are spilled (see evicted).
-			fs.digests.verify(noWait, fs.ctx, *to.v)
+		if to.v != nil {
+			fs.checkForSpill(to.v)
 		}
 	}
 	if fs.opts.DemoteServed {
@@ -513,23 +525,29 @@ func (fs *Server) evicted(key frameKey, image []byte) {
 	to, filled := fs.unserved[key]
 	delete(fs.unserved, key)
 	fs.umu.Unlock()
-	switch {
-	case !filled || fs.opts.Store != nil || to.v == nil:
-		if filled && fs.opts.Store == nil {
-			fs.fills.evicted()
-		}
-	default:
-		// The spill store is used for a video once its digest is checked.
-		// The check reads the whole video, so it is made only for a video
-		// whose filled frames a reader comes back for (see served): not
-		// for the videos a sparse reader reads a few frames of each.
+	if !filled || fs.opts.Store != nil {
+		return
+	}
+	if to.v != nil {
+		// The spill store is used for a video once its digest is checked
+		// (see checkForSpill).
 		im := frameKey{video: key.video, stream: key.stream, ordinal: key.ordinal, setting: to.setting}
-		sk := fs.storeKey(*to.v, im)
-		if sk != "" && fs.spill.add(sk, image, fs.imageOf(to.v, im, key.form)) {
+		if sk := fs.storeKey(*to.v, im); sk != "" && fs.spill.add(sk, image, fs.imageOf(to.v, im, key.form)) {
 			fs.fills.spilled()
-		} else {
-			fs.fills.evicted()
+			return
 		}
+	}
+	fs.fills.evicted()
+}
+
+// checkForSpill has the digest of v (what spillVideo keeps of it) checked
+// in the background, unless it is known: spilling its frames needs it.
+// The check reads the whole video, so it is asked for only once a reader
+// fills a second GOP of v or is served a frame a fill made of it, not for
+// the videos a sparse reader reads a frame of each.
+func (fs *Server) checkForSpill(v *media.Video) {
+	if !fs.digests.known(*v) {
+		fs.digests.verify(noWait, fs.ctx, *v)
 	}
 }
 
@@ -569,18 +587,7 @@ func (fs *Server) imageOf(v *media.Video, key frameKey, f form) func([]byte) ([]
 	case formCompressed:
 		return decompressImage
 	case formPicture:
-		return func(packed []byte) ([]byte, error) {
-			pic, err := fs.pool.codec.Unpack(packed)
-			if err != nil {
-				return nil, err
-			}
-			defer pic.Release()
-			b, err := fs.pool.renderers.render(pic, *v, key.ordinal, key.setting)
-			if err == nil {
-				fs.fills.unpacked()
-			}
-			return b, err
-		}
+		return func(packed []byte) ([]byte, error) { return fs.renderPacked(packed, *v, key) }
 	}
 	return nil
 }
@@ -667,8 +674,8 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 		}
 	}
 	fs.umu.Unlock()
-	if video != nil && fs.spill.filled(v.Key) && !fs.digests.known(v) {
-		fs.digests.verify(noWait, fs.ctx, *video)
+	if video != nil && fs.spill.filled(v.Key) {
+		fs.checkForSpill(video)
 	}
 	fs.fills.filled(filled, siblings)
 	fs.active[rk] = append(fs.active[rk], job)

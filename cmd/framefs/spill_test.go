@@ -93,11 +93,9 @@ func statsOf(t *testing.T, mnt string) map[string]float64 {
 		t.Fatal(err)
 	}
 	out := map[string]float64{}
-	for _, line := range strings.Split(string(text), "\n") {
-		if name, value, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(line, "#") {
-			if v, err := strconv.ParseFloat(value, 64); err == nil {
-				out[name] = v
-			}
+	for name, value := range parseStats(t, string(text)).samples {
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[name] = v
 		}
 	}
 	return out
