@@ -25,7 +25,8 @@ import (
 // Measured: 1.6-2.7 KB, median 1.95, over 23 runs with 600 episodes
 // added at each step: what the heap holds apart from the episodes moves by
 // a few hundred KB from run to run (steps of 1,200 read 1.5-2.0 KB, median
-// 1.70, but took 50 s, and 5 minutes in make test). 2.1-2.5 KB while
+// 1.70, but took 50 s). make test runs it without the race detector
+// (`make memory`), which made it take 185 s. 2.1-2.5 KB while
 // go-fuse kept a map of the frame's other parents; 3.1-4.1 KB while the
 // former head's folder stayed for its linger, which this bound catches.
 const bytesPerFollowedEpisode = 11 << 8 // 2.75 KB
