@@ -59,12 +59,14 @@ func TestShuffledEpochDecodesOnce(t *testing.T) {
 	}{
 		{"bmp", &table.ViewImage{Format: "bmp"}, media.ImageSetting{Format: media.FormatBMP}},
 		{"npy", &table.ViewImage{Format: "npy"}, media.ImageSetting{Format: media.FormatNPY}},
+		{"ppm", &table.ViewImage{Format: "ppm"}, media.ImageSetting{Format: media.FormatPPM}},
 		{"bmp112", &table.ViewImage{Format: "bmp", Width: 112, Height: 112}, media.ImageSetting{Format: media.FormatBMP, Width: 112, Height: 112}},
 		{"jpg112", &table.ViewImage{Format: "jpg", JPEGQuality: 90, Width: 112, Height: 112}, media.ImageSetting{JPEGQuality: 90, Width: 112, Height: 112}},
 		{"bmp160", &table.ViewImage{Format: "bmp", MaxSide: 160}, media.ImageSetting{Format: media.FormatBMP, Width: 160}},
 		// Sizes that are known only once the image is made: a listing
 		// makes none, a stat makes that frame alone.
 		{"png", &table.ViewImage{Format: "png"}, media.ImageSetting{Format: media.FormatPNG}},
+		{"png112", &table.ViewImage{Format: "png", Width: 112, Height: 112}, media.ImageSetting{Format: media.FormatPNG, Width: 112, Height: 112}},
 		{"jpg75", &table.ViewImage{Format: "jpg", JPEGQuality: 75}, media.ImageSetting{JPEGQuality: 75}},
 	}
 	for _, v := range views {
