@@ -203,11 +203,12 @@ fi
 # directory and mount per run).
 if want disk; then
 	mem=$((image_bytes / 4))
+	mem_args=(--cache-bytes $((mem - (8 << 20))) --picture-cache-bytes $((8 << 20)))
 	for gop in 30 250; do
-		epochs "spill_4x_gop$gop" "$gop" --cache-bytes $((mem - (8 << 20))) --picture-cache-bytes $((8 << 20))
+		epochs "spill_4x_gop$gop" "$gop" "${mem_args[@]}"
 		disk_args() {
 			rm -rf "$work/diskcache"
-			echo --cache-bytes $((mem - (8 << 20))) --picture-cache-bytes $((8 << 20)) --cache-dir "$work/diskcache"
+			echo "${mem_args[@]}" --cache-dir "$work/diskcache"
 		}
 		# shellcheck disable=SC2046
 		epochs "disk_4x_gop$gop" "$gop" $(disk_args)

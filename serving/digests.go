@@ -83,24 +83,34 @@ func (d *digestChecks) known(v media.Video) bool {
 // later requests even if ctx ends first). It waits for the check until
 // ctx ends, and then reports false.
 func (d *digestChecks) verify(ctx, life context.Context, v media.Video) bool {
-	if v.Digest == "" {
+	c := d.start(life, v)
+	if c == nil {
 		return false
 	}
-	k := digestKey{v.Key, v.Digest}
-	d.mu.Lock()
-	c, ok := d.checks.Get(k)
-	if !ok {
-		c = &digestCheck{done: make(chan struct{})}
-		d.checks.Add(k, c)
-		go d.run(life, v, c)
-	}
-	d.mu.Unlock()
 	select {
 	case <-c.done:
 		return c.ok
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// start returns the check of v's digest, starting it under life if none
+// is remembered; nil for a video without a digest. It does not wait.
+func (d *digestChecks) start(life context.Context, v media.Video) *digestCheck {
+	if v.Digest == "" {
+		return nil
+	}
+	k := digestKey{v.Key, v.Digest}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.checks.Get(k)
+	if !ok {
+		c = &digestCheck{done: make(chan struct{})}
+		d.checks.Add(k, c)
+		go d.run(life, v, c)
+	}
+	return c
 }
 
 // run hashes v and completes c. A check that could not read the video (an

@@ -165,6 +165,12 @@ func (k frameKey) packedKey() frameKey {
 	return frameKey{video: k.video, stream: k.stream, ordinal: k.ordinal, form: formPicture}
 }
 
+// imageKey returns the key of the frame's image of setting (k may be the
+// key of a compact form).
+func (k frameKey) imageKey(setting media.ImageSetting) frameKey {
+	return frameKey{video: k.video, stream: k.stream, ordinal: k.ordinal, setting: setting}
+}
+
 // compressedKey returns the key of the compressed image of k's setting.
 func (k frameKey) compressedKey() frameKey {
 	k.form = formCompressed
@@ -531,7 +537,7 @@ func (fs *Server) evicted(key frameKey, image []byte) {
 	if to.v != nil {
 		// The spill store is used for a video once its digest is checked
 		// (see checkForSpill).
-		im := frameKey{video: key.video, stream: key.stream, ordinal: key.ordinal, setting: to.setting}
+		im := key.imageKey(to.setting)
 		if sk := fs.storeKey(*to.v, im); sk != "" && fs.spill.add(sk, image, fs.imageOf(to.v, im, key.form)) {
 			fs.fills.spilled()
 			return
@@ -541,23 +547,11 @@ func (fs *Server) evicted(key frameKey, image []byte) {
 }
 
 // checkForSpill has the digest of v (what spillVideo keeps of it) checked
-// in the background, unless it is known: spilling its frames needs it.
-// The check reads the whole video, so it is asked for only once a reader
-// fills a second GOP of v or is served a frame a fill made of it, not for
-// the videos a sparse reader reads a frame of each.
-func (fs *Server) checkForSpill(v *media.Video) {
-	if !fs.digests.known(*v) {
-		fs.digests.verify(noWait, fs.ctx, *v)
-	}
-}
-
-// noWait is a context that has ended: digestChecks.verify given it starts
-// a check and returns at once.
-var noWait = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
+// in the background, unless it was checked or is being checked: spilling
+// its frames needs it. The check reads the whole video, so it is asked for
+// only once a reader fills a second GOP of v or is served a frame a fill
+// made of it, not for the videos a sparse reader reads a frame of each.
+func (fs *Server) checkForSpill(v *media.Video) { fs.digests.start(fs.ctx, *v) }
 
 // spillTo is what spills a filled frame if the cache evicts it unserved:
 // the setting of its image (a packed picture's own key names none) and its
@@ -1096,7 +1090,8 @@ func (fs *Server) FrameSizes(ctx context.Context, v media.Video, setting media.I
 	if fs.opts.Store != nil {
 		fs.digests.verify(ctx, fs.ctx, v)
 	}
-	keep := &sizeKeep{budget: fs.cache.MaxBytes() / 2, packed: fs.opts.Store == nil && fs.fills.form(v, setting) == formPicture}
+	keep := &sizeKeep{budget: fs.cache.MaxBytes() / 2, packed: fs.opts.Store == nil && fs.fills.form(v, setting) == formPicture,
+		spill: fs.spillVideo(v)}
 	workers := min(fs.opts.SizeWorkers, fs.pool.opts.maxPerVideo)
 	chunks := gopChunks(v, workers)
 	workers = min(workers, len(chunks))
@@ -1155,6 +1150,9 @@ type sizeKeep struct {
 	packed bool
 	budget int64
 	used   atomic.Int64
+	// spill is what spilling keeps of the video (spillVideo), shared by
+	// the frames kept.
+	spill *media.Video
 }
 
 // take reports whether n more bytes fit in the budget, and takes them.
@@ -1193,7 +1191,7 @@ func (fs *Server) sizeImage(ctx context.Context, s *session, v media.Video, ordi
 	}
 	if keep.take(len(value)) {
 		fs.umu.Lock()
-		fs.unserved[key] = spillTo{setting, fs.spillVideo(v)}
+		fs.unserved[key] = spillTo{setting, keep.spill}
 		fs.umu.Unlock()
 		fs.cache.Add(key, value)
 		fs.fills.sized()

@@ -46,7 +46,7 @@ const (
 )
 
 // spiller writes evicted images to the spill store in the background.
-// It also counts the fills of each video whose digest is not checked yet
+// It also counts each video's fills, for when to check its digest
 // (fillsBeforeCheck).
 // An image waiting in its queue is found there (get), so that a request
 // for it does not decode it again.
