@@ -24,8 +24,9 @@
 #            JPEG from latest/ and BMP from a view) vs PyAV exact seek, wall
 #            time and CPU per frame
 #   cores    the daemon's CPU use (cores busy) over a shuffled epoch read by
-#            2 loader workers and by 8: fills of different GOPs run on
-#            every core
+#            2 loader workers and by 8, and by 1 and 8 readers that decode
+#            nothing (--bytes), which leave the cores to the daemon: fills of
+#            different GOPs run on every core
 #   rss      peak daemon RSS under 16 random readers vs the configured caches
 #   forget   daemon RSS after stat of every frame of a 54,000-frame episode
 #            and after drop_caches
@@ -292,20 +293,27 @@ if want random; then
 fi
 
 # The daemon's CPU use over one shuffled epoch with 2 and with 8 loader
-# workers: CPU seconds per wall second, i.e. cores kept busy.
+# workers, and with 1 and 8 readers that decode nothing: CPU seconds per
+# wall second, i.e. cores kept busy.
 if want cores; then
-	for workers in 2 8; do
-		busy=() rates=()
+	# cores_line NAME WORKERS [READER_ARGS...]
+	cores_line() {
+		local name=$1 workers=$2 busy=() rates=()
+		shift 2
 		for _ in $(seq "$RUNS"); do
 			mount_wh --cache-bytes "$fit"
-			out=$("$py" "$pyd/shuffled_epochs.py" "$mnt/gop30/latest" --epochs 1 --workers "$workers" --daemon-pid "$daemon_pid" --stats "$mnt/.stats")
+			out=$("$py" "$pyd/shuffled_epochs.py" "$mnt/gop30/latest" --epochs 1 --workers "$workers" "$@" --daemon-pid "$daemon_pid" --stats "$mnt/.stats")
 			rates+=("$(epoch_field 1 5)")
 			busy+=("$(ratio "$(epoch_field 1 6)" "$(epoch_field 1 4)")")
 			unmount_wh
 		done
-		emit "cores_${workers}_workers_epoch1" "$(median "${rates[@]}")" images/s
-		emit "cores_${workers}_workers_daemon_cores_busy" "$(median "${busy[@]}")" cores
-	done
+		emit "cores_${name}_epoch1" "$(median "${rates[@]}")" images/s
+		emit "cores_${name}_daemon_cores_busy" "$(median "${busy[@]}")" cores
+	}
+	cores_line 2_workers 2
+	cores_line 8_workers 8
+	cores_line bytes_1_reader 1 --bytes
+	cores_line bytes_8_readers 8 --bytes
 	emit cores_available "$(nproc)" cores
 fi
 

@@ -1,7 +1,7 @@
 """Shuffled training epochs over an image folder, as a training job reads it.
 
     shuffled_epochs.py ROOT [--epochs 2] [--workers 2] [--seed 1] [--evict]
-                            [--resize N] [--batch-size B] [--npy]
+                            [--resize N] [--batch-size B] [--npy | --bytes]
                             [--daemon-pid PID] [--stats FILE]
 
 torchvision's ImageFolder + DataLoader(shuffle=True): every image of ROOT/CLASS/
@@ -9,7 +9,8 @@ once per epoch, in a new random order each epoch, decoded by PIL in worker
 processes (--resize N resizes each to NxN first, as a model's input
 transform does; --batch-size B collates batches of B tensors, as training
 reads). --npy reads .npy files with numpy.load instead (DatasetFolder), no
-image library involved. Prints one line per epoch (epoch 1 counts the listing of ROOT too):
+image library involved. --bytes reads each file's bytes and decodes nothing:
+a reader that leaves the cores to the daemon. Prints one line per epoch (epoch 1 counts the listing of ROOT too):
 
     epoch N IMAGES SECONDS IMAGES_PER_S [DAEMON_CPU_S DECODED SERVED]
 
@@ -55,6 +56,13 @@ def evict(root):
                 os.close(fd)
 
 
+def load_bytes(path):
+    # The file's size, once read whole: nothing decoded, nothing collated
+    # but a number.
+    with open(path, "rb") as f:
+        return len(f.read())
+
+
 def load_npy(path):
     # HWC uint8, as the frame was decoded; a model's pipeline permutes it.
     return torch.from_numpy(np.load(path))
@@ -70,6 +78,7 @@ def main():
     ap.add_argument("--resize", type=int)
     ap.add_argument("--batch-size", type=int)
     ap.add_argument("--npy", action="store_true")
+    ap.add_argument("--bytes", action="store_true")
     ap.add_argument("--daemon-pid", type=int)
     ap.add_argument("--stats")
     a = ap.parse_args()
@@ -83,6 +92,8 @@ def main():
     start = time.perf_counter()
     if a.npy:
         ds = torchvision.datasets.DatasetFolder(a.root, loader=load_npy, extensions=(".npy",))
+    elif a.bytes:
+        ds = torchvision.datasets.DatasetFolder(a.root, loader=load_bytes, extensions=(".jpg", ".png", ".bmp", ".ppm", ".npy"))
     else:
         steps = [torchvision.transforms.Resize((a.resize, a.resize))] if a.resize else []
         ds = torchvision.datasets.ImageFolder(a.root, transform=torchvision.transforms.Compose(steps + [torchvision.transforms.PILToTensor()]))
