@@ -63,10 +63,11 @@ staticcheck:
 # scripts/with-test-tmp.sh makes private to the run: whatever a crashed test
 # left mounted there is detached afterwards, pass or fail, and nobody
 # else's mounts are touched. The report is plain `go test`'s, made from
-# -json so that skips are counted.
+# -json so that skips are counted. $(call gotest,FLAGS,PACKAGES).
+gotest = scripts/with-test-tmp.sh bash -o pipefail -c \
+	'$(GO) test $(1) -json $(2) | $(TESTREPORT) -skips "$$FRAMEFS_SKIP_LOG"'
 unit: testreport
-	@scripts/with-test-tmp.sh bash -o pipefail -c \
-	'$(GO) test -race -count=1 -timeout 12m -skip $(HEAP_TESTS) -json ./... | $(TESTREPORT) -skips "$$FRAMEFS_SKIP_LOG"'
+	@$(call gotest,-race -count=1 -timeout 12m -skip $(HEAP_TESTS),./...)
 
 # Tests that measure what the mount keeps on the Go heap run apart,
 # without the race detector: it does not change what they measure, but it
@@ -74,8 +75,7 @@ unit: testreport
 # 17 s on 2 cores, half of its package's race run).
 HEAP_TESTS := ^TestBytesPerFollowedEpisode$$
 memory: testreport
-	@scripts/with-test-tmp.sh bash -o pipefail -c \
-	'$(GO) test -count=1 -timeout 5m -run $(HEAP_TESTS) -json ./fusefs | $(TESTREPORT) -skips "$$FRAMEFS_SKIP_LOG"'
+	@$(call gotest,-count=1 -timeout 5m -run $(HEAP_TESTS),./fusefs)
 
 # The mount model and the in-process tests of the node tree build and pass
 # without cgo (so without FFmpeg), as internal/layering promises.
