@@ -88,6 +88,13 @@ var filterCorpus = []string{
 	"CAST(count AS DECIMAL(10, 2)) = 7", "CAST(score AS DECIMAL(6, 1)) = 2.5", "CAST(1.25 AS DECIMAL(4,1)) = 1.3",
 	"CAST('2026-01-02 03:00:05' AS TIMESTAMP) < ts", "- n32::VARCHAR = '-10'", "n32::VARCHAR || 'x' = '10x'",
 	"CAST(tags AS VARCHAR) = '[a, b]'", "CAST(count AS INTEGER) = 7", "CAST(big AS INTEGER) = 0", "count::DOUBLE = 7",
+	// a NaN's sign, which VARCHAR shows: inf % 6, inf - inf and 0 * inf
+	// make -nan, as the processor does; a NaN operand is passed on
+	"CAST(score % count AS VARCHAR) >= concat(label, code) || length(label)", "CAST(score % 0 AS VARCHAR) = '-nan'",
+	"CAST(score - score AS VARCHAR) LIKE '-%'", "CAST(-score AS VARCHAR) = '-nan'", "CAST(score * 0 AS VARCHAR) = '-nan'",
+	"CAST(abs(-score) AS VARCHAR) = 'nan'", "CAST(score % -score AS VARCHAR) < label", "CAST(-score % score AS VARCHAR) < label",
+	"CAST(-CAST(score AS FLOAT) % 2 AS VARCHAR) LIKE '%nan'", "CAST(CAST('-nan' AS DOUBLE) AS VARCHAR) = '-nan'",
+	"CAST('+NaN' AS FLOAT) IS NOT NULL",
 	// implicit casts of literals
 	"flag = 1", "flag = 0", "flag = 2", "flag = 1.5", "flag = n32", "flag = 'true'", "flag = 'yes'", "flag = '0'",
 	"count = '10'", "count = '10.5'", "count = 'abc'", "count > '5'", "score = '2.5'", "speed = '0.1'",

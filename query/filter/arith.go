@@ -148,12 +148,45 @@ func floatArith(op arithOp, x, y float64, single bool) float64 {
 	case opDiv, opIntDiv:
 		v = x / y
 	case opMod:
-		v = math.Mod(x, y)
+		v = fmod(x, y)
 	}
 	if single {
 		v = float64(float32(v))
 	}
 	return v
+}
+
+// defaultNaN is the NaN an x86 processor makes of an invalid operation
+// (inf - inf, 0 * inf, 0 / 0): its sign bit is set, which a cast to
+// VARCHAR shows (-nan). + - * / of floats give it here as in DuckDB, both
+// being the processor's own instructions.
+var defaultNaN = math.Float64frombits(0xfff8000000000000)
+
+// fmod is x % y of floats as DuckDB computes it (C's fmod): math.Mod's
+// remainder, and the same NaN, sign included, where math.Mod gives a NaN
+// of its own: a NaN operand's when one is (when both are, negative only if
+// both are), and defaultNaN for an infinite x or a zero y.
+func fmod(x, y float64) float64 {
+	xn, yn := math.IsNaN(x), math.IsNaN(y)
+	switch {
+	case xn && yn:
+		return math.Copysign(x, b2f(math.Signbit(x) && math.Signbit(y)))
+	case xn:
+		return x
+	case yn:
+		return y
+	case math.IsInf(x, 0) || y == 0:
+		return defaultNaN
+	}
+	return math.Mod(x, y)
+}
+
+// b2f is -1 for true, 1 for false: the sign Copysign gives.
+func b2f(negative bool) float64 {
+	if negative {
+		return -1
+	}
+	return 1
 }
 
 // decimalArith computes x op y for decimals of scales xs and ys into

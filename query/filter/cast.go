@@ -318,7 +318,7 @@ func setString(out *vec, k int, s string) error {
 		if out.t.id == tFloat32 {
 			bits = 32
 		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(s), bits)
+		f, err := parseFloat(strings.TrimSpace(s), bits)
 		if err != nil && !math.IsInf(f, 0) || strings.ContainsAny(s, "_xXpP") {
 			return valueError("cannot cast %q to %s: not a number", clip(s), out.t)
 		}
@@ -456,12 +456,24 @@ func parseNumber(s string) (i128, int, bool) {
 	return d, scale, true
 }
 
+// parseFloat reads a float as strconv.ParseFloat does, and a signed NaN
+// (-nan, +NaN) as DuckDB does, keeping its sign.
+func parseFloat(s string, bits int) (float64, error) {
+	f, err := strconv.ParseFloat(s, bits)
+	if err != nil && len(s) == 4 && (s[0] == '-' || s[0] == '+') && strings.EqualFold(s[1:], "nan") {
+		return math.Copysign(math.NaN(), b2f(s[0] == '-')), nil
+	}
+	return f, err
+}
+
 // formatFloat writes a float as DuckDB casts one to VARCHAR: the shortest
 // digits that read back the same value (of a FLOAT, for single), in plain
 // notation with at least one decimal (1.0) for exponents -4 to 15, in
 // exponent notation (1e+16, 1e-05) beyond; nan, inf, -inf.
 func formatFloat(f float64, single bool) string {
 	switch {
+	case math.IsNaN(f) && math.Signbit(f):
+		return "-nan" // see defaultNaN
 	case math.IsNaN(f):
 		return "nan"
 	case math.IsInf(f, 1):

@@ -346,9 +346,30 @@ func TestFormatFloat(t *testing.T) {
 		{1e20, false, "1e+20"}, {1e-5, false, "1e-05"}, {0.0001, false, "0.0001"}, {math.NaN(), false, "nan"},
 		{math.Inf(-1), false, "-inf"}, {math.Copysign(0, -1), false, "-0.0"}, {float64(float32(0.1)), true, "0.1"},
 		{float64(float32(0.1)), false, "0.10000000149011612"}, {3.4e38, true, "3.4e+38"}, {16777216, true, "16777216.0"},
+		{math.Copysign(math.NaN(), -1), false, "-nan"}, {defaultNaN, true, "-nan"},
 	} {
 		if got := formatFloat(tc.f, tc.single); got != tc.want {
 			t.Errorf("formatFloat(%v, %v) = %s, want %s", tc.f, tc.single, got, tc.want)
+		}
+	}
+}
+
+// TestFloatRemainder checks x % y of floats against what DuckDB answered,
+// NaN signs included (CAST(x % y AS VARCHAR) shows them).
+func TestFloatRemainder(t *testing.T) {
+	nan, neg, inf := math.NaN(), math.Copysign(math.NaN(), -1), math.Inf(1)
+	for _, tc := range []struct {
+		x, y float64
+		want string
+	}{
+		{2.5, 2, "0.5"}, {-2, 2, "-0.0"}, {-2.5, inf, "-2.5"}, {math.Copysign(0, -1), inf, "-0.0"}, {13.333333333333334, 7, "6.333333333333334"},
+		{inf, 6, "-nan"}, {-inf, 2, "-nan"}, {2.5, 0, "-nan"}, {inf, 0, "-nan"},
+		{nan, 0, "nan"}, {neg, 2, "-nan"}, {neg, inf, "-nan"}, {neg, 0, "-nan"},
+		{2, neg, "-nan"}, {inf, neg, "-nan"}, {inf, nan, "nan"}, {0, neg, "-nan"},
+		{neg, nan, "nan"}, {nan, neg, "nan"}, {neg, neg, "-nan"}, {nan, nan, "nan"},
+	} {
+		if got := formatFloat(floatArith(opMod, tc.x, tc.y, false), false); got != tc.want {
+			t.Errorf("%v %% %v = %s, want %s", tc.x, tc.y, got, tc.want)
 		}
 	}
 }
