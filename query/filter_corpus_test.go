@@ -47,6 +47,7 @@ var filterCorpus = []string{
 	"score IS NOT DISTINCT FROM 'NaN'", "tags IS NOT DISTINCT FROM ['a', 'b']",
 	// IN
 	"count IN (1, 2, 7)", "count NOT IN (1, 2, 7)", "count IN (7, NULL)", "count NOT IN (7, NULL)", "n32 IN (count)",
+	"count IN (NULL)", "label NOT IN (NULL, NULL)", "(count IN (NULL)) IS NULL", "NOT (count IN (NULL, NULL))",
 	"n32 IN (count, 3)", "n32 NOT IN (count, 3)", "count IN (n32 + 1, 20)", "label IN ('cat', 'dog')",
 	"label NOT IN ('cat', '')", "score IN (2.5, 'NaN')", "speed IN (0.1, 2.5)", "flag IN (TRUE)", "flag NOT IN (FALSE, NULL)",
 	"ts IN ('2026-01-02 03:00:05', TIMESTAMP '2026-01-02 03:00:10')", "count IN (1.5, 7)", "count IN ('7', 8)",
@@ -72,6 +73,21 @@ var filterCorpus = []string{
 	"big + 1 > 0", "big - 1 < 0", "big * 2 > 0", "-big > 0", "abs(big) > 0", "big + big > 0", "n32 + 2147483647 > 0",
 	"big * 1.5 > 0", "big / 2 > 1e18", "big % 2 = 0", "count + big > 0", "2147483647 + 1 > 0", "big < 0 OR big * 2 > 0",
 	"big > 0 AND big * 2 > 0", "big = 0 AND big * 4 = 0",
+	// a value that fails, by where it stands: the terms of an AND or OR
+	// run in order, each on the rows still undecided, but the filter's top
+	// AND is split into filters; every term under NOT or IS runs; a
+	// constant term decides a chain before anything runs
+	"(big - count) > 0 OR count > -100", "count > -100 OR (big - count) > 0", "flag OR (big - count) > 0",
+	"((big - count) IS DISTINCT FROM abs(speed)) OR (NOT (episode_id ILIKE 'c%'))",
+	"count < -100 OR ((big - count) > 0 AND episode_id = 'zz')", "count < -100 OR (episode_id = 'zz' AND (big - count) > 0)",
+	"(big - count) > 0 AND count < -100", "(big - count) > 0 AND (count < -100 OR count IS NULL)",
+	"NOT ((count < -100) AND (big - count) > 0)", "NOT ((count > -100) OR (big - count) > 0)",
+	"((count IS NULL) AND (big - count) > 0) IS NULL", "((big - count) > 0) = (count < -100 AND count > 100)",
+	"coalesce((big - count) > 0 OR flag, TRUE)", "count IN (count, big - count)", "count NOT IN (count, big - count)",
+	"count NOT IN (big - count, count)", "flag AND count NOT IN (big - count, count)", "count BETWEEN big - count AND count",
+	"count < -100 OR count BETWEEN count + 1 AND big - count", "abs(7) NOT IN (nums[-1], frame + big, 7)",
+	"(-big > 0) OR (NOT (NOT (TRUE)))", "coalesce(3000000000, 3000000000) NOT BETWEEN -big AND -0",
+	"3000000000 BETWEEN CAST(3000000000 AS INTEGER) AND abs(7)",
 	// functions on strings
 	"lower(label) = 'cat'", "upper(label) = 'CAT'", "lower(label) = 'éclair'", "upper(label) = 'ÉCLAIR'",
 	"length(label) = 3", "len(label) = 0", "length(label) > 5", "length(code) = 2", "lcase(label) = 'cat'",

@@ -94,7 +94,7 @@ func (b *binder) bind(n node) (expr, error) {
 			if e, err = b.condition(e, t); err != nil {
 				return nil, err
 			}
-			if inner, ok := e.(*logicExpr); ok && inner.and == x.and {
+			if inner, ok := e.(*logicExpr); ok && inner.and == x.and && !inner.list {
 				l.terms = append(l.terms, inner.terms...)
 			} else {
 				l.terms = append(l.terms, e)
@@ -637,16 +637,17 @@ func (b *binder) in(x inNode) (expr, error) {
 		allConst = allConst && isConst(items[i])
 	}
 	if !allConst || t.id == tList || t.id == tNull {
-		// x IN (a, b) is x = a OR x = b, NULLs included.
-		or := &logicExpr{}
-		for _, item := range items {
-			or.terms = append(or.terms, cmpTyped(opEQ, v, item))
-		}
-		var e expr = or
+		// x IN (a, b) is x = a OR x = b, NULLs included, and x NOT IN
+		// (a, b) is x <> a AND x <> b, as DuckDB rewrites them: its terms
+		// are then computed in order (see logicExpr.table).
+		chain, op := &logicExpr{list: true}, opEQ
 		if x.not {
-			e = &notExpr{x: e}
+			chain.and, op = true, opNE
 		}
-		return e, nil
+		for _, item := range items {
+			chain.terms = append(chain.terms, cmpTyped(op, v, item))
+		}
+		return chain, nil
 	}
 	in := &inExpr{x: v, not: x.not, values: newVec(t, 0, 1)}
 	for _, item := range items {
@@ -659,8 +660,8 @@ func (b *binder) in(x inNode) (expr, error) {
 		copyValue(in.values, in.values.len()-1, c, 0)
 	}
 	if in.values.len() == 0 {
-		// Every value is NULL: x IN (NULL) is never TRUE.
-		return b.fold(&isNullExpr{x: constant(nullConst(typBool), false)}, x)
+		// Every value is NULL: x [NOT] IN (NULL) is NULL.
+		return constant(nullConst(typBool), false), nil
 	}
 	in.index()
 	return in, nil

@@ -11,10 +11,16 @@ import (
 
 // Four-valued logic: every condition is TRUE, FALSE or NULL for a row, as
 // in SQL; a fourth value marks a row whose value could not be computed
-// (an integer overflow, a string that is not a number). Such a row fails
-// the filter only if its outcome depends on the value: FALSE AND x is
-// FALSE whatever x is, as DuckDB, which evaluates the terms of AND and OR
-// on the rows still undecided, finds it.
+// (an integer overflow, a string that is not a number). Whether such a
+// value fails the filter depends on whether DuckDB computes it, which
+// depends on where it stands (see logicExpr.table): DuckDB selects rows
+// with the filter's AND and OR chains a term at a time, each term on the
+// rows the terms before it left undecided (FALSE AND x needs no x, but x
+// AND FALSE fails where x does), except that it splits the filter's top
+// AND into filters it orders itself (so there a term that rejects a row
+// rejects it whichever term fails); and it computes every term of a chain
+// under NOT, IS or a comparison on every row (NOT (FALSE AND x) fails
+// where x does).
 const (
 	triF uint8 = 0
 	triT uint8 = 1
@@ -36,7 +42,29 @@ var (
 		triE, triT, triE, triE,
 	}
 	notTable = [4]uint8{triT, triF, triN, triE}
+
+	// The tables as DuckDB applies them term after term: a failed value
+	// of an earlier term fails the row, whatever comes after it.
+	andInOrder, orInOrder = inOrder(andTable), inOrder(orTable)
+	// The tables of a chain whose terms are all computed: any failed
+	// value fails the row.
+	andStrict, orStrict = strict(andTable), strict(orTable)
 )
+
+func inOrder(t [16]uint8) [16]uint8 {
+	for y := range uint8(4) {
+		t[triE*4+y] = triE
+	}
+	return t
+}
+
+func strict(t [16]uint8) [16]uint8 {
+	t = inOrder(t)
+	for x := range uint8(4) {
+		t[x*4+triE] = triE
+	}
+	return t
+}
 
 func boolTri(b bool) uint8 {
 	if b {
@@ -593,6 +621,28 @@ type logicExpr struct {
 	// FALSE both leave a row out, so FALSE AND x and NULL AND x need no
 	// x, and a value of x that fails does not fail the filter.
 	selecting bool
+	// split marks the filter's top AND (and the AND chains directly under
+	// it), which DuckDB splits into filters.
+	split bool
+	// list marks the chain of an [NOT] IN list, one term of the chain it
+	// stands in, never split.
+	list bool
+}
+
+// table returns how the chain combines its terms' values (see the
+// four-valued logic above).
+func (l *logicExpr) table() *[16]uint8 {
+	switch {
+	case l.split:
+		return &andTable
+	case !l.selecting && l.and:
+		return &andStrict
+	case !l.selecting:
+		return &orStrict
+	case l.and:
+		return &andInOrder
+	}
+	return &orInOrder
 }
 
 // selectTri is the outcome of a condition for selecting rows: NULL counts
@@ -602,10 +652,7 @@ var selectTri = [4]uint8{triF, triT, triF, triE}
 func (l *logicExpr) typ() sqlType { return typBool }
 
 func (l *logicExpr) eval(b *batch) *vec {
-	table := &orTable
-	if l.and {
-		table = &andTable
-	}
+	table := l.table()
 	acc := l.terms[0].eval(b)
 	if l.selecting {
 		acc = l.forSelection(acc)
@@ -648,12 +695,16 @@ func (l *logicExpr) forSelection(v *vec) *vec {
 }
 
 // markSelecting marks the AND and OR chains that only select rows: the
-// filter's root and the chains directly under such a chain.
-func markSelecting(e expr) {
+// filter's root and the chains directly under such a chain; and the
+// filter's top AND as split.
+func markSelecting(e expr) { markSelectingAt(e, true) }
+
+func markSelectingAt(e expr, top bool) {
 	if l, ok := e.(*logicExpr); ok {
 		l.selecting = true
+		l.split = top && l.and && !l.list
 		for _, t := range l.terms {
-			markSelecting(t)
+			markSelectingAt(t, l.split)
 		}
 	}
 }

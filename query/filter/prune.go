@@ -242,10 +242,7 @@ func combine(a, b uint8, table *[16]uint8) uint8 {
 }
 
 func (l *logicExpr) bounds(st *statsScope) abstract {
-	table := &orTable
-	if l.and {
-		table = &andTable
-	}
+	table := l.table()
 	set := func(e expr) uint8 {
 		s := e.bounds(st).tri
 		if l.selecting {

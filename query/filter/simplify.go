@@ -47,6 +47,11 @@ func (s *simplifier) simplify(e expr) expr {
 			return r
 		}
 	}
+	if l, ok := e.(*logicExpr); ok {
+		if r := foldChain(l); r != nil {
+			return r
+		}
+	}
 	if strictNulls(e) {
 		for _, c := range children(e) {
 			if isNullConst(c) {
@@ -68,6 +73,41 @@ func (s *simplifier) simplify(e expr) expr {
 	// decide without it (2147483647 + 1 > 0); checkConstants reports it
 	// otherwise.
 	return e
+}
+
+// foldChain folds the constant terms of an AND or OR chain as DuckDB's
+// optimizer does, before anything is computed: a FALSE term makes an AND
+// FALSE (a TRUE one an OR TRUE) wherever it stands, so the other terms
+// are not needed and cannot fail; a TRUE term of an AND (FALSE of an OR)
+// is dropped. It returns what replaces l, or nil to keep l.
+func foldChain(l *logicExpr) expr {
+	decides, neutral := triT, triF
+	if l.and {
+		decides, neutral = triF, triT
+	}
+	terms := l.terms[:0:0]
+	for _, t := range l.terms {
+		c, ok := t.(*constExpr)
+		switch {
+		case ok && c.v.tri[0] == decides:
+			return c
+		case ok && c.v.tri[0] == neutral:
+		default:
+			terms = append(terms, t)
+		}
+	}
+	switch {
+	case len(terms) == len(l.terms):
+		return nil
+	case len(terms) == 0:
+		v := newVec(typBool, 1, 0)
+		v.tri[0] = neutral
+		return constant(v, false)
+	case len(terms) == 1:
+		return terms[0]
+	}
+	l.terms = terms
+	return l
 }
 
 // strictNulls reports whether e is NULL wherever one of its operands is.
