@@ -69,6 +69,7 @@ var filterCorpus = []string{
 	"speed * 2 = 5", "speed + 0.1 > 0.2", "speed / 0 > 0", "score * 0 = 0", "score - score = 0", "score / 0 > 0",
 	"count * 0.1 = 0.7", "n32 * 1.1 > 5.5", "count + 0.5 > 3", "n32 - 0.25 = 9.75", "0.1 + 0.2 = 0.3", "3 * 0.1 = 0.3",
 	"count * 1.5 = 10.5", "count % 1.5 = 1", "-(count) = -7", "- -count = 7", "count - -1 > 5", "+count = 7",
+	"(1e3 // frame) IS NULL", "(score // frame) IS NULL", "(speed // count) IS NULL", "(CAST(count AS DECIMAL(10,2)) // n32) IS NULL",
 	"abs(n32) = 5", "abs(count - 10) < 3", "abs(score) > 1", "abs(speed) = 1.5", "abs(-0.5) = 0.5",
 	"big + 1 > 0", "big - 1 < 0", "big * 2 > 0", "-big > 0", "abs(big) > 0", "big + big > 0", "n32 + 2147483647 > 0",
 	"big * 1.5 > 0", "big / 2 > 1e18", "big % 2 = 0", "count + big > 0", "2147483647 + 1 > 0", "big < 0 OR big * 2 > 0",

@@ -474,10 +474,12 @@ func (a *arithExpr) bounds(st *statsScope) abstract {
 	out := abstract{mayNull: l.mayNull || r.mayNull, mayValue: l.mayValue && r.mayValue, mayFail: l.mayFail || r.mayFail}
 	switch {
 	case a.t.floating():
+		// // by zero is NULL for floats too.
+		out.mayNull = out.mayNull || a.op == opIntDiv
 		return out
 	case a.t.id == tDecimal:
 		out.mayFail = out.mayFail || a.t.width >= maxDecimalDigits
-		out.mayNull = out.mayNull || a.op == opMod
+		out.mayNull = out.mayNull || a.op == opMod || a.op == opIntDiv
 		return out
 	}
 	if !l.hasRange || !r.hasRange {
