@@ -22,7 +22,8 @@
 #   pyav     the mount's first epoch vs a PyAV Dataset seeking per item
 #   random   300 random frames, one reader: mount (PIL decode of each file,
 #            JPEG from latest/ and BMP from a view) vs PyAV exact seek, wall
-#            time and CPU per frame
+#            time and CPU per frame; the mean open of the first frame read
+#            in each GOP and of the others
 #   cores    the daemon's CPU use (cores busy) over a shuffled epoch read by
 #            2 loader workers and by 8, and by 1 and 8 readers that decode
 #            nothing (--bytes), which leave the cores to the daemon: fills of
@@ -242,16 +243,19 @@ if want pyav; then
 	done
 fi
 
-# random_mount DIR: the 300 random frames read from DIR (under the mount)
-# through a fresh mount; sets r_fps, r_cpu (daemon ms per frame) and r_dec
-# (frames decoded per frame read).
+# random_mount DIR [ARGS...]: the 300 random frames read from DIR (under
+# the mount) through a fresh mount; sets r_fps, r_cpu (daemon ms per frame)
+# and r_dec (frames decoded per frame read), and with ARGS --gop N
+# (random_reads.py) r_first and r_other (mean ms to open the first frame
+# read in a GOP, and any other).
 random_mount() {
 	local ep="$mnt/$1" cpu0 cpu1 dec0 dec1
+	shift
 	mount_wh
 	ls "$ep" >/dev/null
 	cpu0=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
 	dec0=$(stats_value "$mnt" framefs_decoder_frames_decoded_total)
-	read -r _ _ r_fps _ < <("$py" "$pyd/random_reads.py" mount "$ep" "$work/frames.txt")
+	read -r _ _ r_fps _ r_first r_other < <("$py" "$pyd/random_reads.py" mount "$ep" "$work/frames.txt" "$@")
 	cpu1=$(awk '{print $14+$15}' "/proc/$daemon_pid/stat")
 	dec1=$(stats_value "$mnt" framefs_decoder_frames_decoded_total)
 	r_cpu=$(ratio "$((1000 * (cpu1 - cpu0)))" "$((300 * $(getconf CLK_TCK)))")
@@ -289,6 +293,14 @@ if want random; then
 		emit "random300_daemon_cpu_per_served_bmp_view_gop$gop" "$bc" ms
 		emit "ratio:random300_daemon_cpu_bmp_view_vs_pyav_cpu_gop$gop" "$(ratio "$bc" "$pc")" x
 		emit "random300_decoded_per_served_bmp_view_gop$gop" "$(median "${bdec[@]}")" frames
+		# One more run of each, timing the opens: the first read into a
+		# GOP waits for its fill to reach the frame, the others do not.
+		random_mount "one$gop/latest/one" --gop "$gop"
+		emit "random300_first_read_in_gop_ms_gop$gop" "$r_first" ms
+		emit "random300_other_read_ms_gop$gop" "$r_other" ms
+		random_mount "one$gop/views/exact/one" --gop "$gop"
+		emit "random300_first_read_in_gop_bmp_view_ms_gop$gop" "$r_first" ms
+		emit "random300_other_read_bmp_view_ms_gop$gop" "$r_other" ms
 	done
 fi
 
