@@ -624,8 +624,9 @@ type logicExpr struct {
 	// split marks the filter's top AND (and the AND chains directly under
 	// it), which DuckDB splits into filters.
 	split bool
-	// list marks the chain of an [NOT] IN list, one term of the chain it
-	// stands in, never split.
+	// list marks the chain an [NOT] IN list becomes, which DuckDB
+	// computes as one term of the chain it stands in: it is neither
+	// merged into that chain nor split.
 	list bool
 }
 
