@@ -89,6 +89,8 @@ var filterCorpus = []string{
 	"count < -100 OR count BETWEEN count + 1 AND big - count", "abs(7) NOT IN (nums[-1], frame + big, 7)",
 	"(-big > 0) OR (NOT (NOT (TRUE)))", "coalesce(3000000000, 3000000000) NOT BETWEEN -big AND -0",
 	"3000000000 BETWEEN CAST(3000000000 AS INTEGER) AND abs(7)",
+	"NOT (0 IN (coalesce(count, big), (3000000000 * big), 2.5))", "(3000000000 * big) IN (0, count)",
+	"0 = 3000000000 * big", "CAST(big AS INTEGER) IN (0, n32)",
 	// functions on strings
 	"lower(label) = 'cat'", "upper(label) = 'CAT'", "lower(label) = 'éclair'", "upper(label) = 'ÉCLAIR'",
 	"length(label) = 3", "len(label) = 0", "length(label) > 5", "length(code) = 2", "lcase(label) = 'cat'",

@@ -645,7 +645,11 @@ func (b *binder) in(x inNode) (expr, error) {
 			chain.and, op = true, opNE
 		}
 		for _, item := range items {
-			chain.terms = append(chain.terms, cmpTyped(op, v, item))
+			term := cmpTyped(op, v, item)
+			if c, ok := term.(*cmpExpr); ok {
+				c.listed = true
+			}
+			chain.terms = append(chain.terms, term)
 		}
 		return chain, nil
 	}

@@ -823,6 +823,9 @@ func (op cmpOp) holds(c int) bool {
 type cmpExpr struct {
 	op   cmpOp
 	l, r expr
+	// listed marks a comparison of an IN list, whose operands DuckDB
+	// computes as written: its constants are not moved (moveConstants).
+	listed bool
 }
 
 func (c *cmpExpr) typ() sqlType { return typBool }

@@ -40,7 +40,7 @@ func (s *simplifier) simplify(e expr) expr {
 	for _, c := range childRefs(e) {
 		*c = s.simplify(*c)
 	}
-	if x, ok := e.(*cmpExpr); ok {
+	if x, ok := e.(*cmpExpr); ok && !x.listed {
 		for s.moveConstants(x) || s.unwrapCast(x) {
 		}
 		if r := decideConstant(x); r != nil {
