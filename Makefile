@@ -110,23 +110,23 @@ bench: build
 
 # Coverage-guided fuzzing of every parser of untrusted bytes, FUZZTIME each,
 # and thousands of generated filters checked against DuckDB with a new seed.
+# Every step runs even when one fails (a disagreement with DuckDB must not
+# keep the parsers unfuzzed); the target fails if any did.
+FUZZ_TARGETS = videoidx:FuzzReadMP4 videoidx:FuzzDecode videoidx:FuzzFastStart \
+	decoder:FuzzScanIndex decoder:FuzzUnpack table:FuzzParseSidecar table:FuzzChunkIndex \
+	cache/diskcache:FuzzEntry query/filter:FuzzCompile table/manifest:FuzzManifest \
+	table/manifest:FuzzManifestList internal/timestamp:FuzzParse lerobot:FuzzInfo \
+	lerobot:FuzzParquet lerobot:FuzzJSONLines
+
 fuzz:
-	FRAMEFS_FILTER_SEED=$$(date +%s) FRAMEFS_FILTER_COUNT=3000 $(GO) test -count=1 -run '^TestRandomFiltersMatchDuckDB$$' -v ./query
-	$(GO) test -run '^$$' -fuzz '^FuzzReadMP4$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
-	$(GO) test -run '^$$' -fuzz '^FuzzFastStart$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./videoidx
-	$(GO) test -run '^$$' -fuzz '^FuzzScanIndex$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./decoder
-	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./decoder
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSidecar$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table
-	$(GO) test -run '^$$' -fuzz '^FuzzEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./cache/diskcache
-	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./query/filter
-	$(GO) test -run '^$$' -fuzz '^FuzzManifest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table/manifest
-	$(GO) test -run '^$$' -fuzz '^FuzzManifestList$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table/manifest
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./internal/timestamp
-	$(GO) test -run '^$$' -fuzz '^FuzzChunkIndex$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./table
-	$(GO) test -run '^$$' -fuzz '^FuzzInfo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
-	$(GO) test -run '^$$' -fuzz '^FuzzParquet$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
-	$(GO) test -run '^$$' -fuzz '^FuzzJSONLines$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./lerobot
+	@failed=""; \
+	FRAMEFS_FILTER_SEED=$$(date +%s) FRAMEFS_FILTER_COUNT=3000 $(GO) test -count=1 -run '^TestRandomFiltersMatchDuckDB$$' -v ./query \
+		|| failed="$$failed TestRandomFiltersMatchDuckDB"; \
+	for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./$${t%%:*} || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed"; exit 1; fi
 
 # 16 readers of random frames through a real mount for 60 s.
 soak:
