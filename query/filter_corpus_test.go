@@ -91,6 +91,9 @@ var filterCorpus = []string{
 	"3000000000 BETWEEN CAST(3000000000 AS INTEGER) AND abs(7)",
 	"NOT (0 IN (coalesce(count, big), (3000000000 * big), 2.5))", "(3000000000 * big) IN (0, count)",
 	"0 = 3000000000 * big", "CAST(big AS INTEGER) IN (0, n32)",
+	"(big + 1) IS DISTINCT FROM 7", "7 IS NOT DISTINCT FROM (big * 2)", "NOT (0 IS DISTINCT FROM CAST(big AS INTEGER))",
+	"(big * -3) IS DISTINCT FROM -3", "(n32 * 2) IS DISTINCT FROM 21", "(1 - count) IS DISTINCT FROM -6",
+	"(CAST(big AS DECIMAL(10,2)) IS DISTINCT FROM 0) IS TRUE", "CAST(big AS DECIMAL(18,1)) = 0", "CAST(big AS DECIMAL(4,0)) = 0",
 	// functions on strings
 	"lower(label) = 'cat'", "upper(label) = 'CAT'", "lower(label) = 'éclair'", "upper(label) = 'ÉCLAIR'",
 	"length(label) = 3", "len(label) = 0", "length(label) > 5", "length(code) = 2", "lcase(label) = 'cat'",

@@ -47,6 +47,9 @@ func (s *simplifier) simplify(e expr) expr {
 			return r
 		}
 	}
+	if d, ok := e.(*distinctExpr); ok {
+		s.moveDistinct(d)
+	}
 	if l, ok := e.(*logicExpr); ok {
 		if r := foldChain(l); r != nil {
 			return r
@@ -375,6 +378,22 @@ func (s *simplifier) moveConstants(c *cmpExpr) bool {
 	return true
 }
 
+// moveDistinct rewrites x IS [NOT] DISTINCT FROM c as moveConstants and
+// unwrapCast rewrite x = c, as DuckDB does (big + 1 IS DISTINCT FROM 7 is
+// big IS DISTINCT FROM 6, and does not fail where big + 1 would), but only
+// where the rewrite is exact: where it decides x = c only for x not NULL
+// (big * 2 = 7), DuckDB computes x, and so does the filter.
+func (s *simplifier) moveDistinct(d *distinctExpr) {
+	c := &cmpExpr{op: opEQ, l: d.l, r: d.r}
+	moved := false
+	for s.moveConstants(c) || s.unwrapCast(c) {
+		moved = true
+	}
+	if moved && c.op == opEQ {
+		d.l, d.r = c.l, c.r
+	}
+}
+
 // unwrapCast rewrites CAST(x AS T) op c as x op c' where the cast of
 // numbers cannot lose a digit (integers, decimals to at least as many
 // decimals) and c converts to x's type exactly (DuckDB's rule, for the
@@ -396,6 +415,9 @@ func (s *simplifier) unwrapCast(c *cmpExpr) bool {
 	exact := func(t sqlType) bool { return t.integer() || t.id == tDecimal }
 	if !exact(from) || !exact(to) || to.scale < from.scale {
 		return false
+	}
+	if from.integer() && to.id == tDecimal && to.scale > 0 {
+		return false // DuckDB keeps CAST(big AS DECIMAL(10,2)) and fails where it fails
 	}
 	v := castVec(k, from, false)
 	if v.isBad(0) {
