@@ -169,8 +169,10 @@ var defaultNaN = math.Float64frombits(0xfff8000000000000)
 func fmod(x, y float64) float64 {
 	xn, yn := math.IsNaN(x), math.IsNaN(y)
 	switch {
+	case xn && yn && math.Signbit(x) && math.Signbit(y):
+		return x
 	case xn && yn:
-		return math.Copysign(x, b2f(math.Signbit(x) && math.Signbit(y)))
+		return math.Abs(x)
 	case xn:
 		return x
 	case yn:
@@ -179,14 +181,6 @@ func fmod(x, y float64) float64 {
 		return defaultNaN
 	}
 	return math.Mod(x, y)
-}
-
-// b2f is -1 for true, 1 for false: the sign Copysign gives.
-func b2f(negative bool) float64 {
-	if negative {
-		return -1
-	}
-	return 1
 }
 
 // decimalArith computes x op y for decimals of scales xs and ys into

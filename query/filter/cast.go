@@ -461,7 +461,10 @@ func parseNumber(s string) (i128, int, bool) {
 func parseFloat(s string, bits int) (float64, error) {
 	f, err := strconv.ParseFloat(s, bits)
 	if err != nil && len(s) == 4 && (s[0] == '-' || s[0] == '+') && strings.EqualFold(s[1:], "nan") {
-		return math.Copysign(math.NaN(), b2f(s[0] == '-')), nil
+		if s[0] == '-' {
+			return math.Copysign(math.NaN(), -1), nil
+		}
+		return math.NaN(), nil
 	}
 	return f, err
 }

@@ -103,9 +103,7 @@ func foldChain(l *logicExpr) expr {
 	case len(terms) == len(l.terms):
 		return nil
 	case len(terms) == 0:
-		v := newVec(typBool, 1, 0)
-		v.tri[0] = neutral
-		return constant(v, false)
+		return l.terms[0] // every term is the neutral constant
 	case len(terms) == 1:
 		return terms[0]
 	}
@@ -395,10 +393,10 @@ func (s *simplifier) moveDistinct(d *distinctExpr) {
 }
 
 // unwrapCast rewrites CAST(x AS T) op c as x op c' where the cast of
-// numbers cannot lose a digit (integers, decimals to at least as many
-// decimals) and c converts to x's type exactly (DuckDB's rule, for the
-// same answers: the cast, which could fail where the answer does not
-// depend on it, is spared).
+// numbers cannot lose a digit (integers to integers or to decimals
+// without decimals, decimals to at least as many decimals) and c converts
+// to x's type exactly (DuckDB's rule, for the same answers: the cast,
+// which could fail where the answer does not depend on it, is spared).
 func (s *simplifier) unwrapCast(c *cmpExpr) bool {
 	if c.op == decided {
 		return false
@@ -413,11 +411,8 @@ func (s *simplifier) unwrapCast(c *cmpExpr) bool {
 	}
 	from, to := cast.x.typ(), cast.to
 	exact := func(t sqlType) bool { return t.integer() || t.id == tDecimal }
-	if !exact(from) || !exact(to) || to.scale < from.scale {
+	if !exact(from) || !exact(to) || to.scale < from.scale || from.integer() && to.scale > 0 {
 		return false
-	}
-	if from.integer() && to.id == tDecimal && to.scale > 0 {
-		return false // DuckDB keeps CAST(big AS DECIMAL(10,2)) and fails where it fails
 	}
 	v := castVec(k, from, false)
 	if v.isBad(0) {
