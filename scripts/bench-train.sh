@@ -20,10 +20,10 @@
 #            daemon CPU per served and the daemon's peak anonymous memory
 #            beside each
 #   pyav     the mount's first epoch vs a PyAV Dataset seeking per item
-#   random   300 random frames, one reader: mount (PIL decode of each file,
-#            JPEG from latest/ and BMP from a view) vs PyAV exact seek, wall
-#            time and CPU per frame; the mean open of the first frame read
-#            in each GOP and of the others
+#   random   300 random frames, one reader: mount (JPEG from latest/ and BMP
+#            from a view decoded by PIL, NPY from a view loaded by numpy)
+#            vs PyAV exact seek, wall time and CPU per frame; the mean open
+#            of the first frame read in each GOP and of the others
 #   cores    the daemon's CPU use (cores busy) over a shuffled epoch read by
 #            2 loader workers and by 8, and by 1 and 8 readers that decode
 #            nothing (--bytes), which leave the cores to the daemon: fills of
@@ -225,6 +225,7 @@ for gop in 30 250; do
 	ln -sf "$cache/train_ep0_gop${gop}.mp4" "$work/one.mp4"
 	"$bin" ingest "$work/wh/one$gop" "$work/one.mp4" >/dev/null
 	"$bin" view create "$work/wh/one$gop" exact --where TRUE --image-format bmp >/dev/null
+	"$bin" view create "$work/wh/one$gop" array --where TRUE --image-format npy >/dev/null
 done
 
 if want pyav; then
@@ -267,7 +268,7 @@ random_mount() {
 if want random; then
 	"$py" -c "import random; r = random.Random(3); print('\n'.join(map(str, r.sample(range(1800), 300))))" >"$work/frames.txt"
 	for gop in 30 250; do
-		pyfps=() pycpu=() mfps=() mcpu=() mdec=() bfps=() bcpu=() bdec=()
+		pyfps=() pycpu=() mfps=() mcpu=() mdec=() bfps=() bcpu=() bdec=() nfps=() ncpu=() ndec=()
 		for _ in $(seq "$RUNS"); do
 			read -r _ _ fps cpu < <("$py" "$pyd/random_reads.py" pyav "$cache/train_ep0_gop${gop}.mp4" "$work/frames.txt")
 			pyfps+=("$fps") pycpu+=("$(ratio "$cpu" 0.3)") # ms per frame: 1000 * s / 300
@@ -277,6 +278,10 @@ if want random; then
 			# them over, with no JPEG to encode and decode again.
 			random_mount "one$gop/views/exact/one"
 			bfps+=("$r_fps") bcpu+=("$r_cpu") bdec+=("$r_dec")
+			# And as NPY arrays: the ndarray PyAV returns, loaded by numpy
+			# with no image library.
+			random_mount "one$gop/views/array/one"
+			nfps+=("$r_fps") ncpu+=("$r_cpu") ndec+=("$r_dec")
 		done
 		pf=$(median "${pyfps[@]}") pc=$(median "${pycpu[@]}")
 		mf=$(median "${mfps[@]}") mc=$(median "${mcpu[@]}")
@@ -293,6 +298,12 @@ if want random; then
 		emit "random300_daemon_cpu_per_served_bmp_view_gop$gop" "$bc" ms
 		emit "ratio:random300_daemon_cpu_bmp_view_vs_pyav_cpu_gop$gop" "$(ratio "$bc" "$pc")" x
 		emit "random300_decoded_per_served_bmp_view_gop$gop" "$(median "${bdec[@]}")" frames
+		nf=$(median "${nfps[@]}") nc=$(median "${ncpu[@]}")
+		emit "random300_mount_npy_view_gop$gop" "$nf" frames/s
+		emit "ratio:random300_mount_npy_view_vs_pyav_gop$gop" "$(ratio "$nf" "$pf")" x
+		emit "random300_daemon_cpu_per_served_npy_view_gop$gop" "$nc" ms
+		emit "ratio:random300_daemon_cpu_npy_view_vs_pyav_cpu_gop$gop" "$(ratio "$nc" "$pc")" x
+		emit "random300_decoded_per_served_npy_view_gop$gop" "$(median "${ndec[@]}")" frames
 		# One more run of each, timing the opens: the first read into a
 		# GOP waits for its fill to reach the frame, the others do not.
 		random_mount "one$gop/latest/one" --gop "$gop"

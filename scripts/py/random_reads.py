@@ -2,7 +2,8 @@
 with PyAV exact seeks, for side-by-side comparison.
 
     random_reads.py mount DIR FRAMES_FILE [--gop N [--gap MS]]
-                                              open DIR/NNNNNN.jpg (or .bmp), decode it with PIL
+                                              open DIR/NNNNNN.jpg (or .bmp), decode it with PIL;
+                                              or load DIR/NNNNNN.npy with numpy
     random_reads.py pyav VIDEO FRAMES_FILE    seek to the keyframe, decode to the frame
 
 FRAMES_FILE lists frame ordinals, one per line. Prints
@@ -46,7 +47,7 @@ def main():
     if mode == "mount":
         from PIL import Image
 
-        names = sorted(n for n in os.listdir(path) if n.endswith((".jpg", ".bmp")))
+        names = sorted(n for n in os.listdir(path) if n.endswith((".jpg", ".bmp", ".npy")))
         c0, t0 = cpu(), time.perf_counter()
         for i in targets:
             name = os.path.join(path, names[i])
@@ -57,8 +58,11 @@ def main():
                 opened = time.perf_counter() - start
                 (other if i // a.gop in seen else first).append(opened)
                 seen.add(i // a.gop)
-            with Image.open(name) as im:
-                np.asarray(im.convert("RGB"))
+            if name.endswith(".npy"):
+                np.load(name)
+            else:
+                with Image.open(name) as im:
+                    np.asarray(im.convert("RGB"))
     else:
         import av
 
