@@ -264,6 +264,21 @@ random_mount() {
 	unmount_wh
 }
 
+# random_lines SUFFIX FPS CPU DEC: the lines of one way of reading the
+# random frames (SUFFIX names it) from the runs' frames/s, daemon CPU per
+# frame and frames decoded per frame (the arrays named FPS, CPU and DEC),
+# against PyAV's $pf and $pc at GOP $gop.
+random_lines() {
+	local s=$1 f c
+	local -n run_fps=$2 run_cpu=$3 run_dec=$4
+	f=$(median "${run_fps[@]}") c=$(median "${run_cpu[@]}")
+	emit "random300_mount${s}_gop$gop" "$f" frames/s
+	emit "ratio:random300_mount${s}_vs_pyav_gop$gop" "$(ratio "$f" "$pf")" x
+	emit "random300_daemon_cpu_per_served${s}_gop$gop" "$c" ms
+	emit "ratio:random300_daemon_cpu${s}_vs_pyav_cpu_gop$gop" "$(ratio "$c" "$pc")" x
+	emit "random300_decoded_per_served${s}_gop$gop" "$(median "${run_dec[@]}")" frames
+}
+
 # 300 random frames (no repeats, the same for both), one reader.
 if want random; then
 	"$py" -c "import random; r = random.Random(3); print('\n'.join(map(str, r.sample(range(1800), 300))))" >"$work/frames.txt"
@@ -284,26 +299,11 @@ if want random; then
 			nfps+=("$r_fps") ncpu+=("$r_cpu") ndec+=("$r_dec")
 		done
 		pf=$(median "${pyfps[@]}") pc=$(median "${pycpu[@]}")
-		mf=$(median "${mfps[@]}") mc=$(median "${mcpu[@]}")
 		emit "random300_pyav_gop$gop" "$pf" frames/s
-		emit "random300_mount_gop$gop" "$mf" frames/s
-		emit "ratio:random300_mount_vs_pyav_gop$gop" "$(ratio "$mf" "$pf")" x
 		emit "random300_pyav_cpu_per_frame_gop$gop" "$pc" ms
-		emit "random300_daemon_cpu_per_served_gop$gop" "$mc" ms
-		emit "ratio:random300_daemon_cpu_vs_pyav_cpu_gop$gop" "$(ratio "$mc" "$pc")" x
-		emit "random300_decoded_per_served_gop$gop" "$(median "${mdec[@]}")" frames
-		bf=$(median "${bfps[@]}") bc=$(median "${bcpu[@]}")
-		emit "random300_mount_bmp_view_gop$gop" "$bf" frames/s
-		emit "ratio:random300_mount_bmp_view_vs_pyav_gop$gop" "$(ratio "$bf" "$pf")" x
-		emit "random300_daemon_cpu_per_served_bmp_view_gop$gop" "$bc" ms
-		emit "ratio:random300_daemon_cpu_bmp_view_vs_pyav_cpu_gop$gop" "$(ratio "$bc" "$pc")" x
-		emit "random300_decoded_per_served_bmp_view_gop$gop" "$(median "${bdec[@]}")" frames
-		nf=$(median "${nfps[@]}") nc=$(median "${ncpu[@]}")
-		emit "random300_mount_npy_view_gop$gop" "$nf" frames/s
-		emit "ratio:random300_mount_npy_view_vs_pyav_gop$gop" "$(ratio "$nf" "$pf")" x
-		emit "random300_daemon_cpu_per_served_npy_view_gop$gop" "$nc" ms
-		emit "ratio:random300_daemon_cpu_npy_view_vs_pyav_cpu_gop$gop" "$(ratio "$nc" "$pc")" x
-		emit "random300_decoded_per_served_npy_view_gop$gop" "$(median "${ndec[@]}")" frames
+		random_lines "" mfps mcpu mdec
+		random_lines _bmp_view bfps bcpu bdec
+		random_lines _npy_view nfps ncpu ndec
 		# One more run of each, timing the opens: the first read into a
 		# GOP waits for its fill to reach the frame, the others do not.
 		random_mount "one$gop/latest/one" --gop "$gop"
