@@ -18,7 +18,9 @@
 //   - fusefs, built without its tests, depends on neither go-astiav nor
 //     the decoder: it reaches FFmpeg only through mounttree's FrameServer
 //     interface, so its node tree builds and tests without cgo;
-//   - only decoder uses cgo, and only fusefs imports go-fuse;
+//   - only decoder uses cgo, besides the command's process setup
+//     (cmd/framefs sets its timer slack before the Go runtime starts), and
+//     only fusefs imports go-fuse;
 //   - the in-process tests of the FUSE tree (fusefs/inprocess) and the
 //     tests of the frame server (serving), test files included, build
 //     without the decoder.
