@@ -12,8 +12,9 @@ package main
 // sleeps and timers only, never reads, locks or condition variables.
 //
 // The slack is set before the runtime starts its threads, which inherit
-// it; a slack the process was started with (systemd's TimerSlackNSec=,
-// prctl in a parent) is kept.
+// it, as do the processes framefs starts (the daemon of mount --daemon,
+// fusermount3). A slack the process was started with (systemd's
+// TimerSlackNSec=, prctl in a parent) is kept.
 
 /*
 #include <sys/prctl.h>
