@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,6 +31,9 @@ type countingCodec struct {
 	decodeDelay time.Duration
 	// failFrames are frames whose decoding fails (media.ErrFrameDecode).
 	failFrames map[int]bool
+	// noisy makes images that do not compress (noisyImage), as the frames
+	// of a noisy camera do, instead of countingImage's.
+	noisy bool
 
 	opened, decoded, encoded, seeks atomic.Int64
 	packed, unpacked                atomic.Int64
@@ -202,7 +207,15 @@ func (r countingRenderer) AppendEncoded(dst []byte, p media.Picture, s media.Ima
 		return nil, errors.New("countingRenderer: not a live picture of this codec")
 	}
 	r.c.encoded.Add(1)
-	return append(dst, countingImage(cp.video, cp.ordinal, s)...), nil
+	return append(dst, r.c.image(cp.video, cp.ordinal, s)...), nil
+}
+
+// image is the image c makes of frame ordinal of video k with setting s.
+func (c *countingCodec) image(k media.VideoKey, ordinal int, s media.ImageSetting) []byte {
+	if c.noisy {
+		return noisyImage(k, ordinal, s)
+	}
+	return countingImage(k, ordinal, s)
 }
 
 func (countingRenderer) Close() {}
@@ -213,13 +226,30 @@ func (countingRenderer) Close() {}
 // their size.
 func countingImage(k media.VideoKey, ordinal int, s media.ImageSetting) []byte {
 	s = s.Normalize()
-	text := fmt.Sprintf("%s#%d@%s;", k, ordinal, s.Canonical())
+	text := countingText(k, ordinal, s)
 	w, h := s.OutputSize(640, 480)
 	size := w * h * 3 / 8
 	if n, ok := media.PredictSize(s, 640, 480); ok {
 		size = int(n)
 	}
 	return []byte(text + strings.Repeat(".", max(0, size-len(text))))
+}
+
+// noisyImage is countingImage with random bytes, drawn from a seed of the
+// frame, instead of its padding: an image that compression cannot shrink.
+func noisyImage(k media.VideoKey, ordinal int, s media.ImageSetting) []byte {
+	b := countingImage(k, ordinal, s)
+	text := countingText(k, ordinal, s.Normalize())
+	rng := rand.New(rand.NewPCG(uint64(crc32.ChecksumIEEE([]byte(text))), uint64(ordinal)))
+	for i := len(text); i < len(b); i++ {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+// countingText names frame ordinal of video k with setting s, normalized.
+func countingText(k media.VideoKey, ordinal int, s media.ImageSetting) string {
+	return fmt.Sprintf("%s#%d@%s;", k, ordinal, s.Canonical())
 }
 
 // gopIndex returns a frame index of frames frames in groups of gop, one

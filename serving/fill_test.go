@@ -332,3 +332,67 @@ func TestDecompressImageRefusesDamage(t *testing.T) {
 		}
 	}
 }
+
+// TestRawImagesCompressedOnlyWhereItPays: scaled raw images that do not
+// compress (noisy camera video) are kept as they are, not compressed for a
+// few percent at the cost of more CPU than anything but decoding; every
+// probeEvery-th fill still compresses, so that the estimate follows the
+// video. At full size the packed picture stays the smaller form.
+func TestRawImagesCompressedOnlyWhereItPays(t *testing.T) {
+	v := countingVideo(t, "a", 30, 30)
+	scaled := media.ImageSetting{Format: media.FormatBMP, Width: 224, Height: 224}
+	full := media.ImageSetting{Format: media.FormatBMP}
+	count := func(p *fillPolicy, s media.ImageSetting, calls int) map[form]int {
+		n := map[form]int{}
+		for range calls {
+			n[p.form(v, s)]++
+		}
+		return n
+	}
+	p := newFillPolicy()
+	p.compressedRatio.fold(16, 100)
+	if n := count(p, scaled, 32); n[formCompressed] != 32 {
+		t.Errorf("images compressing to 16%%: forms %v, want all compressed", n)
+	}
+	p = newFillPolicy()
+	p.compressedRatio.fold(95, 100)
+	if n := count(p, scaled, 2*probeEvery); n[formCompressed] != 2 || n[formImage] != 2*probeEvery-2 {
+		t.Errorf("images compressing to 95%%: forms %v, want images but for one compressed fill in %d", n, probeEvery)
+	}
+	if n := count(p, full, 4); n[formPicture] != 4 {
+		t.Errorf("full-size images compressing to 95%%: forms %v, want packed pictures", n)
+	}
+}
+
+// TestIncompressibleFillsServeScaledRawFormats reads every frame of a
+// video whose scaled BMP images do not compress: each is decoded once and
+// served byte for byte, and after the first fill has measured that, the
+// siblings are kept as images, not compressed.
+func TestIncompressibleFillsServeScaledRawFormats(t *testing.T) {
+	scaled := media.ImageSetting{Format: media.FormatBMP, Width: 224, Height: 224}
+	c := &countingCodec{noisy: true}
+	srv := New(c, Options{CacheBytes: 64 << 20, PictureCacheBytes: -1, Readahead: -1, DemoteServed: true})
+	defer srv.Close()
+	v := countingVideo(t, "a", 300, 30)
+	for _, i := range rand.New(rand.NewPCG(7, 7)).Perm(300) {
+		b, err := srv.Frame(context.Background(), v, i, scaled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, noisyImage(v.Key, i, scaled)) {
+			t.Fatalf("frame %d: got another frame's image", i)
+		}
+	}
+	fs := srv.FillStats()
+	if d := c.decoded.Load(); d != 300 {
+		t.Errorf("%d pictures decoded for 300 frames served (fills %+v), want each decoded once", d, fs)
+	}
+	// The first fill compresses (nothing is measured yet); the others keep
+	// images.
+	if fs.FramesCompressed == 0 || fs.FramesCompressed > 29 || fs.FramesPacked != 0 || fs.FramesFilled < 250 {
+		t.Errorf("fills %+v: want the first fill's siblings compressed, the rest kept as images", fs)
+	}
+	if encoded := c.encoded.Load(); encoded != 300 {
+		t.Errorf("%d images rendered for 300 frames, want each rendered once", encoded)
+	}
+}
