@@ -37,33 +37,35 @@ func TestPackRendersTheSameImages(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s frame %d: %v", path, ord, err)
 			}
-			packed, err := codec.Pack(pic)
-			if err != nil {
-				t.Fatalf("%s frame %d: pack: %v", path, ord, err)
-			}
-			if n := pic.Bytes(); int64(len(packed)) >= n {
-				t.Errorf("%s frame %d: packed to %d bytes, the picture holds %d", path, ord, len(packed), n)
-			}
-			back, err := codec.Unpack(packed)
-			if err != nil {
-				t.Fatalf("%s frame %d: unpack: %v", path, ord, err)
-			}
-			for _, setting := range settings {
-				setting = setting.Normalize()
-				want, err := r.Encode(pic, setting)
+			for _, compress := range []bool{true, false} {
+				packed, err := codec.Pack(pic, compress)
 				if err != nil {
-					t.Fatal(err)
+					t.Fatalf("%s frame %d: pack (compress %v): %v", path, ord, compress, err)
 				}
-				got, err := r.Encode(back, setting)
+				if n := pic.Bytes(); compress && int64(len(packed)) >= n {
+					t.Errorf("%s frame %d: packed to %d bytes, the picture holds %d", path, ord, len(packed), n)
+				}
+				back, err := codec.Unpack(packed)
 				if err != nil {
-					t.Fatalf("%s frame %d %+v: render the unpacked picture: %v", path, ord, setting, err)
+					t.Fatalf("%s frame %d: unpack (compress %v): %v", path, ord, compress, err)
 				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("%s frame %d %+v: the unpacked picture renders other bytes", path, ord, setting)
+				for _, setting := range settings {
+					setting = setting.Normalize()
+					want, err := r.Encode(pic, setting)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := r.Encode(back, setting)
+					if err != nil {
+						t.Fatalf("%s frame %d %+v: render the unpacked picture (compress %v): %v", path, ord, setting, compress, err)
+					}
+					if !bytes.Equal(got, want) {
+						t.Errorf("%s frame %d %+v: the unpacked picture (compress %v) renders other bytes", path, ord, setting, compress)
+					}
 				}
+				back.Release()
 			}
 			pic.Release()
-			back.Release()
 		}
 		r.Close()
 		s.Close()
@@ -75,7 +77,12 @@ func TestPackRendersTheSameImages(t *testing.T) {
 // pixel byte is still a picture), never a crash.
 func TestUnpackRefusesDamage(t *testing.T) {
 	t.Parallel()
-	packed := packedFixture(t)
+	for _, compress := range []bool{true, false} {
+		unpackRefusesDamage(t, packedFixture(t, compress))
+	}
+}
+
+func unpackRefusesDamage(t *testing.T, packed []byte) {
 	var codec Codec
 	for n := range len(packed) {
 		if pic, err := codec.Unpack(packed[:n]); err == nil {
@@ -99,8 +106,9 @@ func TestUnpackRefusesDamage(t *testing.T) {
 	}
 }
 
-// packedFixture returns a packed picture of a small fixture frame.
-func packedFixture(t testing.TB) []byte {
+// packedFixture returns a packed picture of a small fixture frame,
+// compressed or stored.
+func packedFixture(t testing.TB, compress bool) []byte {
 	t.Helper()
 	v := openVideo(t, "../testdata/video/hevc.mp4", 0)
 	var codec Codec
@@ -115,7 +123,7 @@ func packedFixture(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	defer pic.Release()
-	packed, err := codec.Pack(pic)
+	packed, err := codec.Pack(pic, compress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +133,10 @@ func packedFixture(t testing.TB) []byte {
 // FuzzUnpack: bytes that are no packed picture end in an error, never a
 // crash or a picture that cannot be rendered.
 func FuzzUnpack(f *testing.F) {
-	f.Add(packedFixture(f))
+	f.Add(packedFixture(f, true))
+	f.Add(packedFixture(f, false))
 	f.Add([]byte(packMagic))
+	f.Add([]byte(storedMagic))
 	var codec Codec
 	r := codec.NewRenderer()
 	defer r.Close()
@@ -169,7 +179,7 @@ func benchmarkPicture(b *testing.B, what string) {
 		b.Fatal(err)
 	}
 	defer pic.Release()
-	packed, err := codec.Pack(pic)
+	packed, err := codec.Pack(pic, true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -179,7 +189,7 @@ func benchmarkPicture(b *testing.B, what string) {
 	for b.Loop() {
 		switch what {
 		case "pack":
-			_, err = codec.Pack(pic)
+			_, err = codec.Pack(pic, true)
 		case "unpack":
 			var p media.Picture
 			if p, err = codec.Unpack(packed); err == nil {

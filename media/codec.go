@@ -53,10 +53,11 @@ type Codec interface {
 	// codec's sessions; the caller closes it.
 	NewRenderer() Renderer
 	// Pack returns a picture as compact bytes that Unpack turns back into
-	// the same picture: its pixels losslessly compressed, with everything
-	// rendering it depends on. A picture kept packed costs a fraction of
-	// its image in a raw format.
-	Pack(p Picture) ([]byte, error)
+	// the same picture: its pixels, losslessly compressed if compress is
+	// set and stored as they are otherwise, with everything rendering it
+	// depends on. A picture kept packed costs a fraction of its image in a
+	// raw format (a half, stored).
+	Pack(p Picture, compress bool) ([]byte, error)
 	// Unpack returns the picture Pack made b of, a reference the caller
 	// releases. Images rendered from it are those of the original picture,
 	// byte for byte.

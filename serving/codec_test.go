@@ -37,6 +37,7 @@ type countingCodec struct {
 
 	opened, decoded, encoded, seeks atomic.Int64
 	packed, unpacked                atomic.Int64
+	stored                          atomic.Int64 // packed without compression
 	live                            atomic.Int64 // pictures not yet released
 }
 
@@ -123,16 +124,25 @@ func (s *countingSession) Decode(ctx context.Context, ordinal int, passed media.
 
 func (c *countingCodec) NewRenderer() media.Renderer { return countingRenderer{c} }
 
-// Pack packs a picture to an eighth of its size: its video and frame,
-// padded.
-func (c *countingCodec) Pack(p media.Picture) ([]byte, error) {
+// Pack packs a picture to an eighth of its size, compressed (to 95%,
+// noisy), or to its size, stored: its video and frame, padded.
+func (c *countingCodec) Pack(p media.Picture, compress bool) ([]byte, error) {
 	cp, ok := p.(*countingPicture)
 	if !ok || cp.released {
 		return nil, errors.New("countingCodec: pack: not a live picture of this codec")
 	}
 	c.packed.Add(1)
+	size := c.bytes()
+	switch {
+	case !compress:
+		c.stored.Add(1)
+	case c.noisy:
+		size = size * 95 / 100
+	default:
+		size /= 8
+	}
 	text := fmt.Sprintf("packed|%s|%d|%d|", cp.video.Object, cp.video.Length, cp.ordinal)
-	return []byte(text + strings.Repeat(".", max(0, int(c.bytes()/8)-len(text)))), nil
+	return []byte(text + strings.Repeat(".", max(0, int(size)-len(text)))), nil
 }
 
 func (c *countingCodec) Unpack(b []byte) (media.Picture, error) {

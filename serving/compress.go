@@ -60,7 +60,7 @@ func decompressImage(c []byte) ([]byte, error) {
 func (fs *Server) keepCompact(key frameKey, pic media.Picture, b []byte, f form) {
 	switch f {
 	case formPicture:
-		if pb, err := fs.pool.codec.Pack(pic); err == nil {
+		if pb, err := fs.pool.codec.Pack(pic, fs.fills.compressPacks()); err == nil {
 			fs.cache.Add(key.packedKey(), pb)
 		}
 	case formCompressed:

@@ -37,8 +37,10 @@ import (
 // epoch would not fit any cache and would be declined, and each frame
 // would be decoded from its keyframe (8 pictures per frame at GOP 30).
 // Packed, a picture is its YUV planes losslessly compressed, a fraction of
-// that; a request renders its image from it. A raw image scaled well down
-// is smaller than the packed picture; it is kept compressed.
+// that (or stored as they are, where they do not compress: compressPacks);
+// a request renders its image from it. A raw image scaled well down is
+// smaller than the packed picture; it is kept compressed, or as it is
+// where it does not compress.
 
 // group returns the frames [from, to) of v that share frame ordinal's
 // decode start, within the frames requests may ask for (v's span): the
@@ -117,8 +119,10 @@ type fillPolicy struct {
 	// by setting (bounded: maxSettings).
 	imageBytes map[media.ImageSetting]float64
 	// sinceProbe counts the fills of raw images kept uncompressed since
-	// one was last compressed to measure compressedRatio again.
-	sinceProbe int
+	// one was last compressed to measure compressedRatio again, and
+	// storedSinceProbe the pictures packed without compression since one
+	// was compressed to measure packedRatio.
+	sinceProbe, storedSinceProbe int
 	stats      FillStats
 }
 
@@ -138,9 +142,9 @@ const (
 	// 0.05 ms to bring one of a test pattern to 16%. Below half, room
 	// matters more: an uncompressed image takes at most twice the room.
 	worthCompressing = 0.5
-	// probeEvery is how often raw images are compressed anyway while
-	// compression does not pay (one fill in probeEvery), so that the ratio
-	// follows videos that change.
+	// probeEvery is how often raw images (one fill in probeEvery) and
+	// pictures (one in probeEvery) are compressed anyway while compression
+	// does not pay, so that the ratio follows videos that change.
 	probeEvery = 16
 	// usefulnessWindow is the count of evidence after which older evidence
 	// is halved, so the estimate follows a reader that changes its ways.
@@ -173,9 +177,14 @@ func (p *fillPolicy) imageSize(v media.Video, setting media.ImageSetting) float6
 	return float64(w*h*3) / 8
 }
 
-// packedSize is the expected size of a packed picture of v. p.mu held.
+// packedSize is the expected size of a packed picture of v: stored when
+// compression does not pay (compressPacks). p.mu held.
 func (p *fillPolicy) packedSize(v media.Video) float64 {
-	return float64(v.Index.Width*v.Index.Height*3/2) * p.packedRatio.v
+	ratio := p.packedRatio.v
+	if ratio > worthCompressing {
+		ratio = 1
+	}
+	return float64(v.Index.Width*v.Index.Height*3/2) * ratio
 }
 
 // form returns the form in which a fill of v's frames for setting keeps
@@ -413,14 +422,33 @@ func (p *fillPolicy) decay() {
 func (p *fillPolicy) measuredDecode(d time.Duration) { p.measure(&p.decodeNs, float64(d)) }
 func (p *fillPolicy) measuredEncode(d time.Duration) { p.measure(&p.encodeNs, float64(d)) }
 
+// compressPacks reports whether the next picture packed is compressed:
+// while compression at least halves pictures (worthCompressing), and one
+// picture in probeEvery otherwise. A stored picture takes a copy of its
+// planes, where S2 takes 0.5 ms to bring the planes of a noisy 640x480
+// picture to 92% of their size.
+func (p *fillPolicy) compressPacks() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.packedRatio.v <= worthCompressing || p.storedSinceProbe >= probeEvery-1 {
+		p.storedSinceProbe = 0
+		return true
+	}
+	p.storedSinceProbe++
+	return false
+}
+
 // measuredPack folds the time and size of one packed picture of a video
-// whose coded pictures are w x h into the estimates.
-func (p *fillPolicy) measuredPack(d time.Duration, n, w, h int) {
+// whose coded pictures are w x h into the estimates; only compressed ones
+// say how well pictures compress.
+func (p *fillPolicy) measuredPack(d time.Duration, n, w, h int, compressed bool) {
 	p.measure(&p.packNs, float64(d))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.PackedBytes += int64(n)
-	p.packedRatio.fold(n, w*h*3/2)
+	if compressed {
+		p.packedRatio.fold(n, w*h*3/2)
+	}
 }
 
 // measuredCompress folds the size of one image compressed to n bytes from

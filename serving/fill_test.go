@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/s2"
 
@@ -394,5 +395,65 @@ func TestIncompressibleFillsServeScaledRawFormats(t *testing.T) {
 	}
 	if encoded := c.encoded.Load(); encoded != 300 {
 		t.Errorf("%d images rendered for 300 frames, want each rendered once", encoded)
+	}
+}
+
+// TestPicturesStoredWhereCompressionDoesNotPay: pictures that compress to
+// 95% are packed without compression, but for one in probeEvery, which
+// keeps the estimate current; pictures that compress well are compressed.
+func TestPicturesStoredWhereCompressionDoesNotPay(t *testing.T) {
+	count := func(p *fillPolicy, calls int) (compressed int) {
+		for range calls {
+			if p.compressPacks() {
+				compressed++
+			}
+		}
+		return compressed
+	}
+	p := newFillPolicy()
+	if n := count(p, 32); n != 32 {
+		t.Errorf("before any measurement %d of 32 pictures compressed, want all", n)
+	}
+	p.measuredPack(time.Millisecond, 12, 10, 10, true)
+	if n := count(p, 32); n != 32 {
+		t.Errorf("pictures compressing to 8%%: %d of 32 compressed, want all", n)
+	}
+	p = newFillPolicy()
+	p.measuredPack(time.Millisecond, 143, 10, 10, true)
+	if n := count(p, 2*probeEvery); n != 2 {
+		t.Errorf("pictures compressing to 95%%: %d of %d compressed, want 2", n, 2*probeEvery)
+	}
+	p.measuredPack(time.Millisecond, 150, 10, 10, false)
+	if !p.packedRatio.measured || p.packedRatio.v < 0.9 || p.packedRatio.v > 1 {
+		t.Errorf("a stored picture moved the ratio to %v", p.packedRatio.v)
+	}
+}
+
+// TestIncompressiblePicturesStored reads every frame of a video whose
+// pictures do not compress through a full-size BMP setting: each frame is
+// decoded once and served byte for byte, and the siblings are packed
+// stored, but for the first fill's and a probe's.
+func TestIncompressiblePicturesStored(t *testing.T) {
+	full := media.ImageSetting{Format: media.FormatBMP}
+	c := &countingCodec{noisy: true}
+	srv := New(c, Options{CacheBytes: 256 << 20, PictureCacheBytes: -1, Readahead: -1, DemoteServed: true})
+	defer srv.Close()
+	v := countingVideo(t, "a", 300, 30)
+	for _, i := range rand.New(rand.NewPCG(8, 8)).Perm(300) {
+		b, err := srv.Frame(context.Background(), v, i, full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, noisyImage(v.Key, i, full)) {
+			t.Fatalf("frame %d: got another frame's image", i)
+		}
+	}
+	fs := srv.FillStats()
+	if d := c.decoded.Load(); d != 300 {
+		t.Errorf("%d pictures decoded for 300 frames served (fills %+v), want each decoded once", d, fs)
+	}
+	packed, stored := c.packed.Load(), c.stored.Load()
+	if fs.FramesPacked < 250 || stored < packed-29-packed/probeEvery-1 || stored == packed {
+		t.Errorf("fills %+v: %d pictures packed, %d of them stored: want all stored but the first fill's and a probe's", fs, packed, stored)
 	}
 }

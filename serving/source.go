@@ -899,8 +899,9 @@ func (fs *Server) runReadahead(rk readerKey, job *raJob) {
 					var err error
 					switch k.form {
 					case formPicture:
-						b, err = fs.pool.codec.Pack(w.pic)
-						fs.fills.measuredPack(time.Since(start), len(b), job.v.Index.Width, job.v.Index.Height)
+						compress := fs.fills.compressPacks()
+						b, err = fs.pool.codec.Pack(w.pic, compress)
+						fs.fills.measuredPack(time.Since(start), len(b), job.v.Index.Width, job.v.Index.Height, compress)
 					case formCompressed:
 						// The image is made in a lent buffer: only the
 						// compressed copy the cache keeps is allocated.
@@ -1185,7 +1186,7 @@ func (fs *Server) sizeImage(ctx context.Context, s *session, v media.Video, ordi
 	value := b
 	if keep.packed {
 		key = key.packedKey()
-		if value, err = fs.pool.codec.Pack(pic); err != nil {
+		if value, err = fs.pool.codec.Pack(pic, fs.fills.compressPacks()); err != nil {
 			return b, nil // the size is known; the frame is decoded again when read
 		}
 	}
