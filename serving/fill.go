@@ -123,7 +123,7 @@ type fillPolicy struct {
 	// storedSinceProbe the pictures packed without compression since one
 	// was compressed to measure packedRatio.
 	sinceProbe, storedSinceProbe int
-	stats      FillStats
+	stats                        FillStats
 }
 
 // maxSettings bounds the settings whose image sizes are followed; more
