@@ -117,9 +117,9 @@ import (
 //	planes          uint32 bytes unpacked, then the S2 block
 //
 // A stored picture ("FPS1") has the same layout with the planes as they
-// are in place of the S2 block: for video that does not compress (a noisy
-// camera's, whose planes S2 brings to 92% of their size at 0.5 ms a
-// 640x480 picture) storing them saves that time and costs little room.
+// are in place of the S2 block: for video that does not compress (noisy
+// video, whose planes S2 brings to 92% of their size at 0.5 ms a 640x480
+// picture) storing them saves that time and costs little room.
 //
 // Packed pictures live in memory only; Unpack still checks every field, so
 // that damaged bytes end in an error, never a wrong picture or a crash.

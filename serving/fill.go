@@ -137,8 +137,8 @@ const (
 	// worthCompressing is the largest compressedRatio at which raw images
 	// are kept compressed. Compressing a frame costs more than anything
 	// else the fill does with it but decoding when the image does not
-	// compress: S2 takes 0.27 ms to bring a 224x224 BMP of noisy camera
-	// video to 73% of its size (and 0.07 ms to restore it), against
+	// compress: S2 takes 0.27 ms to bring a 224x224 BMP of noisy video to
+	// 73% of its size (and 0.07 ms to restore it), against
 	// 0.05 ms to bring one of a test pattern to 16%. Below half, room
 	// matters more: an uncompressed image takes at most twice the room.
 	worthCompressing = 0.5

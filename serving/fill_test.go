@@ -18,6 +18,13 @@ import (
 // all if n < 0), checking that each is its own image.
 func shuffledRead(t *testing.T, srv *Server, v media.Video, setting media.ImageSetting, seed uint64, n int) {
 	t.Helper()
+	shuffledReadOf(t, srv, countingImage, v, setting, seed, n)
+}
+
+// shuffledReadOf is shuffledRead for a codec whose images image makes.
+func shuffledReadOf(t *testing.T, srv *Server, image func(media.VideoKey, int, media.ImageSetting) []byte,
+	v media.Video, setting media.ImageSetting, seed uint64, n int) {
+	t.Helper()
 	order := rand.New(rand.NewPCG(seed, seed)).Perm(v.Index.Frames())
 	if n >= 0 {
 		order = order[:n]
@@ -27,7 +34,7 @@ func shuffledRead(t *testing.T, srv *Server, v media.Video, setting media.ImageS
 		if err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}
-		if !bytes.Equal(b, countingImage(v.Key, i, setting)) {
+		if !bytes.Equal(b, image(v.Key, i, setting)) {
 			t.Fatalf("frame %d: got another frame's image", i)
 		}
 	}
@@ -375,15 +382,7 @@ func TestIncompressibleFillsServeScaledRawFormats(t *testing.T) {
 	srv := New(c, Options{CacheBytes: 64 << 20, PictureCacheBytes: -1, Readahead: -1, DemoteServed: true})
 	defer srv.Close()
 	v := countingVideo(t, "a", 300, 30)
-	for _, i := range rand.New(rand.NewPCG(7, 7)).Perm(300) {
-		b, err := srv.Frame(context.Background(), v, i, scaled)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(b, noisyImage(v.Key, i, scaled)) {
-			t.Fatalf("frame %d: got another frame's image", i)
-		}
-	}
+	shuffledReadOf(t, srv, noisyImage, v, scaled, 7, -1)
 	fs := srv.FillStats()
 	if d := c.decoded.Load(); d != 300 {
 		t.Errorf("%d pictures decoded for 300 frames served (fills %+v), want each decoded once", d, fs)
@@ -439,15 +438,7 @@ func TestIncompressiblePicturesStored(t *testing.T) {
 	srv := New(c, Options{CacheBytes: 256 << 20, PictureCacheBytes: -1, Readahead: -1, DemoteServed: true})
 	defer srv.Close()
 	v := countingVideo(t, "a", 300, 30)
-	for _, i := range rand.New(rand.NewPCG(8, 8)).Perm(300) {
-		b, err := srv.Frame(context.Background(), v, i, full)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(b, noisyImage(v.Key, i, full)) {
-			t.Fatalf("frame %d: got another frame's image", i)
-		}
-	}
+	shuffledReadOf(t, srv, noisyImage, v, full, 8, -1)
 	fs := srv.FillStats()
 	if d := c.decoded.Load(); d != 300 {
 		t.Errorf("%d pictures decoded for 300 frames served (fills %+v), want each decoded once", d, fs)
