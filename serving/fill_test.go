@@ -377,16 +377,7 @@ func TestRawImagesCompressedOnlyWhereItPays(t *testing.T) {
 // served byte for byte, and after the first fill has measured that, the
 // siblings are kept as images, not compressed.
 func TestIncompressibleFillsServeScaledRawFormats(t *testing.T) {
-	scaled := media.ImageSetting{Format: media.FormatBMP, Width: 224, Height: 224}
-	c := &countingCodec{noisy: true}
-	srv := New(c, Options{CacheBytes: 64 << 20, PictureCacheBytes: -1, Readahead: -1, DemoteServed: true})
-	defer srv.Close()
-	v := countingVideo(t, "a", 300, 30)
-	shuffledReadOf(t, srv, noisyImage, v, scaled, 7, -1)
-	fs := srv.FillStats()
-	if d := c.decoded.Load(); d != 300 {
-		t.Errorf("%d pictures decoded for 300 frames served (fills %+v), want each decoded once", d, fs)
-	}
+	c, fs := noisyEpoch(t, media.ImageSetting{Format: media.FormatBMP, Width: 224, Height: 224}, 64<<20)
 	// The first fill compresses (nothing is measured yet); the others keep
 	// images.
 	if fs.FramesCompressed == 0 || fs.FramesCompressed > 29 || fs.FramesPacked != 0 || fs.FramesFilled < 250 {
@@ -433,18 +424,27 @@ func TestPicturesStoredWhereCompressionDoesNotPay(t *testing.T) {
 // decoded once and served byte for byte, and the siblings are packed
 // stored, but for the first fill's and a probe's.
 func TestIncompressiblePicturesStored(t *testing.T) {
-	full := media.ImageSetting{Format: media.FormatBMP}
-	c := &countingCodec{noisy: true}
-	srv := New(c, Options{CacheBytes: 256 << 20, PictureCacheBytes: -1, Readahead: -1, DemoteServed: true})
-	defer srv.Close()
-	v := countingVideo(t, "a", 300, 30)
-	shuffledReadOf(t, srv, noisyImage, v, full, 8, -1)
-	fs := srv.FillStats()
-	if d := c.decoded.Load(); d != 300 {
-		t.Errorf("%d pictures decoded for 300 frames served (fills %+v), want each decoded once", d, fs)
-	}
+	c, fs := noisyEpoch(t, media.ImageSetting{Format: media.FormatBMP}, 256<<20)
 	packed, stored := c.packed.Load(), c.stored.Load()
 	if fs.FramesPacked < 250 || stored < packed-29-packed/probeEvery-1 || stored == packed {
 		t.Errorf("fills %+v: %d pictures packed, %d of them stored: want all stored but the first fill's and a probe's", fs, packed, stored)
 	}
+}
+
+// noisyEpoch reads the 300 frames of a video of incompressible images with
+// setting through a server with a memory cache of cacheBytes, in a
+// shuffled order, checking that each is decoded once and served byte for
+// byte, and returns the codec and the server's fill statistics.
+func noisyEpoch(t *testing.T, setting media.ImageSetting, cacheBytes int64) (*countingCodec, FillStats) {
+	t.Helper()
+	c := &countingCodec{noisy: true}
+	srv := New(c, Options{CacheBytes: cacheBytes, PictureCacheBytes: -1, Readahead: -1, DemoteServed: true})
+	defer srv.Close()
+	v := countingVideo(t, "a", 300, 30)
+	shuffledReadOf(t, srv, noisyImage, v, setting, 7, -1)
+	fs := srv.FillStats()
+	if d := c.decoded.Load(); d != 300 {
+		t.Errorf("%d pictures decoded for 300 frames served (fills %+v), want each decoded once", d, fs)
+	}
+	return c, fs
 }
