@@ -32,6 +32,10 @@
 #   forget   daemon RSS after stat of every frame of a 54,000-frame episode
 #            and after drop_caches
 #
+# NOISE=N adds temporal noise of strength N to the videos (ffmpeg's
+# noise=alls=N:allf=t; 12 gives about 7 Mbit/s), a stand-in for a camera's,
+# whose frames compress far less than the test pattern's.
+#
 # EPISODES (4) episodes of 1,800 640x480 frames per GOP size; RUNS (3) runs
 # of each side, alternated, medians reported (scripts/lib.sh); PARTS picks parts
 # (default: all, e.g. PARTS="epochs random").
@@ -49,6 +53,16 @@ daemon_pid=""
 
 want() { [[ " $parts " == *" $1 "* ]]; }
 
+# The test pattern the videos are cut from, noisy with NOISE; tag names
+# the cached videos made of it.
+pattern=(-i "testsrc2=size=640x480:rate=30")
+tag=""
+if [ -n "${NOISE:-}" ]; then
+	pattern+=(-vf "noise=alls=$NOISE:allf=t")
+	tag="_noise$NOISE"
+	emit video_noise "$NOISE" strength
+fi
+
 # mount_wh ARGS...: a fresh mount of the warehouse at $mnt; sets daemon_pid.
 mount_wh() { mount_daemon "$work/wh" "$mnt" -o ro "$@"; }
 unmount_wh() { stop_daemon "$mnt"; }
@@ -61,8 +75,8 @@ rss_mb() { ratio "$(awk -v k="$2" '$1==k":" {print $2}' "/proc/$1/status")" 1024
 for gop in 30 250; do
 	vids=()
 	for ep in $(seq 0 $((episodes - 1))); do
-		v="$cache/train_ep${ep}_gop${gop}.mp4"
-		lavfi_video "$v" -i "testsrc2=size=640x480:rate=30" -ss $((ep * 60)) -frames:v 1800 \
+		v="$cache/train_ep${ep}_gop${gop}${tag}.mp4"
+		lavfi_video "$v" "${pattern[@]}" -ss $((ep * 60)) -frames:v 1800 \
 			-c:v libx264 -preset veryfast -bf 2 -g "$gop" -keyint_min "$gop" -sc_threshold 0 -pix_fmt yuv420p
 		ln -sf "$v" "$work/ep$ep.mp4"
 		vids+=("$work/ep$ep.mp4")
@@ -172,8 +186,8 @@ if want views; then
 	"$bin" create "$work/wh/views" --column 'note:string?' >/dev/null
 	vids=()
 	for ep in $(seq 0 $((${VIEW_EPISODES:-4} - 1))); do
-		v="$cache/train450_ep${ep}_gop30.mp4"
-		lavfi_video "$v" -i "testsrc2=size=640x480:rate=30" -ss $((ep * 60 + 30)) -frames:v 450 \
+		v="$cache/train450_ep${ep}_gop30${tag}.mp4"
+		lavfi_video "$v" "${pattern[@]}" -ss $((ep * 60 + 30)) -frames:v 450 \
 			-c:v libx264 -preset veryfast -bf 2 -g 30 -keyint_min 30 -sc_threshold 0 -pix_fmt yuv420p
 		ln -sf "$v" "$work/v$ep.mp4"
 		vids+=("$work/v$ep.mp4")
@@ -222,7 +236,7 @@ fi
 # comparisons.
 for gop in 30 250; do
 	"$bin" create "$work/wh/one$gop" --column 'note:string?' >/dev/null
-	ln -sf "$cache/train_ep0_gop${gop}.mp4" "$work/one.mp4"
+	ln -sf "$cache/train_ep0_gop${gop}${tag}.mp4" "$work/one.mp4"
 	"$bin" ingest "$work/wh/one$gop" "$work/one.mp4" >/dev/null
 	"$bin" view create "$work/wh/one$gop" exact --where TRUE --image-format bmp >/dev/null
 	"$bin" view create "$work/wh/one$gop" array --where TRUE --image-format npy >/dev/null
