@@ -234,34 +234,32 @@ func (Codec) Unpack(b []byte) (media.Picture, error) {
 		return nil, err
 	}
 	C.framefs_pic_set_props(f.UnsafePointer(), &props)
-	// Planes laid out in the frame as the block holds them are decoded (or
-	// copied) in place; others go through a scratch buffer, unless stored,
-	// and are copied row by row.
-	var dst []byte
-	switch {
-	case tight:
-		dst = unsafe.Slice((*byte)(unsafe.Pointer(C.framefs_pic_data(f.UnsafePointer()))), size)
-	case compressed:
-		planes := scratch.Get(size)
-		defer scratch.Put(planes)
-		dst = *planes
-	default:
-		dst = block
-	}
-	switch {
-	case compressed:
+	// Stored planes are copied into the frame row by row. Compressed ones
+	// are decoded in place when the frame lays its planes out as the block
+	// holds them, and otherwise through a scratch buffer, copied the same
+	// way.
+	planes := block
+	if compressed {
+		var dst []byte
+		if tight {
+			dst = unsafe.Slice((*byte)(unsafe.Pointer(C.framefs_pic_data(f.UnsafePointer()))), size)
+		} else {
+			buf := scratch.Get(size)
+			defer scratch.Put(buf)
+			dst = *buf
+		}
 		if _, err := s2.Decode(dst, block); err != nil {
 			f.Free()
 			return nil, fmt.Errorf("%w: %v", errPacked, err)
 		}
-	case tight:
-		copy(dst, block)
-	}
-	if !tight {
-		if ret := C.framefs_pic_fill(f.UnsafePointer(), (*C.uint8_t)(unsafe.Pointer(&dst[0])), C.int(size)); ret < 0 {
-			f.Free()
-			return nil, fmt.Errorf("decoder: unpack picture: %w", astiav.Error(ret))
+		if tight {
+			return &picture{f, st}, nil
 		}
+		planes = dst
+	}
+	if ret := C.framefs_pic_fill(f.UnsafePointer(), (*C.uint8_t)(unsafe.Pointer(&planes[0])), C.int(size)); ret < 0 {
+		f.Free()
+		return nil, fmt.Errorf("decoder: unpack picture: %w", astiav.Error(ret))
 	}
 	return &picture{f, st}, nil
 }
