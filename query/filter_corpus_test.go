@@ -91,6 +91,13 @@ var filterCorpus = []string{
 	"3000000000 BETWEEN CAST(3000000000 AS INTEGER) AND abs(7)",
 	"NOT (0 IN (coalesce(count, big), (3000000000 * big), 2.5))", "(3000000000 * big) IN (0, count)",
 	"0 = 3000000000 * big", "CAST(big AS INTEGER) IN (0, n32)",
+	// IN lists with NULL among them: DuckDB still computes the other
+	// operand of each comparison it makes of the list, and holds NOT (x
+	// IN (...)) as x NOT IN (...).
+	"-big NOT IN (NULL, count, 7)", "-big NOT IN (NULL, TRY_CAST(code AS INTEGER), 7)", "count NOT IN (NULL, -big, 7)",
+	"count IN (NULL, -big, 7)", "NULL IN (count, -big)", "NULL NOT IN (count, -big)", "(NULL IN (count, -big)) IS NULL",
+	"count IS NOT NULL AND -big NOT IN (NULL, count)", "NOT (count IN (NULL, -big))", "NOT (count NOT IN (NULL, -big))",
+	"NOT (-big IN (NULL, count, 7))", "count IN (NULL, 2147483647 + 1)", "n32 IN (NULL, n32 * 100000)",
 	"(big + 1) IS DISTINCT FROM 7", "7 IS NOT DISTINCT FROM (big * 2)", "NOT (0 IS DISTINCT FROM CAST(big AS INTEGER))",
 	"(big * -3) IS DISTINCT FROM -3", "(n32 * 2) IS DISTINCT FROM 21", "(1 - count) IS DISTINCT FROM -6",
 	"(CAST(big AS DECIMAL(10,2)) IS DISTINCT FROM 0) IS TRUE", "CAST(big AS DECIMAL(18,1)) = 0", "CAST(big AS DECIMAL(4,0)) = 0",

@@ -428,6 +428,12 @@ func isNullConst(e expr) bool {
 }
 
 func (b *binder) unary(x unaryNode) (expr, error) {
+	if in, ok := x.x.(inNode); ok && x.op == "NOT" && in.of == nil {
+		// DuckDB holds NOT (x IN (...)) as x NOT IN (...), and computes it
+		// so (see in).
+		in.not = !in.not
+		return b.in(in)
+	}
 	v, err := b.bind(x.x)
 	if err != nil {
 		return nil, err
@@ -639,15 +645,20 @@ func (b *binder) in(x inNode) (expr, error) {
 	if !allConst || t.id == tList || t.id == tNull {
 		// x IN (a, b) is x = a OR x = b, NULLs included, and x NOT IN
 		// (a, b) is x <> a AND x <> b, as DuckDB rewrites them: its terms
-		// are then computed in order (see logicExpr.table).
+		// are then computed in order (see logicExpr.table). DuckDB
+		// rewrites them after folding comparisons with NULL, so a term
+		// with a NULL operand still computes the other one: x fails the
+		// filter wherever the first term is computed (-big NOT IN (NULL,
+		// count) fails where -big overflows), and NULL IN (count, -big)
+		// computes -big where count left the row undecided.
 		chain, op := &logicExpr{list: true}, opEQ
 		if x.not {
 			chain.and, op = true, opNE
 		}
 		for _, item := range items {
-			term := cmpTyped(op, v, item)
-			if c, ok := term.(*cmpExpr); ok {
-				c.listed = true
+			var term expr = &cmpExpr{op: op, l: v, r: item, listed: true}
+			if t.id == tNull {
+				term = cmpTyped(op, v, item) // NULL against NULL: nothing to compute
 			}
 			chain.terms = append(chain.terms, term)
 		}

@@ -55,7 +55,7 @@ func (s *simplifier) simplify(e expr) expr {
 			return r
 		}
 	}
-	if strictNulls(e) {
+	if strictNulls(e) && !isListed(e) {
 		for _, c := range children(e) {
 			if isNullConst(c) {
 				// NULL in, NULL out: the other operands are not needed
@@ -109,6 +109,13 @@ func foldChain(l *logicExpr) expr {
 	}
 	l.terms = terms
 	return l
+}
+
+// isListed reports whether e is a comparison of an IN list, whose
+// operands DuckDB computes even against NULL (see binder.in).
+func isListed(e expr) bool {
+	c, ok := e.(*cmpExpr)
+	return ok && c.listed
 }
 
 // strictNulls reports whether e is NULL wherever one of its operands is.
