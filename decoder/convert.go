@@ -27,7 +27,9 @@ import (
 // session.convert); otherwise BMP swaps them itself.
 //
 // JPEG starts from the same RGB frame too (see jpeg.go), so that its
-// colours are the RGB formats' colours even for BT.709 video.
+// colours are the RGB formats' colours even for BT.709 video; only an
+// 8-bit BT.601 4:2:0 picture at its own size, whose planes are JPEG's
+// YCbCr but for the range, goes to the encoder as planes (fromPlanes).
 
 // rotation is the display transform the container asks for, as the
 // ffmpeg command line applies it with -autorotate (its default).

@@ -19,6 +19,11 @@ const imageRevision = 2
 // down bilinearly.
 const scaledRevision = 3
 
+// jpegPlanesRevision shows in the Identity of JPEG settings at the video's
+// own size, which encode BT.601 4:2:0 pictures from their planes (see
+// fromPlanes): revision 1 began doing so.
+const jpegPlanesRevision = 1
+
 // Identity names everything that determines the bytes of an image made
 // with setting s: the normalized setting (ImageSetting.Canonical),
 // framefs's own image revision and the versions of the libraries involved.
@@ -32,6 +37,9 @@ func Identity(s media.ImageSetting) string {
 	}
 	if s.Format == media.FormatJPEG {
 		id += "," + jpegIdentity()
+		if s.Width == 0 && s.Height == 0 {
+			id += fmt.Sprintf(",planes=%d", jpegPlanesRevision)
+		}
 	}
 	return id
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/asticode/go-astiav"
+
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/serving"
 )
@@ -403,4 +405,94 @@ func renderingSession(t *testing.T, path string) (media.Video, *session, *render
 	r := newRenderer()
 	t.Cleanup(r.Close)
 	return v, s, r
+}
+
+// TestJPEGFromPlanes: 8-bit BT.601 4:2:0 pictures at their own size are
+// encoded from their planes (limited-range samples expanded, full-range
+// ones as they are), within rounding of the JPEG the RGB route makes and
+// as close to the exact RGB as that one; every other picture takes the
+// RGB route, byte for byte.
+func TestJPEGFromPlanes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	video := func(name string, args ...string) string {
+		return ffmpegTo(t, filepath.Join(dir, name), append([]string{"-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30",
+			"-frames:v", "5", "-c:v", "libx264", "-preset", "veryfast"}, args...)...)
+	}
+	jpeg100 := media.ImageSetting{Format: media.FormatJPEG, JPEGQuality: 100}.Normalize()
+	cases := []struct {
+		path            string
+		setting         media.ImageSetting
+		planes, limited bool
+	}{
+		{video("limited.mp4", "-pix_fmt", "yuv420p"), jpeg100, true, true},
+		{video("full.mp4", "-pix_fmt", "yuvj420p"), jpeg100, true, false},
+		{video("smpte170m.mp4", "-pix_fmt", "yuv420p", "-colorspace", "smpte170m"), jpeg100, true, true},
+		{video("bt709.mp4", "-pix_fmt", "yuv420p", "-colorspace", "bt709"), jpeg100, false, false},
+		{video("yuv444.mp4", "-pix_fmt", "yuv444p"), jpeg100, false, false},
+		{realDir + "/h264_10bits.mp4", jpeg100, false, false},
+		{filepath.Join(dir, "limited.mp4"), media.ImageSetting{Format: media.FormatJPEG, Width: 160}.Normalize(), false, false},
+	}
+	ctx := context.Background()
+	for _, tc := range cases {
+		_, s, r := renderingSession(t, tc.path)
+		f, err := s.decodeTo(ctx, 2)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		name := fmt.Sprintf("%s %+v", filepath.Base(tc.path), tc.setting)
+		if planes, limited := fromPlanes(getFrameInfo(f), s.st, tc.setting); planes != tc.planes || limited != tc.limited {
+			t.Errorf("%s: from planes %v, limited %v; want %v, %v", name, planes, limited, tc.planes, tc.limited)
+		}
+		got, err := r.encode(nil, f, s.st, tc.setting)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out, err := r.convert(f, s.st, tc.setting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := r.encoderFor(tc.setting, s.st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		viaRGB, err := enc.encode(nil, out)
+		out.Unref()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tc.planes {
+			if !bytes.Equal(got, viaRGB) {
+				t.Errorf("%s: not the RGB route's JPEG", name)
+			}
+			continue
+		}
+		_, _, exact := ppmPixels(t, mustEncode(t, r, f, s.st, media.ImageSetting{Format: media.FormatPPM}))
+		a, err := jpeg.Decode(bytes.NewReader(got))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b, err := jpeg.Decode(bytes.NewReader(viaRGB))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromRGB := meanAbsDiff(rgbOf(b), exact)
+		if d := meanAbsDiff(rgbOf(a), rgbOf(b)); d > 1 {
+			t.Errorf("%s: %.2f levels from the RGB route's JPEG on average", name, d)
+		}
+		if d := meanAbsDiff(rgbOf(a), exact); d > fromRGB+0.5 {
+			t.Errorf("%s: %.2f levels from the exact RGB on average, the RGB route's JPEG %.2f", name, d, fromRGB)
+		}
+		t.Logf("%s: %.2f levels from the RGB route's JPEG, %.2f from the exact RGB (the RGB route's %.2f)",
+			name, meanAbsDiff(rgbOf(a), rgbOf(b)), meanAbsDiff(rgbOf(a), exact), fromRGB)
+	}
+}
+
+func mustEncode(t *testing.T, r *renderer, f *astiav.Frame, st *stream, setting media.ImageSetting) []byte {
+	t.Helper()
+	b, err := r.encode(nil, f, st, setting.Normalize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -97,6 +97,18 @@ func newEncKey(setting media.ImageSetting, info media.VideoInfo) encKey {
 // encode converts a decoded frame of stream st, encodes it with setting
 // (normalized) and appends the image to dst. f is left untouched.
 func (r *renderer) encode(dst []byte, f *astiav.Frame, st *stream, setting media.ImageSetting) ([]byte, error) {
+	if setting.Format == media.FormatJPEG {
+		if ok, limited := fromPlanes(getFrameInfo(f), st, setting); ok {
+			if err := media.CheckOutputSize(st.info.Width, st.info.Height); err != nil {
+				return nil, err
+			}
+			enc, err := r.encoderFor(setting, st)
+			if err != nil {
+				return nil, err
+			}
+			return enc.(*jpegEncoder).encodePlanes(dst, f, limited)
+		}
+	}
 	out, err := r.convert(f, st, setting)
 	if err != nil {
 		return nil, err
