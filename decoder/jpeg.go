@@ -130,9 +130,19 @@ func (e *jpegEncoder) compress(dst []byte, p unsafe.Pointer, pitch int) ([]byte,
 	size := e.bufSize
 	if C.tjCompress2(e.h, (*C.uchar)(p), C.int(e.width), C.int(pitch), C.int(e.height), C.TJPF_RGB,
 		&buf, &size, C.TJSAMP_420, C.int(e.quality), flags) != 0 {
-		return nil, fmt.Errorf("decoder: encode JPEG: %s", C.GoString(C.tjGetErrorStr2(e.h)))
+		return nil, e.failed()
 	}
-	return append(dst, unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(size))...), nil
+	return appendOutput(dst, buf, size), nil
+}
+
+// failed is the error of the TurboJPEG call that just failed.
+func (e *jpegEncoder) failed() error {
+	return fmt.Errorf("decoder: encode JPEG: %s", C.GoString(C.tjGetErrorStr2(e.h)))
+}
+
+// appendOutput appends the size bytes TurboJPEG wrote at buf to dst.
+func appendOutput(dst []byte, buf *C.uchar, size C.ulong) []byte {
+	return append(dst, unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(size))...)
 }
 
 // Planes: most video is 8-bit YUV 4:2:0 in the BT.601 matrix (or none
@@ -202,9 +212,9 @@ func (e *jpegEncoder) encodePlanes(dst []byte, f *astiav.Frame, limited bool) ([
 	buf, size := e.buf, e.bufSize
 	if C.framefs_tj_planes(e.h, (*C.uchar)(planes[0]), (*C.uchar)(planes[1]), (*C.uchar)(planes[2]),
 		C.int(strides[0]), C.int(strides[1]), C.int(strides[2]), C.int(w), C.int(h), C.int(e.quality), &buf, &size) != 0 {
-		return nil, fmt.Errorf("decoder: encode JPEG: %s", C.GoString(C.tjGetErrorStr2(e.h)))
+		return nil, e.failed()
 	}
-	return append(dst, unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(size))...), nil
+	return appendOutput(dst, buf, size), nil
 }
 
 func (e *jpegEncoder) free() {

@@ -33,15 +33,12 @@ func newRenderer() *renderer {
 	return &renderer{convs: map[convKey]*converter{}, encs: map[encKey]imageEncoder{}}
 }
 
-// convert converts a decoded frame of stream st for an image of setting
-// (normalized). The result belongs to the renderer's converter and is
-// valid until its next use; Clone it to keep it.
-func (r *renderer) convert(f *astiav.Frame, st *stream, setting media.ImageSetting) (*astiav.Frame, error) {
+// convert converts a decoded frame of stream st, whose info is fi, for an
+// image of setting (normalized), whose output size the caller has checked
+// (encode). The result belongs to the renderer's converter and is valid
+// until its next use; Clone it to keep it.
+func (r *renderer) convert(f *astiav.Frame, fi frameInfo, st *stream, setting media.ImageSetting) (*astiav.Frame, error) {
 	ow, oh := setting.OutputSize(st.info.Width, st.info.Height)
-	if err := media.CheckOutputSize(ow, oh); err != nil {
-		return nil, err
-	}
-	fi := getFrameInfo(f)
 	ck := convKey{
 		width: fi.width, height: fi.height, format: fi.format,
 		sarNum: fi.sarNum, sarDen: fi.sarDen,
@@ -97,27 +94,24 @@ func newEncKey(setting media.ImageSetting, info media.VideoInfo) encKey {
 // encode converts a decoded frame of stream st, encodes it with setting
 // (normalized) and appends the image to dst. f is left untouched.
 func (r *renderer) encode(dst []byte, f *astiav.Frame, st *stream, setting media.ImageSetting) ([]byte, error) {
-	if setting.Format == media.FormatJPEG {
-		if ok, limited := fromPlanes(getFrameInfo(f), st, setting); ok {
-			if err := media.CheckOutputSize(st.info.Width, st.info.Height); err != nil {
-				return nil, err
-			}
-			enc, err := r.encoderFor(setting, st)
-			if err != nil {
-				return nil, err
-			}
-			return enc.(*jpegEncoder).encodePlanes(dst, f, limited)
-		}
-	}
-	out, err := r.convert(f, st, setting)
-	if err != nil {
+	if err := media.CheckOutputSize(setting.OutputSize(st.info.Width, st.info.Height)); err != nil {
 		return nil, err
 	}
-	defer out.Unref()
 	enc, err := r.encoderFor(setting, st)
 	if err != nil {
 		return nil, err
 	}
+	fi := getFrameInfo(f)
+	if setting.Format == media.FormatJPEG {
+		if ok, limited := fromPlanes(fi, st, setting); ok {
+			return enc.(*jpegEncoder).encodePlanes(dst, f, limited)
+		}
+	}
+	out, err := r.convert(f, fi, st, setting)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Unref()
 	return enc.encode(dst, out)
 }
 

@@ -180,9 +180,9 @@ func (p *fillPolicy) imageSize(v media.Video, setting media.ImageSetting) float6
 // packedSize is the expected size of a packed picture of v: stored when
 // compression does not pay (compressPacks). p.mu held.
 func (p *fillPolicy) packedSize(v media.Video) float64 {
-	ratio := p.packedRatio.v
-	if ratio > worthCompressing {
-		ratio = 1
+	ratio := 1.0
+	if p.packedRatio.pays() {
+		ratio = p.packedRatio.v
 	}
 	return float64(v.Index.Width*v.Index.Height*3/2) * ratio
 }
@@ -219,7 +219,7 @@ func (p *fillPolicy) form(v media.Video, setting media.ImageSetting) form {
 		switch {
 		case image*p.compressedRatio.v >= packed:
 			return formPicture
-		case p.compressedRatio.v <= worthCompressing:
+		case p.compressedRatio.pays():
 			return formCompressed
 		case p.sinceProbe >= probeEvery-1:
 			p.sinceProbe = 0
@@ -430,7 +430,7 @@ func (p *fillPolicy) measuredEncode(d time.Duration) { p.measure(&p.encodeNs, fl
 func (p *fillPolicy) compressPacks() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.packedRatio.v <= worthCompressing || p.storedSinceProbe >= probeEvery-1 {
+	if p.packedRatio.pays() || p.storedSinceProbe >= probeEvery-1 {
 		p.storedSinceProbe = 0
 		return true
 	}
@@ -466,6 +466,10 @@ type sizeRatio struct {
 	v        float64
 	measured bool // v is measured, not the prior
 }
+
+// pays reports whether compression at this ratio is worth its CPU
+// (worthCompressing).
+func (r sizeRatio) pays() bool { return r.v <= worthCompressing }
 
 // fold takes in one form of n bytes made of raw; the first measurement
 // replaces the prior.

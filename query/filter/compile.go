@@ -656,11 +656,12 @@ func (b *binder) in(x inNode) (expr, error) {
 			chain.and, op = true, opNE
 		}
 		for _, item := range items {
-			var term expr = &cmpExpr{op: op, l: v, r: item, listed: true}
 			if t.id == tNull {
-				term = cmpTyped(op, v, item) // NULL against NULL: nothing to compute
+				// NULL against NULL: nothing to compute.
+				chain.terms = append(chain.terms, cmpTyped(op, v, item))
+			} else {
+				chain.terms = append(chain.terms, &cmpExpr{op: op, l: v, r: item, listed: true})
 			}
-			chain.terms = append(chain.terms, term)
 		}
 		return chain, nil
 	}
