@@ -45,7 +45,13 @@ func (e *Expr) Compile(schema *arrow.Schema) (*Filter, error) {
 	if root, err = b.condition(root, e.root); err != nil {
 		return nil, err
 	}
-	simp := &simplifier{constant: map[expr]bool{}}
+	// Which NOT IN lists DuckDB computes whole depends on the columns
+	// the filter's terms read once constants are folded; until that is
+	// known, no constant of such a list decides it (see markWhole).
+	simp := &simplifier{constant: map[expr]bool{}, notInOpen: true}
+	root = simp.simplify(root)
+	markWhole(root)
+	simp.notInOpen = false
 	root = simp.simplify(root)
 	if err := simp.checkConstants(root); err != nil {
 		return nil, err
@@ -428,10 +434,11 @@ func isNullConst(e expr) bool {
 }
 
 func (b *binder) unary(x unaryNode) (expr, error) {
-	if in, ok := x.x.(inNode); ok && x.op == "NOT" && in.of == nil {
+	if in, ok := x.x.(inNode); ok && x.op == "NOT" && in.of == nil && !in.not {
 		// DuckDB holds NOT (x IN (...)) as x NOT IN (...), and computes it
-		// so (see in).
-		in.not = !in.not
+		// so (see in); NOT (x NOT IN (...)) stays as it is, a NOT over
+		// a chain it computes whole.
+		in.not = true
 		return b.in(in)
 	}
 	v, err := b.bind(x.x)

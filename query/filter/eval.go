@@ -628,12 +628,19 @@ type logicExpr struct {
 	// computes as one term of the chain it stands in: it is neither
 	// merged into that chain nor split.
 	list bool
+	// whole marks the chain of an x NOT IN (...) that DuckDB does not
+	// rewrite into a chain (see markWhole): its NOT IN computes every
+	// value of the list on every row, so 0 NOT IN (0, 1 + big) fails
+	// where 1 + big overflows although 0 <> 0 decides the row.
+	whole bool
 }
 
 // table returns how the chain combines its terms' values (see the
 // four-valued logic above).
 func (l *logicExpr) table() *[16]uint8 {
 	switch {
+	case l.whole:
+		return &andStrict
 	case l.split:
 		return &andTable
 	case !l.selecting && l.and:

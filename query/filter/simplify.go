@@ -9,6 +9,9 @@ import (
 // (Simplifying never changes whether an expression reads a column.)
 type simplifier struct {
 	constant map[expr]bool
+	// notInOpen keeps a constant term of a NOT IN chain from deciding
+	// it: the chain may yet be marked whole.
+	notInOpen bool
 }
 
 func (s *simplifier) isConstant(e expr) bool {
@@ -51,7 +54,7 @@ func (s *simplifier) simplify(e expr) expr {
 		s.moveDistinct(d)
 	}
 	if l, ok := e.(*logicExpr); ok {
-		if r := foldChain(l); r != nil {
+		if r := s.foldChain(l); r != nil {
 			return r
 		}
 	}
@@ -82,17 +85,20 @@ func (s *simplifier) simplify(e expr) expr {
 // optimizer does, before anything is computed: a FALSE term makes an AND
 // FALSE (a TRUE one an OR TRUE) wherever it stands, so the other terms
 // are not needed and cannot fail; a TRUE term of an AND (FALSE of an OR)
-// is dropped. It returns what replaces l, or nil to keep l.
-func foldChain(l *logicExpr) expr {
+// is dropped. A whole chain computes every term, so there a FALSE term
+// decides nothing before the others are computed (nor, until markWhole,
+// in a NOT IN chain). It returns what replaces l, or nil to keep l.
+func (s *simplifier) foldChain(l *logicExpr) expr {
 	decides, neutral := triT, triF
 	if l.and {
 		decides, neutral = triF, triT
 	}
+	open := l.whole || s.notInOpen && l.list && l.and
 	terms := l.terms[:0:0]
 	for _, t := range l.terms {
 		c, ok := t.(*constExpr)
 		switch {
-		case ok && c.v.tri[0] == decides:
+		case ok && c.v.tri[0] == decides && !open:
 			return c
 		case ok && c.v.tri[0] == neutral:
 		default:
@@ -430,4 +436,44 @@ func (s *simplifier) unwrapCast(c *cmpExpr) bool {
 	}
 	setSides(c, v, cast.x, flipped)
 	return true
+}
+
+// markWhole marks the NOT IN chains that DuckDB computes whole (see
+// logicExpr.whole): those of a term of the filter's top AND that reads
+// one column. DuckDB pushes such a term into its table scan before it
+// rewrites NOT IN lists into chains, and computes it there as written
+// (big NOT IN (big, 1 + big) fails where 1 + big overflows); a term that
+// reads several columns stays in a filter, where NOT IN becomes a chain
+// (count NOT IN (count, 1 + big) does not).
+func markWhole(root expr) {
+	terms := []expr{root}
+	if l, ok := root.(*logicExpr); ok && l.and && !l.list {
+		terms = l.terms
+	}
+	for _, t := range terms {
+		if cols := columnsRead(t, map[string]bool{}); len(cols) == 1 {
+			markNotIn(t)
+		}
+	}
+}
+
+// columnsRead adds the columns e reads to cols, and returns it.
+func columnsRead(e expr, cols map[string]bool) map[string]bool {
+	if c, ok := e.(*colExpr); ok {
+		cols[c.name] = true
+	}
+	for _, ch := range children(e) {
+		columnsRead(ch, cols)
+	}
+	return cols
+}
+
+// markNotIn marks every NOT IN chain in e whole.
+func markNotIn(e expr) {
+	if l, ok := e.(*logicExpr); ok && l.list && l.and {
+		l.whole = true
+	}
+	for _, ch := range children(e) {
+		markNotIn(ch)
+	}
 }
