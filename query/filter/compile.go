@@ -164,7 +164,7 @@ func (b *binder) column(name string) (expr, error) {
 		return nil, invalid("column %q (%s) cannot be used in a filter", f.Name, f.Type)
 	}
 	b.used[f.Name] = true
-	return &colExpr{name: f.Name, t: t}, nil
+	return &colExpr{name: f.Name, t: t, notNull: !f.Nullable}, nil
 }
 
 func (b *binder) unknownColumn(name string) error {

@@ -351,6 +351,9 @@ func (c *constExpr) stringLiteral() bool { return c.literal && c.v.t.id == tStri
 type colExpr struct {
 	name string
 	t    sqlType
+	// notNull says the column holds no NULL (the episode and frame
+	// columns, and columns the schema does not let be NULL).
+	notNull bool
 }
 
 func (c *colExpr) typ() sqlType { return c.t }

@@ -53,6 +53,13 @@ func (s *simplifier) simplify(e expr) expr {
 	if d, ok := e.(*distinctExpr); ok {
 		s.moveDistinct(d)
 	}
+	if n, ok := e.(*isNullExpr); ok && neverNull(n.x) {
+		// x IS NULL is FALSE, without computing x, as DuckDB's
+		// statistics decide it: (2147483647 * 7) IS NULL does not fail.
+		v := newVec(typBool, 1, 0)
+		v.tri[0] = boolTri(n.not)
+		return constant(v, false)
+	}
 	if l, ok := e.(*logicExpr); ok {
 		if r := s.foldChain(l); r != nil {
 			return r
@@ -476,4 +483,37 @@ func markNotIn(e expr) {
 	for _, ch := range children(e) {
 		markNotIn(ch)
 	}
+}
+
+// neverNull reports whether e is never NULL by what DuckDB's statistics
+// tell from its operands alone, computing nothing: a constant other than
+// NULL, a column without NULLs, and +, -, *, negation, abs, AND, OR and
+// NOT of such, and their comparisons with a constant. (DuckDB's
+// statistics say nothing of the rest: / and // by zero are NULL, a cast
+// may fail, coalesce(count, 2147483647 * 7) IS NULL computes the product.)
+func neverNull(e expr) bool {
+	switch x := e.(type) {
+	case *constExpr:
+		return !x.v.isNull(0)
+	case *colExpr:
+		return x.notNull
+	case *arithExpr:
+		return (x.op == opAdd || x.op == opSub || x.op == opMul) && neverNull(x.l) && neverNull(x.r)
+	case *negExpr:
+		return neverNull(x.x)
+	case *absExpr:
+		return neverNull(x.x)
+	case *notExpr:
+		return neverNull(x.x)
+	case *cmpExpr:
+		return (isConst(x.l) || isConst(x.r)) && neverNull(x.l) && neverNull(x.r)
+	case *logicExpr:
+		for _, t := range x.terms {
+			if !neverNull(t) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
