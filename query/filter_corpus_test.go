@@ -113,6 +113,11 @@ var filterCorpus = []string{
 	"(big + 1) IS DISTINCT FROM 7", "7 IS NOT DISTINCT FROM (big * 2)", "NOT (0 IS DISTINCT FROM CAST(big AS INTEGER))",
 	"(big * -3) IS DISTINCT FROM -3", "(n32 * 2) IS DISTINCT FROM 21", "(1 - count) IS DISTINCT FROM -6",
 	"(CAST(big AS DECIMAL(10,2)) IS DISTINCT FROM 0) IS TRUE", "CAST(big AS DECIMAL(18,1)) = 0", "CAST(big AS DECIMAL(4,0)) = 0",
+	// a cast that adds decimals is not unwrapped
+	"CAST(abs(40.0) AS DECIMAL(10,2)) IS DISTINCT FROM CAST((2147483647 + n32) AS DECIMAL(18,0))",
+	"CAST((2147483647 + n32) AS DECIMAL(18,0)) = 40.0", "CAST((2147483647 + n32) AS DECIMAL(18,0)) = 40",
+	"CAST(CAST((2147483647 + n32) AS DECIMAL(10,2)) AS DECIMAL(18,2)) = 40.00", "CAST(CAST(n32 AS DECIMAL(18,0)) AS BIGINT) = 40",
+	"CAST(CAST((n32 + 2147483647) AS DECIMAL(18,0)) AS BIGINT) = 40",
 	// functions on strings
 	"lower(label) = 'cat'", "upper(label) = 'CAT'", "lower(label) = 'éclair'", "upper(label) = 'ÉCLAIR'",
 	"length(label) = 3", "len(label) = 0", "length(label) > 5", "length(code) = 2", "lcase(label) = 'cat'",

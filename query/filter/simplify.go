@@ -413,10 +413,13 @@ func (s *simplifier) moveDistinct(d *distinctExpr) {
 }
 
 // unwrapCast rewrites CAST(x AS T) op c as x op c' where the cast of
-// numbers cannot lose a digit (integers to integers or to decimals
-// without decimals, decimals to at least as many decimals) and c converts
-// to x's type exactly (DuckDB's rule, for the same answers: the cast,
-// which could fail where the answer does not depend on it, is spared).
+// numbers cannot lose a digit and keeps the scale (integers to integers
+// or to decimals without decimals, decimals to decimals of as many
+// decimals) and c converts to x's type exactly (DuckDB's rule, for the
+// same answers: the cast, which could fail where the answer does not
+// depend on it, is spared). A cast that adds decimals stays, as DuckDB
+// leaves it: CAST(x AS DECIMAL(18,0)) = 40.0 compares at DECIMAL(19,1)
+// and computes x.
 func (s *simplifier) unwrapCast(c *cmpExpr) bool {
 	if c.op == decided {
 		return false
@@ -431,7 +434,7 @@ func (s *simplifier) unwrapCast(c *cmpExpr) bool {
 	}
 	from, to := cast.x.typ(), cast.to
 	exact := func(t sqlType) bool { return t.integer() || t.id == tDecimal }
-	if !exact(from) || !exact(to) || to.scale < from.scale || from.integer() && to.scale > 0 {
+	if !exact(from) || !exact(to) || to.scale != from.scale {
 		return false
 	}
 	v := castVec(k, from, false)
