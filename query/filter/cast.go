@@ -14,6 +14,9 @@ type castExpr struct {
 	x   expr
 	to  sqlType
 	try bool
+	// context says what an implicit cast of a constant is for, for the
+	// error of a constant that does not convert (see binder.compare).
+	context string
 }
 
 func (c *castExpr) typ() sqlType { return c.to }

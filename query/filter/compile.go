@@ -52,7 +52,7 @@ func (e *Expr) Compile(schema *arrow.Schema) (*Filter, error) {
 	root = simp.simplify(root)
 	markWhole(root)
 	simp.notInOpen = false
-	root = simp.simplify(root)
+	root = topNull(simp.simplify(root))
 	if err := simp.checkConstants(root); err != nil {
 		return nil, err
 	}
@@ -300,8 +300,10 @@ func (b *binder) condition(e expr, n node) (expr, error) {
 }
 
 // coerce casts e to type t where DuckDB would implicitly; a constant is
-// cast at once, so that a literal that does not convert ('abc' for an
-// INTEGER) is an error of the filter.
+// cast at once. One that does not convert ('abc' for an INTEGER) stays a
+// cast, as any constant that fails: DuckDB computes it only where it is
+// needed (FALSE AND count = 'abc' is FALSE), and checkConstants reports
+// it otherwise.
 func (b *binder) coerce(e expr, t sqlType, n node) (expr, error) {
 	if e.typ().equal(t) {
 		return e, nil
@@ -310,13 +312,26 @@ func (b *binder) coerce(e expr, t sqlType, n node) (expr, error) {
 		return nil, invalid("%s is %s, which does not convert to %s", b.src(n), e.typ(), t)
 	}
 	if c, ok := e.(*constExpr); ok {
-		v := castVec(c.v, t, false)
-		if v.isBad(0) {
-			return nil, invalid("%v", v.errAt(0))
+		if v := castVec(c.v, t, false); !v.isBad(0) {
+			return constant(v, false), nil
 		}
-		return constant(v, false), nil
 	}
 	return &castExpr{x: e, to: t}, nil
+}
+
+// coerceCompared coerces an operand of a comparison; what the comparison
+// was (format and args) leads the message of a constant that does not
+// convert, whether at once or when checkConstants reports it.
+func (b *binder) coerceCompared(e expr, t sqlType, n node, format string, args ...any) (expr, error) {
+	what := fmt.Sprintf(format, args...)
+	c, err := b.coerce(e, t, n)
+	if err != nil {
+		return nil, invalid("%s: %s", what, reason(err))
+	}
+	if cast, ok := c.(*castExpr); ok && isConst(cast.x) {
+		cast.context = what
+	}
+	return c, nil
 }
 
 // fold evaluates an expression of constants into one constant. One whose
@@ -406,11 +421,11 @@ func (b *binder) compare(op string, l, r expr, ln, rn, whole node) (expr, error)
 		return nil, err
 	}
 	lt, rt := l.typ(), r.typ()
-	if l, err = b.coerce(l, t, ln); err != nil {
-		return nil, invalid("cannot compare %s (%s) with %s: %s", b.src(rn), rt, b.src(ln), reason(err))
+	if l, err = b.coerceCompared(l, t, ln, "cannot compare %s (%s) with %s", b.src(rn), rt, b.src(ln)); err != nil {
+		return nil, err
 	}
-	if r, err = b.coerce(r, t, rn); err != nil {
-		return nil, invalid("cannot compare %s (%s) with %s: %s", b.src(ln), lt, b.src(rn), reason(err))
+	if r, err = b.coerceCompared(r, t, rn, "cannot compare %s (%s) with %s", b.src(ln), lt, b.src(rn)); err != nil {
+		return nil, err
 	}
 	switch op {
 	case "IS DISTINCT FROM", "IS NOT DISTINCT FROM":

@@ -53,6 +53,10 @@ func (s *simplifier) simplify(e expr) expr {
 	if d, ok := e.(*distinctExpr); ok {
 		s.moveDistinct(d)
 	}
+	if a, ok := e.(*arithExpr); ok && a.op == opIntDiv && a.t.integer() && isZero(a.r) {
+		// x // 0 is NULL without computing x, as DuckDB folds it.
+		return constant(nullConst(a.t), false)
+	}
 	if n, ok := e.(*isNullExpr); ok && neverNull(n.x) {
 		// x IS NULL is FALSE, without computing x, as DuckDB's
 		// statistics decide it: (2147483647 * 7) IS NULL does not fail.
@@ -240,6 +244,9 @@ func evalConstant(e expr) (*vec, bool) {
 func (s *simplifier) checkConstants(e expr) error {
 	if _, ok := e.(*constExpr); !ok && s.isConstant(e) {
 		if v, ok := evalConstant(e); !ok {
+			if c, ok := e.(*castExpr); ok && c.context != "" {
+				return invalid("%s: %v", c.context, v.errAt(0))
+			}
 			return invalid("%v", v.errAt(0))
 		}
 		return nil
@@ -424,13 +431,23 @@ func (s *simplifier) unwrapCast(c *cmpExpr) bool {
 	if c.op == decided {
 		return false
 	}
+	if s.isConstant(c.l) && !isConst(c.l) {
+		// DuckDB takes a constant left operand for the constant, and
+		// gives up where it fails: CAST(3000000000 AS INTEGER) = 5 fails.
+		return false
+	}
 	k, other, flipped, ok := s.constantSide(c)
 	if !ok {
 		return false
 	}
 	cast, ok := other.(*castExpr)
-	if !ok || cast.try || s.isConstant(cast.x) {
-		return false // a cast of a constant is folded, or fails
+	// A cast of a constant that converts is folded; one that fails is
+	// unwrapped as DuckDB does where it casts a value (-3 <= CAST(3000000000
+	// AS INTEGER) is TRUE), not where it casts a computation that fails
+	// ((2147483647 + 7) IS NOT DISTINCT FROM CAST(7 AS DECIMAL(18,0))
+	// computes the sum).
+	if !ok || cast.try || s.isConstant(cast.x) && !isConst(cast.x) {
+		return false
 	}
 	from, to := cast.x.typ(), cast.to
 	exact := func(t sqlType) bool { return t.integer() || t.id == tDecimal }
@@ -519,4 +536,27 @@ func neverNull(e expr) bool {
 		return true
 	}
 	return false
+}
+
+// isZero reports whether e is the constant integer 0.
+func isZero(e expr) bool {
+	c, ok := e.(*constExpr)
+	return ok && c.v.t.integer() && !c.v.isNull(0) && c.v.ints[0] == 0
+}
+
+// topNull returns the NULL term of the filter's top AND, if it has one,
+// in place of the filter: no row can match, and DuckDB's optimizer then
+// reads and computes nothing (NULL AND CAST(3000000000 AS INTEGER) > n32
+// matches nothing, where under an OR or NOT the cast would be computed).
+func topNull(root expr) expr {
+	l, ok := root.(*logicExpr)
+	if !ok || !l.and || l.list {
+		return root
+	}
+	for _, t := range l.terms {
+		if isNullConst(t) {
+			return t
+		}
+	}
+	return root
 }
