@@ -126,6 +126,11 @@ var filterCorpus = []string{
 	"(NULL AND -big > 0) OR count > 0", "(2147483647 + 7) IS NOT DISTINCT FROM CAST(7 AS DECIMAL(18,0))",
 	"CAST(3000000000 AS INTEGER) = 5", "5 = CAST(3000000000 AS INTEGER)", "(2147483647 + 7) = CAST(7 AS BIGINT)",
 	"CAST(3000000000 AS INTEGER) >= -3", "2147483647 < CAST(3000000000 AS INTEGER)", "NULL <= CAST(3000000000 AS INTEGER)",
+	// constant comparisons of one expression in the top AND that no value
+	// meets: nothing is computed
+	"-big BETWEEN 40 AND 0", "(-big BETWEEN 40 AND 0) OR n32 > 0", "NOT (-big BETWEEN 40 AND 0)", "-big > 5 AND -big < 3",
+	"-big >= 40 AND count > 0 AND -big <= 0", "-big BETWEEN 0 AND 40", "coalesce(-big, list_extract(vals, 2)) BETWEEN 40.0 AND 0",
+	"-big = 3 AND -big = 4", "-big = 3 AND -big > 3", "-big >= 3 AND -big <= 3", "abs(big) > 5 AND abs(big) < 3",
 	// a cast that adds decimals is not unwrapped
 	"CAST(abs(40.0) AS DECIMAL(10,2)) IS DISTINCT FROM CAST((2147483647 + n32) AS DECIMAL(18,0))",
 	"CAST((2147483647 + n32) AS DECIMAL(18,0)) = 40.0", "CAST((2147483647 + n32) AS DECIMAL(18,0)) = 40",

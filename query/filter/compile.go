@@ -52,7 +52,7 @@ func (e *Expr) Compile(schema *arrow.Schema) (*Filter, error) {
 	root = simp.simplify(root)
 	markWhole(root)
 	simp.notInOpen = false
-	root = topNull(simp.simplify(root))
+	root = topDecided(simp.simplify(root))
 	if err := simp.checkConstants(root); err != nil {
 		return nil, err
 	}

@@ -544,11 +544,13 @@ func isZero(e expr) bool {
 	return ok && c.v.t.integer() && !c.v.isNull(0) && c.v.ints[0] == 0
 }
 
-// topNull returns the NULL term of the filter's top AND, if it has one,
-// in place of the filter: no row can match, and DuckDB's optimizer then
-// reads and computes nothing (NULL AND CAST(3000000000 AS INTEGER) > n32
-// matches nothing, where under an OR or NOT the cast would be computed).
-func topNull(root expr) expr {
+// topDecided returns what decides the filter's top AND before anything
+// is computed, in place of the filter, as DuckDB's optimizer decides it:
+// a NULL term (NULL AND CAST(3000000000 AS INTEGER) > n32 matches
+// nothing), or constant comparisons of one expression that no value
+// meets (-big BETWEEN 40 AND 0 matches nothing, and -big is not computed
+// where it overflows). Under an OR or a NOT, DuckDB computes them.
+func topDecided(root expr) expr {
 	l, ok := root.(*logicExpr)
 	if !ok || !l.and || l.list {
 		return root
@@ -558,5 +560,112 @@ func topNull(root expr) expr {
 			return t
 		}
 	}
+	if emptyRange(l.terms) {
+		v := newVec(typBool, 1, 0)
+		v.tri[0] = triF
+		return constant(v, false)
+	}
 	return root
+}
+
+// valueRange is what the constant comparisons of one expression allow.
+type valueRange struct {
+	x              expr
+	lo, hi, eq     *vec
+	loIncl, hiIncl bool
+}
+
+// emptyRange reports whether the comparisons with a constant (= < <= >
+// >=) of some expression among terms leave it no value.
+func emptyRange(terms []expr) bool {
+	var ranges []*valueRange
+	for _, t := range terms {
+		c, ok := t.(*cmpExpr)
+		if !ok || c.listed || c.op == opNE || c.op == decided {
+			continue
+		}
+		x, k, op := c.l, c.r, c.op
+		if isConst(x) {
+			x, k, op = c.r, c.l, op.flip()
+		}
+		kc, ok := k.(*constExpr)
+		if !ok || kc.v.isNull(0) || isConstant(x) || !kc.v.t.equal(x.typ()) {
+			continue
+		}
+		var r *valueRange
+		for _, o := range ranges {
+			if sameExpr(o.x, x) {
+				r = o
+				break
+			}
+		}
+		if r == nil {
+			r = &valueRange{x: x}
+			ranges = append(ranges, r)
+		}
+		v := kc.v
+		switch op {
+		case opEQ:
+			if r.eq != nil && compareValuesAt(r.eq, 0, v, 0) != 0 {
+				return true
+			}
+			r.eq = v
+		case opGT, opGE:
+			if r.lo == nil || compareValuesAt(v, 0, r.lo, 0) > 0 || compareValuesAt(v, 0, r.lo, 0) == 0 && op == opGT {
+				r.lo, r.loIncl = v, op == opGE
+			}
+		case opLT, opLE:
+			if r.hi == nil || compareValuesAt(v, 0, r.hi, 0) < 0 || compareValuesAt(v, 0, r.hi, 0) == 0 && op == opLT {
+				r.hi, r.hiIncl = v, op == opLE
+			}
+		}
+	}
+	for _, r := range ranges {
+		if r.lo != nil && r.hi != nil {
+			if c := compareValuesAt(r.lo, 0, r.hi, 0); c > 0 || c == 0 && !(r.loIncl && r.hiIncl) {
+				return true
+			}
+		}
+		if r.eq != nil && r.lo != nil {
+			if c := compareValuesAt(r.eq, 0, r.lo, 0); c < 0 || c == 0 && !r.loIncl {
+				return true
+			}
+		}
+		if r.eq != nil && r.hi != nil {
+			if c := compareValuesAt(r.eq, 0, r.hi, 0); c > 0 || c == 0 && !r.hiIncl {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameExpr reports whether a and b compute the same value: the same
+// expression, or columns, constants, casts, negations, abs and
+// arithmetic that are alike.
+func sameExpr(a, b expr) bool {
+	if a == b {
+		return true
+	}
+	switch x := a.(type) {
+	case *colExpr:
+		y, ok := b.(*colExpr)
+		return ok && x.name == y.name
+	case *constExpr:
+		y, ok := b.(*constExpr)
+		return ok && x.v.t.equal(y.v.t) && !x.v.isNull(0) && !y.v.isNull(0) && compareValuesAt(x.v, 0, y.v, 0) == 0
+	case *negExpr:
+		y, ok := b.(*negExpr)
+		return ok && sameExpr(x.x, y.x)
+	case *absExpr:
+		y, ok := b.(*absExpr)
+		return ok && sameExpr(x.x, y.x)
+	case *castExpr:
+		y, ok := b.(*castExpr)
+		return ok && x.try == y.try && x.to.equal(y.to) && sameExpr(x.x, y.x)
+	case *arithExpr:
+		y, ok := b.(*arithExpr)
+		return ok && x.op == y.op && x.t.equal(y.t) && sameExpr(x.l, y.l) && sameExpr(x.r, y.r)
+	}
+	return false
 }
