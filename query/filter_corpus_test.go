@@ -131,6 +131,9 @@ var filterCorpus = []string{
 	"-big BETWEEN 40 AND 0", "(-big BETWEEN 40 AND 0) OR n32 > 0", "NOT (-big BETWEEN 40 AND 0)", "-big > 5 AND -big < 3",
 	"-big >= 40 AND count > 0 AND -big <= 0", "-big BETWEEN 0 AND 40", "coalesce(-big, list_extract(vals, 2)) BETWEEN 40.0 AND 0",
 	"-big = 3 AND -big = 4", "-big = 3 AND -big > 3", "-big >= 3 AND -big <= 3", "abs(big) > 5 AND abs(big) < 3",
+	// coalesce stops at its first constant
+	"coalesce(-3, -big) > 0", "coalesce(NULL, -3, -big) > 0", "coalesce(count, -3, -big) > 0", "coalesce(-big, -3) > 0",
+	"coalesce(-3, count) NOT BETWEEN (2147483647 % 1) AND (big * 3000000000)", "coalesce(NULL, NULL) IS NULL",
 	// a cast that adds decimals is not unwrapped
 	"CAST(abs(40.0) AS DECIMAL(10,2)) IS DISTINCT FROM CAST((2147483647 + n32) AS DECIMAL(18,0))",
 	"CAST((2147483647 + n32) AS DECIMAL(18,0)) = 40.0", "CAST((2147483647 + n32) AS DECIMAL(18,0)) = 40",

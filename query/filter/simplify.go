@@ -53,6 +53,11 @@ func (s *simplifier) simplify(e expr) expr {
 	if d, ok := e.(*distinctExpr); ok {
 		s.moveDistinct(d)
 	}
+	if c, ok := e.(*coalesceExpr); ok {
+		if r := foldCoalesce(c); r != nil {
+			return r
+		}
+	}
 	if a, ok := e.(*arithExpr); ok && a.op == opIntDiv && a.t.integer() && isZero(a.r) {
 		// x // 0 is NULL without computing x, as DuckDB folds it.
 		return constant(nullConst(a.t), false)
@@ -536,6 +541,33 @@ func neverNull(e expr) bool {
 		return true
 	}
 	return false
+}
+
+// foldCoalesce drops the NULL constants of a coalesce and the arguments
+// after its first other constant, as DuckDB does: coalesce(-3, -big) is
+// -3, and -big is not computed. It returns what replaces c, or nil to
+// keep c.
+func foldCoalesce(c *coalesceExpr) expr {
+	args := c.args[:0:0]
+	for _, a := range c.args {
+		if isNullConst(a) {
+			continue
+		}
+		args = append(args, a)
+		if isConst(a) {
+			break
+		}
+	}
+	switch {
+	case len(args) == 0:
+		return constant(nullConst(c.t), false)
+	case len(args) == 1:
+		return args[0]
+	case len(args) == len(c.args):
+		return nil
+	}
+	c.args = args
+	return c
 }
 
 // isZero reports whether e is the constant integer 0.
