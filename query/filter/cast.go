@@ -15,7 +15,8 @@ type castExpr struct {
 	to  sqlType
 	try bool
 	// context says what an implicit cast of a constant is for, for the
-	// error of a constant that does not convert (see binder.compare).
+	// error of a constant that does not convert (see
+	// binder.coerceCompared).
 	context string
 }
 

@@ -1,0 +1,172 @@
+package filter
+
+// The filter's top AND, as DuckDB's optimizer plans it before anything is
+// computed: which of its terms it computes inside the table scan, and
+// what decides the whole filter at once. Both change only whether a value
+// that cannot be computed fails the filter, never which rows match.
+
+// markWhole marks the NOT IN chains that DuckDB computes whole (see
+// logicExpr.whole): those of a term of the filter's top AND that reads
+// one column. DuckDB pushes such a term into its table scan before it
+// rewrites NOT IN lists into chains, and computes it there as written
+// (big NOT IN (big, 1 + big) fails where 1 + big overflows); a term that
+// reads several columns stays in a filter, where NOT IN becomes a chain
+// (count NOT IN (count, 1 + big) does not).
+func markWhole(root expr) {
+	terms := []expr{root}
+	if l, ok := root.(*logicExpr); ok && l.and && !l.list {
+		terms = l.terms
+	}
+	for _, t := range terms {
+		if cols := columnsRead(t, map[string]bool{}); len(cols) == 1 {
+			markNotIn(t)
+		}
+	}
+}
+
+// columnsRead adds the columns e reads to cols, and returns it.
+func columnsRead(e expr, cols map[string]bool) map[string]bool {
+	if c, ok := e.(*colExpr); ok {
+		cols[c.name] = true
+	}
+	for _, ch := range children(e) {
+		columnsRead(ch, cols)
+	}
+	return cols
+}
+
+// markNotIn marks every NOT IN chain in e whole.
+func markNotIn(e expr) {
+	if l, ok := e.(*logicExpr); ok && l.list && l.and {
+		l.whole = true
+	}
+	for _, ch := range children(e) {
+		markNotIn(ch)
+	}
+}
+
+// topDecided returns what decides the filter's top AND before anything
+// is computed, in place of the filter, as DuckDB's optimizer decides it:
+// a NULL term (NULL AND CAST(3000000000 AS INTEGER) > n32 matches
+// nothing), or constant comparisons of one expression that no value
+// meets (-big BETWEEN 40 AND 0 matches nothing, and -big is not computed
+// where it overflows). Under an OR or a NOT, DuckDB computes them.
+func topDecided(root expr) expr {
+	l, ok := root.(*logicExpr)
+	if !ok || !l.and || l.list {
+		return root
+	}
+	for _, t := range l.terms {
+		if isNullConst(t) {
+			return t
+		}
+	}
+	if emptyRange(l.terms) {
+		v := newVec(typBool, 1, 0)
+		v.tri[0] = triF
+		return constant(v, false)
+	}
+	return root
+}
+
+// valueRange is what the constant comparisons of one expression allow.
+type valueRange struct {
+	x              expr
+	lo, hi, eq     *vec
+	loIncl, hiIncl bool
+}
+
+// emptyRange reports whether the comparisons with a constant (= < <= >
+// >=) of some expression among terms leave it no value.
+func emptyRange(terms []expr) bool {
+	var ranges []*valueRange
+	for _, t := range terms {
+		c, ok := t.(*cmpExpr)
+		if !ok || c.listed || c.op == opNE || c.op == decided {
+			continue
+		}
+		x, k, op := c.l, c.r, c.op
+		if isConst(x) {
+			x, k, op = c.r, c.l, op.flip()
+		}
+		kc, ok := k.(*constExpr)
+		if !ok || kc.v.isNull(0) || isConstant(x) || !kc.v.t.equal(x.typ()) {
+			continue
+		}
+		var r *valueRange
+		for _, o := range ranges {
+			if sameExpr(o.x, x) {
+				r = o
+				break
+			}
+		}
+		if r == nil {
+			r = &valueRange{x: x}
+			ranges = append(ranges, r)
+		}
+		v := kc.v
+		switch op {
+		case opEQ:
+			if r.eq != nil && compareValuesAt(r.eq, 0, v, 0) != 0 {
+				return true
+			}
+			r.eq = v
+		case opGT, opGE:
+			if r.lo == nil || compareValuesAt(v, 0, r.lo, 0) > 0 || compareValuesAt(v, 0, r.lo, 0) == 0 && op == opGT {
+				r.lo, r.loIncl = v, op == opGE
+			}
+		case opLT, opLE:
+			if r.hi == nil || compareValuesAt(v, 0, r.hi, 0) < 0 || compareValuesAt(v, 0, r.hi, 0) == 0 && op == opLT {
+				r.hi, r.hiIncl = v, op == opLE
+			}
+		}
+	}
+	for _, r := range ranges {
+		if r.lo != nil && r.hi != nil {
+			if c := compareValuesAt(r.lo, 0, r.hi, 0); c > 0 || c == 0 && !(r.loIncl && r.hiIncl) {
+				return true
+			}
+		}
+		if r.eq != nil && r.lo != nil {
+			if c := compareValuesAt(r.eq, 0, r.lo, 0); c < 0 || c == 0 && !r.loIncl {
+				return true
+			}
+		}
+		if r.eq != nil && r.hi != nil {
+			if c := compareValuesAt(r.eq, 0, r.hi, 0); c > 0 || c == 0 && !r.hiIncl {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameExpr reports whether a and b compute the same value: the same
+// expression, or columns, constants, casts, negations, abs and
+// arithmetic that are alike.
+func sameExpr(a, b expr) bool {
+	if a == b {
+		return true
+	}
+	switch x := a.(type) {
+	case *colExpr:
+		y, ok := b.(*colExpr)
+		return ok && x.name == y.name
+	case *constExpr:
+		y, ok := b.(*constExpr)
+		return ok && x.v.t.equal(y.v.t) && !x.v.isNull(0) && !y.v.isNull(0) && compareValuesAt(x.v, 0, y.v, 0) == 0
+	case *negExpr:
+		y, ok := b.(*negExpr)
+		return ok && sameExpr(x.x, y.x)
+	case *absExpr:
+		y, ok := b.(*absExpr)
+		return ok && sameExpr(x.x, y.x)
+	case *castExpr:
+		y, ok := b.(*castExpr)
+		return ok && x.try == y.try && x.to.equal(y.to) && sameExpr(x.x, y.x)
+	case *arithExpr:
+		y, ok := b.(*arithExpr)
+		return ok && x.op == y.op && x.t.equal(y.t) && sameExpr(x.l, y.l) && sameExpr(x.r, y.r)
+	}
+	return false
+}
