@@ -131,6 +131,14 @@ var filterCorpus = []string{
 	"-big BETWEEN 40 AND 0", "(-big BETWEEN 40 AND 0) OR n32 > 0", "NOT (-big BETWEEN 40 AND 0)", "-big > 5 AND -big < 3",
 	"-big >= 40 AND count > 0 AND -big <= 0", "-big BETWEEN 0 AND 40", "coalesce(-big, list_extract(vals, 2)) BETWEEN 40.0 AND 0",
 	"-big = 3 AND -big = 4", "-big = 3 AND -big > 3", "-big >= 3 AND -big <= 3", "abs(big) > 5 AND abs(big) < 3",
+	// constants are folded in order: one that fails before the constant
+	// that decides a chain fails it, except in the top AND
+	"NOT ((2147483647 * 7) > 5 AND 5 <= 4)", "NOT (5 <= 4 AND (2147483647 * 7) > 5)", "(2147483647 * 7) > 5 OR 5 > 4",
+	"5 > 4 OR (2147483647 * 7) > 5", "NOT ((2147483647 * 7) > 5 OR 5 > 4)", "((2147483647 * 7) > 5 AND 5 <= 4) OR count > 0",
+	"(2147483647 * 7) > 5 AND 5 <= 4", "count > 0 AND (2147483647 * 7) > 5 AND 5 <= 4", "((2147483647 * 7) > 5 OR count > 0) AND 5 <= 4",
+	"NOT (count > 0 AND 5 <= 4)", "NOT (-big > 0 AND 5 <= 4)", "NOT (5 BETWEEN (2147483647 * 7) AND 4)", "NOT (5 BETWEEN 6 AND (2147483647 * 7))",
+	"NOT (2147483647 NOT BETWEEN (-3 - 2147483647) AND (-3 - 3000000000))", "2147483647 BETWEEN (-3 - 2147483647) AND 5",
+	"(2147483647 BETWEEN (-3 - 2147483647) AND 5) OR count > 0",
 	// coalesce stops at its first constant
 	"coalesce(-3, -big) > 0", "coalesce(NULL, -3, -big) > 0", "coalesce(count, -3, -big) > 0", "coalesce(-big, -3) > 0",
 	"coalesce(-3, count) NOT BETWEEN (2147483647 % 1) AND (big * 3000000000)", "coalesce(NULL, NULL) IS NULL",

@@ -103,7 +103,8 @@ func (s *simplifier) simplify(e expr) expr {
 // are not needed and cannot fail; a TRUE term of an AND (FALSE of an OR)
 // is dropped. A whole chain computes every term, so there a FALSE term
 // decides nothing before the others are computed (nor, until markWhole,
-// in a NOT IN chain). It returns what replaces l, or nil to keep l.
+// in a NOT IN chain), and nor does one after a constant that fails. It
+// returns what replaces l, or nil to keep l.
 func (s *simplifier) foldChain(l *logicExpr) expr {
 	decides, neutral := triT, triF
 	if l.and {
@@ -111,13 +112,20 @@ func (s *simplifier) foldChain(l *logicExpr) expr {
 	}
 	open := l.whole || s.notInOpen && l.list && l.and
 	terms := l.terms[:0:0]
+	failedBefore := false
 	for _, t := range l.terms {
 		c, ok := t.(*constExpr)
 		switch {
-		case ok && c.v.tri[0] == decides && !open:
+		case ok && c.v.tri[0] == decides && !open && !failedBefore:
 			return c
 		case ok && c.v.tri[0] == neutral:
 		default:
+			// A constant that fails (not folded) before the deciding
+			// one fails the chain, as DuckDB folds constants in order:
+			// NOT ((2147483647 * 7) > 5 AND 5 <= 4) fails, NOT (5 <= 4
+			// AND (2147483647 * 7) > 5) is TRUE. (The top AND is decided
+			// by any FALSE term: see topDecided.)
+			failedBefore = failedBefore || !l.list && !ok && s.isConstant(t)
 			terms = append(terms, t)
 		}
 	}

@@ -47,8 +47,8 @@ func markNotIn(e expr) {
 
 // topDecided returns what decides the filter's top AND before anything
 // is computed, in place of the filter, as DuckDB's optimizer decides it:
-// a NULL term (NULL AND CAST(3000000000 AS INTEGER) > n32 matches
-// nothing), or constant comparisons of one expression that no value
+// a NULL or FALSE term (NULL AND CAST(3000000000 AS INTEGER) > n32
+// matches nothing), or constant comparisons of one expression that no value
 // meets (-big BETWEEN 40 AND 0 matches nothing, and -big is not computed
 // where it overflows). Under an OR or a NOT, DuckDB computes them.
 func topDecided(root expr) expr {
@@ -59,6 +59,11 @@ func topDecided(root expr) expr {
 	for _, t := range l.terms {
 		if isNullConst(t) {
 			return t
+		}
+		if c, ok := t.(*constExpr); ok && c.v.tri[0] == triF {
+			// Wherever it stands: (2147483647 * 7) > 5 AND 5 <= 4
+			// matches nothing, where under a NOT it fails.
+			return c
 		}
 	}
 	if emptyRange(l.terms) {
