@@ -109,7 +109,7 @@ var filterCorpus = []string{
 	"0 NOT IN (0, -big)", "7 NOT IN (8, -big)", "big NOT IN (big, -big)", "big NOT IN (big, -big) OR big > 0",
 	"NOT (big NOT IN (big, -big))", "big NOT IN (big, -big) AND count > 0", "abs(40.0) NOT IN (abs(big), 40.0, NULL)",
 	"count NOT IN (count, -big)", "0 NOT IN (count, -big)", "(big NOT IN (big, -big)) = (count > 0)",
-	"(n32 * 2 = 21) OR 0 NOT IN (0, -big)", "NULL NOT IN (1, -big)", "big IN (big, -big)", "NOT (count NOT IN (count, -big))",
+	"(n32 * 2 = 21) OR 0 NOT IN (0, -big)", "0 NOT IN (0, count + big)", "NOT (0 NOT IN (0, count + big))", "NULL NOT IN (1, -big)", "big IN (big, -big)", "NOT (count NOT IN (count, -big))",
 	"(big + 1) IS DISTINCT FROM 7", "7 IS NOT DISTINCT FROM (big * 2)", "NOT (0 IS DISTINCT FROM CAST(big AS INTEGER))",
 	"(big * -3) IS DISTINCT FROM -3", "(n32 * 2) IS DISTINCT FROM 21", "(1 - count) IS DISTINCT FROM -6",
 	"(CAST(big AS DECIMAL(10,2)) IS DISTINCT FROM 0) IS TRUE", "CAST(big AS DECIMAL(18,1)) = 0", "CAST(big AS DECIMAL(4,0)) = 0",

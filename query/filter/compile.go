@@ -52,7 +52,10 @@ func (e *Expr) Compile(schema *arrow.Schema) (*Filter, error) {
 	root = simp.simplify(root)
 	markWhole(root)
 	simp.notInOpen = false
-	root = topDecided(simp.simplify(root))
+	if simp.refold() {
+		root = simp.simplify(root)
+	}
+	root = topDecided(root)
 	if err := simp.checkConstants(root); err != nil {
 		return nil, err
 	}
@@ -321,15 +324,15 @@ func (b *binder) coerce(e expr, t sqlType, n node) (expr, error) {
 
 // coerceCompared coerces an operand of a comparison; what the comparison
 // was (format and args) leads the message of a constant that does not
-// convert, whether at once or when checkConstants reports it.
+// convert, whether at once or when checkConstants reports it. (A cast of
+// a constant that coerce leaves is one that does not convert.)
 func (b *binder) coerceCompared(e expr, t sqlType, n node, format string, args ...any) (expr, error) {
-	what := fmt.Sprintf(format, args...)
 	c, err := b.coerce(e, t, n)
 	if err != nil {
-		return nil, invalid("%s: %s", what, reason(err))
+		return nil, invalid("%s: %s", fmt.Sprintf(format, args...), reason(err))
 	}
 	if cast, ok := c.(*castExpr); ok && isConst(cast.x) {
-		cast.context = what
+		cast.context = fmt.Sprintf(format, args...)
 	}
 	return c, nil
 }

@@ -10,8 +10,22 @@ import (
 type simplifier struct {
 	constant map[expr]bool
 	// notInOpen keeps a constant term of a NOT IN chain from deciding
-	// it: the chain may yet be marked whole.
+	// it: the chain may yet be marked whole. held lists the chains whose
+	// constant it kept from deciding.
 	notInOpen bool
+	held      []*logicExpr
+}
+
+// refold reports whether a NOT IN chain that a constant would have
+// decided was held open and is not whole after all: the filter is then
+// simplified again, for that constant to decide it.
+func (s *simplifier) refold() bool {
+	for _, l := range s.held {
+		if !l.whole {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *simplifier) isConstant(e expr) bool {
@@ -110,16 +124,20 @@ func (s *simplifier) foldChain(l *logicExpr) expr {
 	if l.and {
 		decides, neutral = triF, triT
 	}
-	open := l.whole || s.notInOpen && l.list && l.and
+	held := !l.whole && s.notInOpen && l.list && l.and
 	terms := l.terms[:0:0]
 	failedBefore := false
 	for _, t := range l.terms {
 		c, ok := t.(*constExpr)
+		decider := ok && c.v.tri[0] == decides && !failedBefore
 		switch {
-		case ok && c.v.tri[0] == decides && !open && !failedBefore:
+		case decider && !l.whole && !held:
 			return c
 		case ok && c.v.tri[0] == neutral:
 		default:
+			if decider && held && (len(s.held) == 0 || s.held[len(s.held)-1] != l) {
+				s.held = append(s.held, l)
+			}
 			// A constant that fails (not folded) before the deciding
 			// one fails the chain, as DuckDB folds constants in order:
 			// NOT ((2147483647 * 7) > 5 AND 5 <= 4) fails, NOT (5 <= 4

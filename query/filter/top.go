@@ -57,12 +57,9 @@ func topDecided(root expr) expr {
 		return root
 	}
 	for _, t := range l.terms {
-		if isNullConst(t) {
-			return t
-		}
-		if c, ok := t.(*constExpr); ok && c.v.tri[0] == triF {
-			// Wherever it stands: (2147483647 * 7) > 5 AND 5 <= 4
-			// matches nothing, where under a NOT it fails.
+		// Wherever it stands: (2147483647 * 7) > 5 AND 5 <= 4 matches
+		// nothing, where under a NOT it fails.
+		if c, ok := t.(*constExpr); ok && (c.isNull() || c.v.tri[0] == triF) {
 			return c
 		}
 	}
@@ -126,11 +123,12 @@ func emptyRange(terms []expr) bool {
 			}
 			r.eq = v
 		case opGT, opGE:
-			if r.lo == nil || compareValuesAt(v, 0, r.lo, 0) > 0 || compareValuesAt(v, 0, r.lo, 0) == 0 && op == opGT {
+			// The tighter bound: the larger, or the exclusive one of equals.
+			if r.lo == nil || tighter(compareValuesAt(v, 0, r.lo, 0), op == opGT) {
 				r.lo, r.loIncl = v, op == opGE
 			}
 		case opLT, opLE:
-			if r.hi == nil || compareValuesAt(v, 0, r.hi, 0) < 0 || compareValuesAt(v, 0, r.hi, 0) == 0 && op == opLT {
+			if r.hi == nil || tighter(-compareValuesAt(v, 0, r.hi, 0), op == opLT) {
 				r.hi, r.hiIncl = v, op == opLE
 			}
 		}
@@ -154,6 +152,10 @@ func emptyRange(terms []expr) bool {
 	}
 	return false
 }
+
+// tighter reports whether a bound beyond the one it is compared with by c
+// (positive: further in), exclusive or not, is tighter than it.
+func tighter(c int, exclusive bool) bool { return c > 0 || c == 0 && exclusive }
 
 // sameExpr reports whether a and b compute the same value: the same
 // expression, or columns, constants, casts, negations, abs and
