@@ -102,9 +102,9 @@ func (r *renderer) encode(dst []byte, f *astiav.Frame, st *stream, setting media
 		return nil, err
 	}
 	fi := getFrameInfo(f)
-	if setting.Format == media.FormatJPEG {
-		if ok, limited := fromPlanes(fi, st, setting); ok {
-			return enc.(*jpegEncoder).encodePlanes(dst, f, limited)
+	if je, ok := enc.(*jpegEncoder); ok {
+		if planes, limited := fromPlanes(fi, st, setting); planes {
+			return je.encodePlanes(dst, f, limited)
 		}
 	}
 	out, err := r.convert(f, fi, st, setting)
