@@ -129,6 +129,24 @@ func TestSpan(t *testing.T) {
 	}
 }
 
+func TestShows(t *testing.T) {
+	all := Video{From: 100}
+	some := Video{From: 100, Shown: []int64{0, 3, 30}}
+	for _, tc := range []struct {
+		ordinal  int
+		all, shw bool
+	}{
+		{100, true, true}, {101, true, false}, {103, true, true}, {130, true, true}, {131, true, false}, {3, true, false},
+	} {
+		if got := all.Shows(tc.ordinal); got != tc.all {
+			t.Errorf("Shows(%d) without Shown = %v", tc.ordinal, got)
+		}
+		if got := some.Shows(tc.ordinal); got != tc.shw {
+			t.Errorf("Shows(%d) with rows %v from 100 = %v, want %v", tc.ordinal, some.Shown, got, tc.shw)
+		}
+	}
+}
+
 func TestErrFrameRange(t *testing.T) {
 	wrapped := errors.Join(errors.New("frame 9 of x"), ErrFrameRange)
 	if !errors.Is(wrapped, ErrFrameRange) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/framefs/framefs/videoidx"
 )
@@ -36,6 +37,22 @@ type Video struct {
 	// caller may ask for (an episode's rows in a longer video): fills and
 	// read-ahead stay within them. To == 0 means every frame.
 	From, To int
+	// Shown, when not nil, are the frames of the span requests are
+	// expected to ask for, as rows of it (frame From+row), ascending: a
+	// view that shows some of an episode's frames. Fills and read-ahead
+	// decode what those need and keep only them; a request for another
+	// frame is still served. nil: every frame of the span.
+	Shown []int64
+}
+
+// Shows reports whether requests are expected to ask for frame ordinal
+// (see Shown).
+func (v Video) Shows(ordinal int) bool {
+	if v.Shown == nil {
+		return true
+	}
+	_, found := slices.BinarySearch(v.Shown, int64(ordinal-v.From))
+	return found
 }
 
 // Span returns the frames [from, to) requests may ask for: [From, To)

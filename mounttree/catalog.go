@@ -382,11 +382,31 @@ func (c *Catalog) sizeTable(ctx context.Context, ref table.VideoRef, setting med
 	})
 }
 
+// shownRows is the part of an episode of rows frames a frame is shown
+// with: a view's selected rows (ascending), or nil for all of them.
+type shownRows struct {
+	rows     int64
+	selected []int64
+}
+
+// frameVideo returns a stored video ready for the decoder, bounded to the
+// frames of an episode, from ref.FirstFrame on, that are shown: fills and
+// read-ahead decode and keep only those.
+func (c *Catalog) frameVideo(ctx context.Context, ref table.VideoRef, shown shownRows) (media.Video, error) {
+	dv, err := c.openVideo(ctx, ref)
+	if err != nil {
+		return media.Video{}, err
+	}
+	dv.From, dv.To = int(ref.FirstFrame), int(ref.FirstFrame+shown.rows)
+	dv.Shown = shown.selected
+	return dv, nil
+}
+
 // frameSize returns the size of frame ordinal's image with setting (whose
-// identity is given), of a stored video whose episode has rows frames
-// from ref.FirstFrame on. When the size is not known, canMake says whether
-// to make the image to learn it; if not, ok is false.
-func (c *Catalog) frameSize(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting media.ImageSetting, identity string, canMake bool) (size int64, ok bool, err error) {
+// identity is given), of a stored video shown as part of an episode. When
+// the size is not known, canMake says whether to make the image to learn
+// it; if not, ok is false.
+func (c *Catalog) frameSize(ctx context.Context, ref table.VideoRef, shown shownRows, ordinal int, setting media.ImageSetting, identity string, canMake bool) (size int64, ok bool, err error) {
 	t, err := c.sizeTable(ctx, ref, setting, identity)
 	if err != nil {
 		return 0, false, err
@@ -398,11 +418,10 @@ func (c *Catalog) frameSize(ctx context.Context, ref table.VideoRef, rows int64,
 		return size, size > 0, nil
 	}
 	ctx = uninterrupted(ctx)
-	dv, err := c.openVideo(ctx, ref)
+	dv, err := c.frameVideo(ctx, ref, shown)
 	if err != nil {
 		return 0, false, err
 	}
-	dv.From, dv.To = int(ref.FirstFrame), int(ref.FirstFrame+rows)
 	c.counters.FramesSized.Add(1)
 	if size, err = c.frames.FrameSize(ctx, dv, ordinal, setting); err != nil {
 		return 0, false, err
@@ -424,17 +443,14 @@ func (c *Catalog) identityOf(setting media.ImageSetting) string {
 	return id
 }
 
-// frameFor returns the image of frame ordinal of a stored video whose
-// episode has rows frames from ref.FirstFrame on, with an image setting
-// (the served one or a view's).
-func (c *Catalog) frameFor(ctx context.Context, ref table.VideoRef, rows int64, ordinal int, setting media.ImageSetting) ([]byte, error) {
+// frameFor returns the image of frame ordinal of a stored video shown as
+// part of an episode, with an image setting (the served one or a view's).
+func (c *Catalog) frameFor(ctx context.Context, ref table.VideoRef, shown shownRows, ordinal int, setting media.ImageSetting) ([]byte, error) {
 	ctx = uninterrupted(ctx)
-	dv, err := c.openVideo(ctx, ref)
+	dv, err := c.frameVideo(ctx, ref, shown)
 	if err != nil {
 		return nil, err
 	}
-	// Fills and read-ahead decode only the episode's frames.
-	dv.From, dv.To = int(ref.FirstFrame), int(ref.FirstFrame+rows)
 	return c.frames.Frame(ctx, dv, ordinal, setting)
 }
 

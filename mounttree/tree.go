@@ -458,8 +458,9 @@ type File struct {
 	ino    uint64
 	// row is a frame's row in its episode.
 	row int64
-	// more is what a rows file, clip.json or clip list holds besides;
-	// nil for frames, which are nearly every file a mount makes.
+	// more is what a rows file, clip.json or clip list holds besides, and
+	// the rows a view's frame is shown with; nil for the frames of
+	// snapshots, nearly every file a mount makes.
 	more *fileMore
 	kind FileKind
 
@@ -469,7 +470,8 @@ type File struct {
 
 // fileMore is what a file other than a frame or stored video is made of.
 type fileMore struct {
-	// rows are the rows a rows file holds (a view's); nil: all.
+	// rows are the rows a rows file holds, or a frame's folder shows (a
+	// view's); nil: all.
 	rows []int64
 	// clip is a clip.json's clip.
 	clip *clipWindow
@@ -484,6 +486,15 @@ func (f *Folder) file(kind FileKind, name string) *File {
 	case RowsFile:
 		file.ino = f.rowsIno(name)
 		if f.ep.rows != nil {
+			file.more = &fileMore{rows: f.ep.rows}
+		}
+	case FrameFile:
+		if f.ep.rows != nil {
+			// The frame server decodes and keeps only the frames the
+			// view shows (media.Video.Shown). A frame a view shows with
+			// a snapshot's image setting is the snapshot's file too, one
+			// node made from the folder it was first found in: the rows
+			// steer what fills keep, never what a frame holds.
 			file.more = &fileMore{rows: f.ep.rows}
 		}
 	case ClipJSONFile:
@@ -570,7 +581,8 @@ func (f *File) String() string {
 	return fmt.Sprintf("%s of episode %q", f.name, f.e.name)
 }
 
-// selected returns the rows a rows file holds: nil for all of them.
+// selected returns the rows a rows file holds, or a frame's folder
+// shows: nil for all of them.
 func (m *fileMore) selected() []int64 {
 	if m == nil {
 		return nil
@@ -579,6 +591,9 @@ func (m *fileMore) selected() []int64 {
 }
 
 func (f *File) ref() table.VideoRef { return f.e.video(f.column) }
+
+// shown is the part of its episode a frame is shown with.
+func (f *File) shown() shownRows { return shownRows{f.e.rows, f.more.selected()} }
 
 // ordinal is a frame's ordinal in its video.
 func (f *File) ordinal() int { return int(f.ref().FirstFrame + f.row) }
@@ -625,7 +640,7 @@ func (f *File) frameSize(ctx context.Context, canMake bool) (int64, bool, error)
 		return f.size, true, nil
 	}
 	set, identity := f.base.setting(f.ref())
-	size, ok, err := f.base.cat.frameSize(ctx, f.ref(), f.e.rows, f.ordinal(), set, identity, canMake)
+	size, ok, err := f.base.cat.frameSize(ctx, f.ref(), f.shown(), f.ordinal(), set, identity, canMake)
 	if ok {
 		f.size = size
 	}
@@ -657,7 +672,7 @@ func (f *File) image(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	set, _ := f.base.setting(f.ref())
-	data, err := f.base.cat.frameFor(ctx, f.ref(), f.e.rows, f.ordinal(), set)
+	data, err := f.base.cat.frameFor(ctx, f.ref(), f.shown(), f.ordinal(), set)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", f, err)
 	}

@@ -602,11 +602,11 @@ func (fs *Server) forgetFilled(key frameKey) {
 }
 
 // fill starts a fill of the GOP of key (see fill.go) when that pays off:
-// every frame of its group not cached, in flight or in the store is
-// promised in the cache (key among them, so the caller waits for the fill)
-// and decoded in order by a job, whose encoders fulfil the promises. The
-// frames nobody has asked for yet are kept in the form fillPolicy.form
-// chooses; key's own frame is an image.
+// every frame of its group that v shows and that is not cached, in flight
+// or in the store is promised in the cache (key among them, so the caller
+// waits for the fill) and decoded in order by a job, whose encoders fulfil
+// the promises. The frames nobody has asked for yet are kept in the form
+// fillPolicy.form chooses; key's own frame is an image.
 func (fs *Server) fill(v media.Video, key frameKey) {
 	if fs.opts.NoFill {
 		return
@@ -617,7 +617,9 @@ func (fs *Server) fill(v media.Video, key frameKey) {
 	for o := from; o < to; o++ {
 		if o != key.ordinal {
 			k := key.at(o)
-			if fs.cache.Contains(k) || fs.hasCompact(k) || fs.inStore(v, k) {
+			// A frame the caller does not show is decoded only where a
+			// shown one after it needs it (see decodeBatch), never kept.
+			if !v.Shows(o) || fs.cache.Contains(k) || fs.hasCompact(k) || fs.inStore(v, k) {
 				continue
 			}
 		}
@@ -813,6 +815,9 @@ func (fs *Server) readahead(v media.Video, setting media.ImageSetting, from, to 
 	job.end = to
 	for n := from; n < to; n++ {
 		k := frameKey{video: v.Key, stream: v.Index.Stream, ordinal: n, setting: setting}
+		if !v.Shows(n) {
+			continue // the reader skips it
+		}
 		if fs.inStore(v, k) || fs.hasCompact(k) {
 			continue // the reader will find it there, or make it from its compact form
 		}

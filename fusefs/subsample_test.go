@@ -1,0 +1,113 @@
+package fusefs
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/framefs/framefs/decoder"
+	"github.com/framefs/framefs/internal/tabletest"
+	"github.com/framefs/framefs/internal/testenv"
+	"github.com/framefs/framefs/query"
+	"github.com/framefs/framefs/serving"
+	"github.com/framefs/framefs/table"
+	"github.com/framefs/framefs/table/storage"
+)
+
+// TestSubsampledViewDecodesWhatItShows reads views that show some of an
+// episode's frames (subsampled by frame number) through a real mount,
+// shuffled and in order: the frame server decodes only what the shown
+// frames need (a GOP's frames up to the last shown one) and keeps only
+// the shown frames. A view of keyframes decodes one picture a frame; a
+// fill of the whole GOP would decode 30.
+func TestSubsampledViewDecodesWhatItShows(t *testing.T) {
+	testenv.RequireFUSE(t)
+	ctx := context.Background()
+	wh := t.TempDir()
+	src := filepath.Join(t.TempDir(), "train.mp4")
+	tabletest.Lavfi(t, src, "testsrc2=size=320x240:rate=30", 600,
+		"-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0",
+		"-pix_fmt", "yuv420p")
+	store, err := storage.NewLocal(filepath.Join(wh, "train"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := table.Create(ctx, store, table.Schema{Columns: []table.Column{{Name: "note", Type: "string", Nullable: true}}}, tabletest.Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.AddEpisodes(ctx, []table.EpisodeInput{{Videos: map[string]table.VideoFile{"": {Path: src}}}}, table.AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bmp := &table.ViewImage{Format: "bmp", Width: 112, Height: 112}
+	for _, tc := range []struct {
+		name, where string
+		image       *table.ViewImage
+		shuffled    bool
+		// shown is the view's frame count; maxDecoded what decoding
+		// each GOP up to its last shown frame takes at most.
+		shown, maxDecoded int
+	}{
+		// Keyframes only: each decoded alone.
+		{"keyframes", "frame % 30 = 0", nil, true, 20, 20},
+		{"keyframes-bmp", "frame % 30 = 0", bmp, true, 20, 20},
+		// Frames 5, 15 and 25 of each GOP: a fill decodes 26 of its 30.
+		{"tenth", "frame % 10 = 5", nil, true, 60, 20 * 26},
+		{"tenth-bmp", "frame % 10 = 5", bmp, true, 60, 20 * 26},
+		// Every other frame, in order: read-ahead promises only those.
+		{"even", "frame % 2 = 0", nil, false, 300, 600},
+		{"even-bmp", "frame % 2 = 0", bmp, false, 300, 600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := query.CreateView(ctx, tbl, table.View{Name: tc.name, Where: tc.where, Image: tc.image}); err != nil {
+				t.Fatal(err)
+			}
+			// A mount of its own, with a cache that holds every frame:
+			// whatever it holds was made by the reads.
+			f := &fixture{wh: wh, mnt: filepath.Join(t.TempDir(), "mnt")}
+			os.MkdirAll(f.mnt, 0o755)
+			f.frames = serving.New(decoder.Codec{}, serving.Options{CacheBytes: 512 << 20})
+			f.mount(t, dirWarehouse(t, wh), Options{ReadOnly: true})
+			ep := f.path("train", "views", tc.name, "train")
+			var files []string
+			for _, n := range names(t, ep) {
+				if !strings.HasPrefix(n, "frames.") && !strings.HasSuffix(n, ".mp4") {
+					files = append(files, n)
+				}
+			}
+			if len(files) != tc.shown {
+				t.Fatalf("%d frame files, want %d", len(files), tc.shown)
+			}
+			waitFor(t, func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }, "decoder sessions idle")
+			before := f.frames.PoolStats().Decoded
+			if tc.shuffled {
+				rand.New(rand.NewPCG(3, 3)).Shuffle(len(files), func(i, j int) { files[i], files[j] = files[j], files[i] })
+			}
+			for _, n := range files {
+				if _, err := os.ReadFile(filepath.Join(ep, n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitFor(t, func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }, "decoder sessions idle")
+			decoded := f.frames.PoolStats().Decoded - before
+			cs, fills := f.frames.CacheStats(), f.frames.FillStats()
+			t.Logf("%d pictures decoded for %d frames served; %d cache entries; fills %+v", decoded, len(files), cs.Entries, fills)
+			if decoded > tc.maxDecoded {
+				t.Errorf("%d pictures decoded for %d frames served, want at most %d", decoded, len(files), tc.maxDecoded)
+			}
+			// A frame the view does not show is never kept. A served
+			// BMP may be kept twice (its image and its compact form), a
+			// JPEG once.
+			kept := len(files)
+			if tc.image != nil {
+				kept *= 2
+			}
+			if fills.Wasted > 0 || cs.Entries > kept || fills.FramesFilled > int64(len(files)) {
+				t.Errorf("%d cache entries, %d frames filled, %d wasted for %d frames shown: frames the view does not show were made", cs.Entries, fills.FramesFilled, fills.Wasted, len(files))
+			}
+		})
+	}
+}
