@@ -32,26 +32,12 @@ func TestShuffledEpochDecodesOnce(t *testing.T) {
 	testenv.RequireFUSE(t)
 	ctx := context.Background()
 	wh := t.TempDir()
-	src := filepath.Join(t.TempDir(), "train.mp4")
-	tabletest.Lavfi(t, src, "testsrc2=size=320x240:rate=30", 600,
-		"-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0",
-		"-pix_fmt", "yuv420p")
-	store, err := storage.NewLocal(filepath.Join(wh, "train"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Ingest stores the JPEG frames' sizes, as `framefs ingest` does.
 	sizer := serving.New(decoder.Codec{}, serving.Options{CacheBytes: -1, Readahead: -1})
 	defer sizer.Close()
 	opts := tabletest.Options()
 	opts.Sizer = ingestSizer{sizer}
-	tbl, err := table.Create(ctx, store, table.Schema{Columns: []table.Column{{Name: "note", Type: "string", Nullable: true}}}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tbl.AddEpisodes(ctx, []table.EpisodeInput{{Videos: map[string]table.VideoFile{"": {Path: src}}}}, table.AddOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, src := trainTable(t, wh, opts)
 	views := []struct {
 		name    string
 		image   *table.ViewImage
@@ -162,4 +148,28 @@ func TestShuffledEpochDecodesOnce(t *testing.T) {
 	for _, v := range views {
 		read(v.name, filepath.Join("views", v.name), v.setting)
 	}
+}
+
+// trainTable makes the table "train" in warehouse wh, of one episode: 600
+// frames of 320x240 H.264 at GOP 30, with B-frames, stored at the path it
+// returns.
+func trainTable(t *testing.T, wh string, opts table.Options) (*table.Table, string) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "train.mp4")
+	tabletest.Lavfi(t, src, "testsrc2=size=320x240:rate=30", 600,
+		"-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0",
+		"-pix_fmt", "yuv420p")
+	store, err := storage.NewLocal(filepath.Join(wh, "train"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tbl, err := table.Create(ctx, store, table.Schema{Columns: []table.Column{{Name: "note", Type: "string", Nullable: true}}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.AddEpisodes(ctx, []table.EpisodeInput{{Videos: map[string]table.VideoFile{"": {Path: src}}}}, table.AddOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return tbl, src
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/serving"
 	"github.com/framefs/framefs/table"
-	"github.com/framefs/framefs/table/storage"
 )
 
 // TestSubsampledViewDecodesWhatItShows reads views that show some of an
@@ -27,21 +26,7 @@ func TestSubsampledViewDecodesWhatItShows(t *testing.T) {
 	testenv.RequireFUSE(t)
 	ctx := context.Background()
 	wh := t.TempDir()
-	src := filepath.Join(t.TempDir(), "train.mp4")
-	tabletest.Lavfi(t, src, "testsrc2=size=320x240:rate=30", 600,
-		"-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0",
-		"-pix_fmt", "yuv420p")
-	store, err := storage.NewLocal(filepath.Join(wh, "train"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := table.Create(ctx, store, table.Schema{Columns: []table.Column{{Name: "note", Type: "string", Nullable: true}}}, tabletest.Options())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tbl.AddEpisodes(ctx, []table.EpisodeInput{{Videos: map[string]table.VideoFile{"": {Path: src}}}}, table.AddOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	tbl, _ := trainTable(t, wh, tabletest.Options())
 	bmp := &table.ViewImage{Format: "bmp", Width: 112, Height: 112}
 	for _, tc := range []struct {
 		name, where string

@@ -16,7 +16,8 @@
 #            of 450 frames: views at the model's input size (224x224) as
 #            bmp, npy and jpg vs the JPEG folder with Resize((224,224)) in
 #            the loader, with batch_size None and 32; full-size bmp and
-#            npy views and latest/ vs the JPEG folder; frames decoded per served,
+#            npy views and latest/ vs the JPEG folder; a 224x224 bmp view of
+#            every third frame vs a JPEG folder of those frames; frames decoded per served,
 #            daemon CPU per served and the daemon's peak anonymous memory
 #            beside each
 #   pyav     the mount's first epoch vs a PyAV Dataset seeking per item
@@ -197,10 +198,20 @@ if want views; then
 		read -r name format scale <<<"$view"
 		"$bin" view create "$work/wh/views" "$name" --where "note IS NULL" --image-format "$format" ${scale:+--scale "$scale"} >/dev/null
 	done
+	# Every third frame, as a team subsamples a 30 fps camera to 10 fps.
+	"$bin" view create "$work/wh/views" bmp224third --where "note IS NULL AND frame % 3 = 0" --image-format bmp --scale 224x224 >/dev/null
 	mount_wh
 	cp -r "$mnt/views/latest/." "$work/jpegviews"
 	find "$work/jpegviews" -name 'frames.*' -delete
 	unmount_wh
+	# The peer of the subsampled view: those frames' JPEGs alone.
+	mkdir -p "$work/jpegthird"
+	(cd "$work/jpegviews" && find . -name '*.jpg' | while read -r f; do
+		n=$(basename "$f" .jpg)
+		if ((10#$n % 3 == 0)); then
+			mkdir -p "$work/jpegthird/$(dirname "$f")" && cp "$f" "$work/jpegthird/$f"
+		fi
+	done)
 	emit views_dataset_frames "$(find "$work/jpegviews" -name '*.jpg' | wc -l)" frames
 	emit views_default_caches "$(((256 << 20) * 2 / 1000000))" MB
 	export TABLE=views PEER_DIR="$work/jpegviews"
@@ -211,6 +222,7 @@ if want views; then
 	MOUNT_DIR=views/bmpfull epochs view_bmp_full 30
 	MOUNT_DIR=views/npyfull MOUNT_LOADER_ARGS="--npy" epochs view_npy_full 30
 	MOUNT_DIR=latest epochs view_latest_jpg 30
+	PEER_DIR="$work/jpegthird" MOUNT_DIR=views/bmp224third PEER_ARGS="--resize 224" epochs view_bmp224_every3rd 30
 	unset TABLE PEER_DIR
 fi
 
