@@ -197,6 +197,18 @@ var filterCorpus = []string{
 	"NOT (task = 'pick' OR flag)", "\"count\" > 5 AND \"label\" = 'cat'", "COUNT > 5", "Label = 'cat'",
 	"((((count > 5))))", "count * (n32 + 1) > 50", "(count + 1) * 2 = 16", "count + 1 * 2 = 9", "count - 2 - 1 = 4",
 	"count / 2 / 2 > 1", "-2 * -count = 14", "TRUE", "FALSE", "NOT FALSE", "TRUE AND NULL", "FALSE OR NULL IS NULL",
+	// sums and products of DECIMALs of at most 18 digits that would need
+	// more have 18, and fail beyond them
+	"CAST(count AS DECIMAL(18,0)) * CAST(100000000000000000 AS DECIMAL(18,0)) > 0",
+	"CAST(count AS DECIMAL(18,0)) * CAST(100000000000000000 AS DECIMAL(18,0)) > 0 OR count < 10",
+	"count < 10 AND CAST(count AS DECIMAL(18,0)) * CAST(100000000000000000 AS DECIMAL(18,0)) > 0",
+	"CAST(count AS DECIMAL(18,0)) + CAST(999999999999999990 AS DECIMAL(18,0)) > 0",
+	"CAST(count AS DECIMAL(18,1)) - CAST(-99999999999999999.0 AS DECIMAL(18,1)) > 0",
+	"CAST(n32 AS DECIMAL(10,0)) * CAST(100000000 AS DECIMAL(10,0)) > 0",
+	"(n32 * (0.5 - 2147483647)) * 100000000 < 0", "n32 * (0.5 - 2147483647) < 0", "2147483647 * (0.5 - 2147483647) < 0",
+	"CAST(count AS DECIMAL(18,0)) * CAST(2 AS BIGINT) * 1000000000000000000 > 0",
+	"CAST(count AS DECIMAL(10,9)) * CAST(count AS DECIMAL(10,9)) > 1", "len(nums) BETWEEN nums[-1] AND (2147483647 * (0.5 - 2147483647))",
+	"CAST(count AS DECIMAL(18,2)) % CAST(7 AS DECIMAL(18,0)) = 0",
 }
 
 // corpusSchema has a column of every type, nullable, and a partition.

@@ -27,6 +27,10 @@ type arithExpr struct {
 	op   arithOp
 	l, r expr
 	t    sqlType
+	// narrowed says the DECIMAL type t has fewer digits than the exact
+	// sum or product may need (see decimalResult): a result that does
+	// not fit in them fails.
+	narrowed bool
 }
 
 func (a *arithExpr) typ() sqlType { return a.t }
@@ -185,7 +189,8 @@ func fmod(x, y float64) float64 {
 
 // decimalArith computes x op y for decimals of scales xs and ys into
 // type t (whose scale the binder chose: the larger for + - %, the sum
-// for *); a remainder by zero is NULL.
+// for *); a remainder by zero is NULL, a result with more digits than t
+// has fails.
 func decimalArith(op arithOp, x i128, xs int, y i128, ys int, t sqlType) (i128, bool, error) {
 	fail := func() (i128, bool, error) {
 		return i128{}, false, valueError("decimal overflow: %s %s %s does not fit in %s",
@@ -193,7 +198,7 @@ func decimalArith(op arithOp, x i128, xs int, y i128, ys int, t sqlType) (i128, 
 	}
 	if op == opMul {
 		v, ok := x.mul(y)
-		if !ok || !v.inRange() {
+		if !ok || !v.fits(int(t.width)) {
 			return fail()
 		}
 		return v, false, nil
@@ -216,7 +221,7 @@ func decimalArith(op arithOp, x i128, xs int, y i128, ys int, t sqlType) (i128, 
 		}
 		_, v = x2.quoRem(y2)
 	}
-	if !v.inRange() {
+	if !v.fits(int(t.width)) {
 		return fail()
 	}
 	return v, false, nil

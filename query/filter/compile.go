@@ -551,21 +551,12 @@ func (b *binder) arith(opName string, l, r expr, x binaryNode) (expr, error) {
 		t, operand = typDouble, typDouble
 	case t.id == tDecimal:
 		dl, dr := asDecimal(lt), asDecimal(rt)
-		ls, rs := int(dl.scale), int(dr.scale)
-		intDigits := max(int(dl.width)-ls, int(dr.width)-rs)
-		switch op {
-		case opAdd, opSub:
-			t = decimalType(intDigits+max(ls, rs)+1, max(ls, rs))
-		case opMul:
-			if ls+rs > maxDecimalDigits {
-				return nil, invalid("%s: the product has more than %d decimals", b.src(x), maxDecimalDigits)
-			}
-			t = decimalType(int(dl.width)+int(dr.width), ls+rs)
-		case opMod:
-			t = decimalType(intDigits+max(ls, rs), max(ls, rs))
+		if op == opMul && int(dl.scale)+int(dr.scale) > maxDecimalDigits {
+			return nil, invalid("%s: the product has more than %d decimals", b.src(x), maxDecimalDigits)
 		}
+		t, narrowed := decimalResult(op, dl, dr)
 		l, r, err := b.coercePair(l, r, dl, dr, x)
-		return &arithExpr{op: op, l: l, r: r, t: t}, err
+		return &arithExpr{op: op, l: l, r: r, t: t, narrowed: narrowed}, err
 	}
 	l, r, err := b.coercePair(l, r, operand, operand, x)
 	return &arithExpr{op: op, l: l, r: r, t: t}, err

@@ -74,12 +74,13 @@ var pow10s = func() [maxDecimalDigits + 1]i128 {
 	return p
 }()
 
-// decimalLimit is 10^38: a DECIMAL holds values of magnitude below it.
-var decimalLimit = pow10s[maxDecimalDigits]
-
 // inRange reports whether a fits a DECIMAL(38).
-func (a i128) inRange() bool {
-	return a.cmp(decimalLimit) < 0 && a.cmp(decimalLimit.neg()) > 0
+func (a i128) inRange() bool { return a.fits(maxDecimalDigits) }
+
+// fits reports whether a has at most digits decimal digits (≤ 38).
+func (a i128) fits(digits int) bool {
+	limit := pow10s[digits]
+	return a.cmp(limit) < 0 && a.cmp(limit.neg()) > 0
 }
 
 // mul returns a*b and whether it is exact within 128 bits.

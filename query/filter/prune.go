@@ -478,7 +478,7 @@ func (a *arithExpr) bounds(st *statsScope) abstract {
 		out.mayNull = out.mayNull || a.op == opIntDiv
 		return out
 	case a.t.id == tDecimal:
-		out.mayFail = out.mayFail || a.t.width >= maxDecimalDigits
+		out.mayFail = out.mayFail || a.narrowed
 		out.mayNull = out.mayNull || a.op == opMod || a.op == opIntDiv
 		return out
 	}

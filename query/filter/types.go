@@ -52,6 +52,35 @@ func decimalType(width, scale int) sqlType {
 	return sqlType{id: tDecimal, width: uint8(min(width, maxDecimalDigits)), scale: uint8(scale)}
 }
 
+// maxInt64Digits is the most digits of a DECIMAL that DuckDB keeps in 64
+// bits.
+const maxInt64Digits = 18
+
+// decimalResult returns the type of l op r for DECIMALs l and r (op one of
+// + - * %), as DuckDB binds it, and whether it may have fewer digits than
+// the exact result needs: a sum, difference or product of DECIMALs of at
+// most 18 digits that would need more has 18 (DuckDB computes it in 64
+// bits, checked, rather than widen it to 128: "add an explicit cast to a
+// bigger decimal"), unless a product has 18 decimals or more; any result
+// has at most 38.
+func decimalResult(op arithOp, l, r sqlType) (t sqlType, narrowed bool) {
+	ls, rs := int(l.scale), int(r.scale)
+	scale := max(ls, rs)
+	var width int
+	switch op {
+	case opAdd, opSub:
+		width = max(int(l.width)-ls, int(r.width)-rs) + scale + 1
+	case opMul:
+		width, scale = int(l.width)+int(r.width), ls+rs
+	case opMod:
+		return decimalType(max(int(l.width)-ls, int(r.width)-rs)+scale, scale), false
+	}
+	if width > maxInt64Digits && max(l.width, r.width) <= maxInt64Digits && (op != opMul || scale < maxInt64Digits) {
+		return decimalType(maxInt64Digits, scale), true
+	}
+	return decimalType(width, scale), width > maxDecimalDigits
+}
+
 func (t sqlType) String() string {
 	switch t.id {
 	case tNull:
