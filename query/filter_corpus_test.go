@@ -209,6 +209,20 @@ var filterCorpus = []string{
 	"CAST(count AS DECIMAL(18,0)) * CAST(2 AS BIGINT) * 1000000000000000000 > 0",
 	"CAST(count AS DECIMAL(10,9)) * CAST(count AS DECIMAL(10,9)) > 1", "len(nums) BETWEEN nums[-1] AND (2147483647 * (0.5 - 2147483647))",
 	"CAST(count AS DECIMAL(18,2)) % CAST(7 AS DECIMAL(18,0)) = 0",
+	// a BETWEEN of the top AND computes its comparisons in order
+	"nums[0] BETWEEN -big AND len(tags)", "nums[0] BETWEEN (count + big) AND (count * speed)",
+	"3000000000 BETWEEN CAST(big AS DECIMAL(18,0)) AND TRY_CAST(code AS DECIMAL(4,1))",
+	"abs(TRY_CAST(code AS DOUBLE)) BETWEEN coalesce((speed * n32), CAST(score AS INTEGER)) AND -(3000000000 * 0.5)",
+	"count > 100 AND nums[0] BETWEEN -big AND len(tags)", "nums[0] BETWEEN len(tags) AND -big",
+	"(count BETWEEN 100 AND -big) OR flag", "count BETWEEN 100 AND -big", "count BETWEEN -big AND -100",
+	"n32 BETWEEN count AND -big", "n32 BETWEEN -big AND count", "(n32 BETWEEN -big AND count) OR flag",
+	"count BETWEEN -big AND 0 AND count > 100", "-big BETWEEN count AND -100", "(-big BETWEEN count AND -100) OR flag",
+	// ... except that one DuckDB computes inside its scan comes first
+	"(3000000000 // 40.0) BETWEEN abs(big) AND strlen(code)", "CAST(1e3 AS DOUBLE) BETWEEN (abs(big) // -7) AND n32",
+	"len(nums) BETWEEN abs(coalesce(count, big)) AND (CAST(0.5 AS FLOAT) // CAST(2.5 AS DECIMAL(10,2)))",
+	"5 BETWEEN abs(big) AND length(label)", "count BETWEEN -big AND -100 AND flag",
+	// ... and one that compares with no constant comes before one that does
+	"TRY_CAST(code AS DOUBLE) BETWEEN 3000000000 AND abs(big)", "abs(n32) BETWEEN 15 AND abs(big)", "abs(n32) BETWEEN 15 AND -big",
 }
 
 // corpusSchema has a column of every type, nullable, and a partition.

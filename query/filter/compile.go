@@ -56,6 +56,7 @@ func (e *Expr) Compile(schema *arrow.Schema) (*Filter, error) {
 		root = simp.simplify(root)
 	}
 	root = topDecided(root)
+	orderBetweens(root)
 	if err := simp.checkConstants(root); err != nil {
 		return nil, err
 	}
@@ -103,7 +104,7 @@ func (b *binder) bind(n node) (expr, error) {
 			if e, err = b.condition(e, t); err != nil {
 				return nil, err
 			}
-			if inner, ok := e.(*logicExpr); ok && inner.and == x.and && !inner.list {
+			if inner, ok := e.(*logicExpr); ok && inner.and == x.and && !inner.list && !inner.between {
 				l.terms = append(l.terms, inner.terms...)
 			} else {
 				l.terms = append(l.terms, e)
@@ -751,7 +752,7 @@ func (b *binder) between(x betweenNode) (expr, error) {
 			return nil, err
 		}
 	}
-	var e expr = &logicExpr{and: true, terms: []expr{cmpTyped(opGE, es[0], es[1]), cmpTyped(opLE, es[0], es[2])}}
+	var e expr = &logicExpr{and: true, between: true, terms: []expr{cmpTyped(opGE, es[0], es[1]), cmpTyped(opLE, es[0], es[2])}}
 	if x.not {
 		e = &notExpr{x: e}
 	}

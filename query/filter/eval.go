@@ -636,6 +636,13 @@ type logicExpr struct {
 	// value of the list on every row, so 0 NOT IN (0, 1 + big) fails
 	// where 1 + big overflows although 0 <> 0 decides the row.
 	whole bool
+	// between marks the chain x >= lo AND x <= hi of an x BETWEEN lo AND
+	// hi. It is not merged into the chain it stands in, so that in the
+	// top AND, which DuckDB splits into filters run in any order, it
+	// still computes its comparisons in order, as DuckDB's filter does:
+	// nums[0] BETWEEN -big AND len(tags) fails where -big overflows,
+	// though nums[0] <= len(tags) is NULL on every row.
+	between bool
 }
 
 // table returns how the chain combines its terms' values (see the
@@ -713,7 +720,7 @@ func markSelecting(e expr) { markSelectingAt(e, true) }
 func markSelectingAt(e expr, top bool) {
 	if l, ok := e.(*logicExpr); ok {
 		l.selecting = true
-		l.split = top && l.and && !l.list
+		l.split = top && l.and && !l.list && !l.between
 		for _, t := range l.terms {
 			markSelectingAt(t, l.split)
 		}

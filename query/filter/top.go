@@ -13,11 +13,7 @@ package filter
 // reads several columns stays in a filter, where NOT IN becomes a chain
 // (count NOT IN (count, 1 + big) does not).
 func markWhole(root expr) {
-	terms := []expr{root}
-	if l, ok := root.(*logicExpr); ok && l.and && !l.list {
-		terms = l.terms
-	}
-	for _, t := range terms {
+	for _, t := range topTerms(root) {
 		if cols := columnsRead(t, map[string]bool{}); len(cols) == 1 {
 			markNotIn(t)
 		}
@@ -45,6 +41,126 @@ func markNotIn(e expr) {
 	}
 }
 
+// topTerms returns the terms of the filter's top AND, each comparison of
+// a BETWEEN among them (DuckDB splits a BETWEEN into its two comparisons
+// there): root alone when it is no AND.
+func topTerms(root expr) []expr {
+	l, ok := root.(*logicExpr)
+	if !ok || !l.and || l.list {
+		return []expr{root}
+	}
+	var terms []expr
+	for _, t := range l.terms {
+		if b, ok := t.(*logicExpr); ok && b.between {
+			terms = append(terms, b.terms...)
+		} else {
+			terms = append(terms, t)
+		}
+	}
+	return terms
+}
+
+// orderBetweens orders the two comparisons of each BETWEEN of the
+// filter's top AND as DuckDB computes them: first one it computes inside
+// its table scan (count BETWEEN -big AND -100 matches nothing, though
+// -big overflows), then one that compares with no constant, then one that
+// does (TRY_CAST(code AS DOUBLE) BETWEEN 3000000000 AND abs(big) fails
+// where abs(big) overflows); written order where that does not decide.
+func orderBetweens(root expr) {
+	rank := func(e expr) int {
+		switch {
+		case scanned(e):
+			return 0
+		case !constantComparison(e):
+			return 1
+		}
+		return 2
+	}
+	order := func(e expr) {
+		b, ok := e.(*logicExpr)
+		if ok && b.between && len(b.terms) == 2 && rank(b.terms[1]) < rank(b.terms[0]) {
+			b.terms[0], b.terms[1] = b.terms[1], b.terms[0]
+		}
+	}
+	order(root)
+	if l, ok := root.(*logicExpr); ok && l.and && !l.list && !l.between {
+		for _, t := range l.terms {
+			order(t)
+		}
+	}
+}
+
+// constantComparison reports whether e compares an expression with a
+// constant.
+func constantComparison(e expr) bool {
+	c, ok := e.(*cmpExpr)
+	return ok && (isConst(c.l) || isConst(c.r))
+}
+
+// scanned reports whether DuckDB computes comparison e inside its table
+// scan, before its filter: an expression of one column compared with a
+// constant that is not NULL, unless the expression may fail (canThrow).
+// (DuckDB pushes one that may fail into its scan too where the scan has
+// a filter already, and computes the scan's filters column by column;
+// such a comparison is taken as computed in order.)
+func scanned(e expr) bool {
+	c, ok := e.(*cmpExpr)
+	if !ok || c.listed {
+		return false
+	}
+	x, k := c.l, c.r
+	if _, ok := x.(*constExpr); ok {
+		x, k = k, x
+	}
+	kc, constant := k.(*constExpr)
+	return constant && !kc.v.isNull(0) && len(columnsRead(x, map[string]bool{})) == 1 && !canThrow(x)
+}
+
+// canThrow reports whether DuckDB takes e for an expression that may fail
+// on some value: integer and decimal arithmetic and negation (overflow),
+// abs (of any type), casts (TRY_CAST too) but those to VARCHAR and those
+// that widen a number, and what it does not know.
+func canThrow(e expr) bool {
+	var self bool
+	switch x := e.(type) {
+	case *colExpr, *constExpr, *lengthExpr, *stringFunc, *concatExpr, *listConcatExpr, *listLitExpr,
+		*containsExpr, *extractExpr, *coalesceExpr, *cmpExpr, *logicExpr, *notExpr, *isNullExpr,
+		*isTruthExpr, *distinctExpr, *inExpr, *likeExpr:
+	case *arithExpr:
+		self = !x.t.floating()
+	case *negExpr:
+		self = !x.typ().floating()
+	case *castExpr:
+		self = x.try || !widens(x.x.typ(), x.to)
+	default:
+		return true
+	}
+	if self {
+		return true
+	}
+	for _, c := range children(e) {
+		if canThrow(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// widens reports whether every value of type from casts to type to: to
+// VARCHAR, or a number to a type that holds it (an integer to a wider
+// integer or a float, a float or a decimal to DOUBLE).
+func widens(from, to sqlType) bool {
+	switch {
+	case to.id == tString:
+		return true
+	case from.integer() && to.integer():
+		return from.id == to.id || to.id == tInt64
+	case from.integer() || from.id == tDecimal || from.id == tFloat32:
+		return to.id == tFloat64 || to.id == tFloat32 && from.integer()
+	}
+	return from.equal(to)
+}
+
 // topDecided returns what decides the filter's top AND before anything
 // is computed, in place of the filter, as DuckDB's optimizer decides it:
 // a NULL or FALSE term (NULL AND CAST(3000000000 AS INTEGER) > n32
@@ -52,18 +168,18 @@ func markNotIn(e expr) {
 // meets (-big BETWEEN 40 AND 0 matches nothing, and -big is not computed
 // where it overflows). Under an OR or a NOT, DuckDB computes them.
 func topDecided(root expr) expr {
-	l, ok := root.(*logicExpr)
-	if !ok || !l.and || l.list {
+	terms := topTerms(root)
+	if len(terms) == 1 && terms[0] == root {
 		return root
 	}
-	for _, t := range l.terms {
+	for _, t := range terms {
 		// Wherever it stands: (2147483647 * 7) > 5 AND 5 <= 4 matches
 		// nothing, where under a NOT it fails.
 		if c, ok := t.(*constExpr); ok && (c.isNull() || c.v.tri[0] == triF) {
 			return c
 		}
 	}
-	if emptyRange(l.terms) {
+	if emptyRange(terms) {
 		v := newVec(typBool, 1, 0)
 		v.tri[0] = triF
 		return constant(v, false)
