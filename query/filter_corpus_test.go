@@ -223,6 +223,10 @@ var filterCorpus = []string{
 	"5 BETWEEN abs(big) AND length(label)", "count BETWEEN -big AND -100 AND flag",
 	// ... and one that compares with no constant comes before one that does
 	"TRY_CAST(code AS DOUBLE) BETWEEN 3000000000 AND abs(big)", "abs(n32) BETWEEN 15 AND abs(big)", "abs(n32) BETWEEN 15 AND -big",
+	// a sum of constants that fails is compared by moving its left one
+	"(1 + 2147483647) < -7", "(1 + 2147483647) > -7", "(1 + 2147483647) = 5", "(2147483647 + 1) < -7",
+	"(1 + 2147483647) < -7 OR count > 5", "NOT ((1 + 2147483647) < -7)", "(1 + 2147483647) < 7", "(2147483647 * 7) > 5",
+	"(7 * 2147483647) > 5", "(7 * 2147483647) = 5", "(-2147483647 - 7) < 0", "(7 - -2147483647) > 0",
 }
 
 // corpusSchema has a column of every type, nullable, and a partition.

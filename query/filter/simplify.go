@@ -373,13 +373,17 @@ func (s *simplifier) moveConstants(c *cmpExpr) bool {
 	if !ok || !a.t.integer() || a.op != opAdd && a.op != opSub && a.op != opMul {
 		return false
 	}
+	// Where both operands are constants whose sum or product fails, the
+	// left one is moved, as DuckDB's matcher takes it: (1 + 2147483647) <
+	// -7 is 2147483647 < -8, FALSE, while (2147483647 + 1) < -7 would be
+	// 1 < -2147483654, which does not fit, and fails.
 	var inner *vec
 	var x expr
 	innerRight := true
-	if v, isC := s.constValue(a.r); isC {
-		inner, x = v, a.l
-	} else if v, isC := s.constValue(a.l); isC {
+	if v, isC := s.constValue(a.l); isC {
 		inner, x, innerRight = v, a.r, false
+	} else if v, isC := s.constValue(a.r); isC {
+		inner, x = v, a.l
 	} else {
 		return false
 	}
