@@ -468,7 +468,8 @@ type File struct {
 	size int64      // a frame's, once known (no image is empty)
 }
 
-// fileMore is what a file other than a frame or stored video is made of.
+// fileMore is what a file other than a snapshot's frame or a stored video
+// is made of.
 type fileMore struct {
 	// rows are the rows a rows file holds, or a frame's folder shows (a
 	// view's); nil: all.
