@@ -18,16 +18,35 @@ type frameNode struct {
 	fs.Inode
 	readOnly
 	m *mountFS
-	f *mounttree.File
+	// f is the frame's file, as the folder it was found in shows it
+	// (see showEveryFrame).
+	f atomic.Pointer[mounttree.File]
 	// cached says the image was handed to the kernel's page cache (see
 	// Open).
 	cached atomic.Bool
 }
 
+func newFrameNode(m *mountFS, f *mounttree.File) *frameNode {
+	n := &frameNode{m: m}
+	n.f.Store(f)
+	return n
+}
+
+// showEveryFrame has the node serve its frame as f, the same frame found
+// in a folder that shows every frame of its episode, where the node was
+// made from a view's folder that shows some (mounttree.File.Subsampled):
+// a frame a view shares with its snapshot is one node, and the frame
+// server then fills its GOPs for a reader of every frame.
+func (n *frameNode) showEveryFrame(f *mounttree.File) {
+	if old := n.f.Load(); old.Subsampled() && !f.Subsampled() {
+		n.f.CompareAndSwap(old, f)
+	}
+}
+
 func (n *frameNode) OnForget() { n.m.forgotten(n) }
 
 func (n *frameNode) attr(ctx context.Context, a *fuse.Attr) syscall.Errno {
-	return fileAttr(ctx, n.m, n.f, a)
+	return fileAttr(ctx, n.m, n.f.Load(), a)
 }
 
 func (n *frameNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -69,13 +88,14 @@ func (n *frameNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint
 // image returns the frame's encoded image, checked against the size stat
 // announced.
 func (n *frameNode) image(ctx context.Context) ([]byte, syscall.Errno) {
-	if _, err := n.f.Size(ctx); err != nil {
+	f := n.f.Load()
+	if _, err := f.Size(ctx); err != nil {
 		return nil, errno("frame size", err)
 	}
-	data, err := n.f.Content(ctx)
+	data, err := f.Content(ctx)
 	if err != nil {
 		n.m.stats.frameErrors.Add(1)
-		return nil, errno(n.f.String(), err)
+		return nil, errno(f.String(), err)
 	}
 	return data, 0
 }
@@ -109,7 +129,7 @@ func (n *frameNode) Getxattr(ctx context.Context, attr string, dest []byte) (uin
 	if !strings.HasPrefix(attr, mounttree.UserXattrPrefix) {
 		return noXattrs{}.Getxattr(ctx, attr, dest)
 	}
-	attrs, err := n.f.Xattrs(ctx)
+	attrs, err := n.f.Load().Xattrs(ctx)
 	if err != nil {
 		return 0, errno("xattrs", err)
 	}
@@ -124,7 +144,7 @@ func (n *frameNode) Getxattr(ctx context.Context, attr string, dest []byte) (uin
 }
 
 func (n *frameNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	attrs, err := n.f.Xattrs(ctx)
+	attrs, err := n.f.Load().Xattrs(ctx)
 	if err != nil {
 		return 0, errno("xattrs", err)
 	}

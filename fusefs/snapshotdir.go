@@ -313,10 +313,17 @@ func nodeOf(ctx context.Context, m *mountFS, parent *fs.Inode, item mounttree.It
 		return m.child(ctx, parent, folder.Ino(), fuse.S_IFDIR, out, func() treeNode { return &folderNode{m: m, f: folder} })
 	}
 	file := item.(*mounttree.File)
+	if file.Kind() == mounttree.FrameFile {
+		if in := m.live.get(file.Ino()); in != nil {
+			if n, ok := in.Operations().(*frameNode); ok {
+				n.showEveryFrame(file)
+			}
+		}
+	}
 	return m.child(ctx, parent, file.Ino(), fuse.S_IFREG, out, func() treeNode {
 		switch file.Kind() {
 		case mounttree.FrameFile:
-			return &frameNode{m: m, f: file}
+			return newFrameNode(m, file)
 		case mounttree.VideoFile:
 			return &videoFileNode{m: m, f: file}
 		}

@@ -26,7 +26,12 @@ func TestSubsampledViewDecodesWhatItShows(t *testing.T) {
 	testenv.RequireFUSE(t)
 	ctx := context.Background()
 	wh := t.TempDir()
-	tbl, _ := trainTable(t, wh, tabletest.Options())
+	// Ingest stores the JPEG frames' sizes: a stat makes no frame.
+	sizer := serving.New(decoder.Codec{}, serving.Options{CacheBytes: -1, Readahead: -1})
+	defer sizer.Close()
+	opts := tabletest.Options()
+	opts.Sizer = ingestSizer{sizer}
+	tbl, _ := trainTable(t, wh, opts)
 	bmp := &table.ViewImage{Format: "bmp", Width: 112, Height: 112}
 	for _, tc := range []struct {
 		name, where string
@@ -43,8 +48,9 @@ func TestSubsampledViewDecodesWhatItShows(t *testing.T) {
 		{"tenth", "frame % 10 = 5", nil, true, 60, 20 * 26},
 		{"tenth-bmp", "frame % 10 = 5", bmp, true, 60, 20 * 26},
 		// Every other frame, in order: read-ahead promises only those.
-		{"even", "frame % 2 = 0", nil, false, 300, 600},
-		{"even-bmp", "frame % 2 = 0", bmp, false, 300, 600},
+		// It decodes every frame, and a few twice before it starts.
+		{"even", "frame % 2 = 0", nil, false, 300, 630},
+		{"even-bmp", "frame % 2 = 0", bmp, false, 300, 630},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := query.CreateView(ctx, tbl, table.View{Name: tc.name, Where: tc.where, Image: tc.image}); err != nil {
@@ -95,4 +101,46 @@ func TestSubsampledViewDecodesWhatItShows(t *testing.T) {
 			}
 		})
 	}
+
+	// A view with the snapshot's image setting shares its frames' files
+	// with latest/. Found in the view first (a stat, which makes nothing),
+	// they are served as latest/'s once found there: a shuffled epoch of
+	// latest/ decodes each frame once.
+	t.Run("shared with latest", func(t *testing.T) {
+		if _, err := query.CreateView(ctx, tbl, table.View{Name: "third", Where: "frame % 3 = 0"}); err != nil {
+			t.Fatal(err)
+		}
+		f := &fixture{wh: wh, mnt: filepath.Join(t.TempDir(), "mnt")}
+		os.MkdirAll(f.mnt, 0o755)
+		f.frames = serving.New(decoder.Codec{}, serving.Options{CacheBytes: 512 << 20})
+		f.mount(t, dirWarehouse(t, wh), Options{ReadOnly: true})
+		view, latest := f.path("train", "views", "third", "train"), f.path("train", "latest", "train")
+		for _, n := range names(t, view) {
+			if strings.HasSuffix(n, ".jpg") {
+				if _, err := os.Stat(filepath.Join(view, n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var files []string
+		for _, n := range names(t, latest) {
+			if strings.HasSuffix(n, ".jpg") {
+				files = append(files, n)
+			}
+		}
+		waitFor(t, func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }, "decoder sessions idle")
+		before := f.frames.PoolStats().Decoded
+		rand.New(rand.NewPCG(5, 5)).Shuffle(len(files), func(i, j int) { files[i], files[j] = files[j], files[i] })
+		for _, n := range files {
+			if _, err := os.ReadFile(filepath.Join(latest, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }, "decoder sessions idle")
+		decoded := f.frames.PoolStats().Decoded - before
+		t.Logf("%d pictures decoded for %d frames served; fills %+v", decoded, len(files), f.frames.FillStats())
+		if float64(decoded) > 1.05*float64(len(files)) {
+			t.Errorf("%d pictures decoded for %d frames of latest/, want at most 1.05 a frame", decoded, len(files))
+		}
+	})
 }

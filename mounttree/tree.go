@@ -492,10 +492,8 @@ func (f *Folder) file(kind FileKind, name string) *File {
 	case FrameFile:
 		if f.ep.rows != nil {
 			// The frame server decodes and keeps only the frames the
-			// view shows (media.Video.Shown). A frame a view shows with
-			// a snapshot's image setting is the snapshot's file too, one
-			// node made from the folder it was first found in: the rows
-			// steer what fills keep, never what a frame holds.
+			// view shows (media.Video.Shown). The rows steer what fills
+			// keep, never what a frame holds.
 			file.more = &fileMore{rows: f.ep.rows}
 		}
 	case ClipJSONFile:
@@ -592,6 +590,10 @@ func (m *fileMore) selected() []int64 {
 }
 
 func (f *File) ref() table.VideoRef { return f.e.video(f.column) }
+
+// Subsampled reports whether f is a frame of a view's folder that shows
+// some of its episode's frames, whose fills make only those.
+func (f *File) Subsampled() bool { return f.kind == FrameFile && f.more != nil }
 
 // shown is the part of its episode a frame is shown with.
 func (f *File) shown() shownRows { return shownRows{f.e.rows, f.more.selected()} }
