@@ -32,12 +32,7 @@ func TestShuffledEpochDecodesOnce(t *testing.T) {
 	testenv.RequireFUSE(t)
 	ctx := context.Background()
 	wh := t.TempDir()
-	// Ingest stores the JPEG frames' sizes, as `framefs ingest` does.
-	sizer := serving.New(decoder.Codec{}, serving.Options{CacheBytes: -1, Readahead: -1})
-	defer sizer.Close()
-	opts := tabletest.Options()
-	opts.Sizer = ingestSizer{sizer}
-	tbl, src := trainTable(t, wh, opts)
+	tbl, src := trainTable(t, wh)
 	views := []struct {
 		name    string
 		image   *table.ViewImage
@@ -92,10 +87,7 @@ func TestShuffledEpochDecodesOnce(t *testing.T) {
 	const cacheBytes = 16 << 20
 	read := func(name, view string, setting media.ImageSetting) {
 		t.Helper()
-		f := &fixture{wh: wh, mnt: filepath.Join(t.TempDir(), "mnt")}
-		os.MkdirAll(f.mnt, 0o755)
-		f.frames = serving.New(decoder.Codec{}, serving.Options{CacheBytes: cacheBytes, DemoteServed: true})
-		f.mount(t, dirWarehouse(t, wh), Options{ReadOnly: true})
+		f := readOnlyMount(t, wh, serving.Options{CacheBytes: cacheBytes, DemoteServed: true})
 		dir := f.path("train", view)
 		waitFor(t, func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }, "decoder sessions idle")
 		// The listing counts: a view's frame sizes are worked out by
@@ -152,9 +144,14 @@ func TestShuffledEpochDecodesOnce(t *testing.T) {
 
 // trainTable makes the table "train" in warehouse wh, of one episode: 600
 // frames of 320x240 H.264 at GOP 30, with B-frames, stored at the path it
-// returns.
-func trainTable(t *testing.T, wh string, opts table.Options) (*table.Table, string) {
+// returns. Ingest stores the JPEG frames' sizes, as `framefs ingest` does,
+// so a stat of a frame makes no image.
+func trainTable(t *testing.T, wh string) (*table.Table, string) {
 	t.Helper()
+	sizer := serving.New(decoder.Codec{}, serving.Options{CacheBytes: -1, Readahead: -1})
+	defer sizer.Close()
+	opts := tabletest.Options()
+	opts.Sizer = ingestSizer{sizer}
 	src := filepath.Join(t.TempDir(), "train.mp4")
 	tabletest.Lavfi(t, src, "testsrc2=size=320x240:rate=30", 600,
 		"-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0",

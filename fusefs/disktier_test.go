@@ -62,10 +62,7 @@ func TestDiskTier(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { disk.Close() })
-		f := &fixture{wh: wh, mnt: filepath.Join(t.TempDir(), "mnt")}
-		os.MkdirAll(f.mnt, 0o755)
-		f.frames = serving.New(decoder.Codec{}, serving.Options{DemoteServed: true, Store: disk})
-		f.mount(t, dirWarehouse(t, wh), Options{ReadOnly: true})
+		f := readOnlyMount(t, wh, serving.Options{DemoteServed: true, Store: disk})
 		return f, f.frames, disk
 	}
 

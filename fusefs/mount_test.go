@@ -141,6 +141,17 @@ func (f *fixture) mount(t *testing.T, wh Warehouse, opts Options) {
 	})
 }
 
+// readOnlyMount mounts warehouse wh read-only, with a frame server of its
+// own made with opts, as a training job's mount is.
+func readOnlyMount(t *testing.T, wh string, opts serving.Options) *fixture {
+	t.Helper()
+	f := &fixture{wh: wh, mnt: filepath.Join(t.TempDir(), "mnt")}
+	os.MkdirAll(f.mnt, 0o755)
+	f.frames = serving.New(decoder.Codec{}, opts)
+	f.mount(t, dirWarehouse(t, wh), Options{ReadOnly: true})
+	return f
+}
+
 func (f *fixture) path(parts ...string) string {
 	return filepath.Join(append([]string{f.mnt}, parts...)...)
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/framefs/framefs/decoder"
-	"github.com/framefs/framefs/internal/tabletest"
 	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/query"
 	"github.com/framefs/framefs/serving"
@@ -26,12 +24,7 @@ func TestSubsampledViewDecodesWhatItShows(t *testing.T) {
 	testenv.RequireFUSE(t)
 	ctx := context.Background()
 	wh := t.TempDir()
-	// Ingest stores the JPEG frames' sizes: a stat makes no frame.
-	sizer := serving.New(decoder.Codec{}, serving.Options{CacheBytes: -1, Readahead: -1})
-	defer sizer.Close()
-	opts := tabletest.Options()
-	opts.Sizer = ingestSizer{sizer}
-	tbl, _ := trainTable(t, wh, opts)
+	tbl, _ := trainTable(t, wh)
 	bmp := &table.ViewImage{Format: "bmp", Width: 112, Height: 112}
 	for _, tc := range []struct {
 		name, where string
@@ -58,10 +51,7 @@ func TestSubsampledViewDecodesWhatItShows(t *testing.T) {
 			}
 			// A mount of its own, with a cache that holds every frame:
 			// whatever it holds was made by the reads.
-			f := &fixture{wh: wh, mnt: filepath.Join(t.TempDir(), "mnt")}
-			os.MkdirAll(f.mnt, 0o755)
-			f.frames = serving.New(decoder.Codec{}, serving.Options{CacheBytes: 512 << 20})
-			f.mount(t, dirWarehouse(t, wh), Options{ReadOnly: true})
+			f := readOnlyMount(t, wh, serving.Options{CacheBytes: 512 << 20})
 			ep := f.path("train", "views", tc.name, "train")
 			var files []string
 			for _, n := range names(t, ep) {
@@ -72,18 +62,10 @@ func TestSubsampledViewDecodesWhatItShows(t *testing.T) {
 			if len(files) != tc.shown {
 				t.Fatalf("%d frame files, want %d", len(files), tc.shown)
 			}
-			waitFor(t, func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }, "decoder sessions idle")
-			before := f.frames.PoolStats().Decoded
 			if tc.shuffled {
 				rand.New(rand.NewPCG(3, 3)).Shuffle(len(files), func(i, j int) { files[i], files[j] = files[j], files[i] })
 			}
-			for _, n := range files {
-				if _, err := os.ReadFile(filepath.Join(ep, n)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			waitFor(t, func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }, "decoder sessions idle")
-			decoded := f.frames.PoolStats().Decoded - before
+			decoded := f.decodedReading(t, ep, files)
 			cs, fills := f.frames.CacheStats(), f.frames.FillStats()
 			t.Logf("%d pictures decoded for %d frames served; %d cache entries; fills %+v", decoded, len(files), cs.Entries, fills)
 			if decoded > tc.maxDecoded {
@@ -110,10 +92,7 @@ func TestSubsampledViewDecodesWhatItShows(t *testing.T) {
 		if _, err := query.CreateView(ctx, tbl, table.View{Name: "third", Where: "frame % 3 = 0"}); err != nil {
 			t.Fatal(err)
 		}
-		f := &fixture{wh: wh, mnt: filepath.Join(t.TempDir(), "mnt")}
-		os.MkdirAll(f.mnt, 0o755)
-		f.frames = serving.New(decoder.Codec{}, serving.Options{CacheBytes: 512 << 20})
-		f.mount(t, dirWarehouse(t, wh), Options{ReadOnly: true})
+		f := readOnlyMount(t, wh, serving.Options{CacheBytes: 512 << 20})
 		view, latest := f.path("train", "views", "third", "train"), f.path("train", "latest", "train")
 		for _, n := range names(t, view) {
 			if strings.HasSuffix(n, ".jpg") {
@@ -128,19 +107,29 @@ func TestSubsampledViewDecodesWhatItShows(t *testing.T) {
 				files = append(files, n)
 			}
 		}
-		waitFor(t, func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }, "decoder sessions idle")
-		before := f.frames.PoolStats().Decoded
 		rand.New(rand.NewPCG(5, 5)).Shuffle(len(files), func(i, j int) { files[i], files[j] = files[j], files[i] })
-		for _, n := range files {
-			if _, err := os.ReadFile(filepath.Join(latest, n)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		waitFor(t, func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }, "decoder sessions idle")
-		decoded := f.frames.PoolStats().Decoded - before
+		decoded := f.decodedReading(t, latest, files)
 		t.Logf("%d pictures decoded for %d frames served; fills %+v", decoded, len(files), f.frames.FillStats())
 		if float64(decoded) > 1.05*float64(len(files)) {
 			t.Errorf("%d pictures decoded for %d frames of latest/, want at most 1.05 a frame", decoded, len(files))
 		}
 	})
+}
+
+// decodedReading reads the files of dir, in the order given, and returns
+// how many pictures the mount's frame server decoded for them (counted
+// once its sessions are idle: a fill may still be at work after its
+// frame is served).
+func (f *fixture) decodedReading(t *testing.T, dir string, files []string) int {
+	t.Helper()
+	idle := func() bool { ps := f.frames.PoolStats(); return ps.Open == ps.Idle }
+	waitFor(t, idle, "decoder sessions idle")
+	before := f.frames.PoolStats().Decoded
+	for _, n := range files {
+		if _, err := os.ReadFile(filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, idle, "decoder sessions idle")
+	return f.frames.PoolStats().Decoded - before
 }
