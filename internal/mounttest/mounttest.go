@@ -24,10 +24,11 @@ func Mounted(dir string) bool {
 }
 
 // StopDaemon ends the mount daemon cmd serving mnt: SIGTERM, on which a
-// daemon unmounts and exits; SIGKILL if it has not exited within grace.
-// A mount still at mnt then (the daemon was killed, now or before) is
-// detached lazily. A daemon that has already been waited for is not
-// signalled.
+// daemon unmounts and exits; SIGKILL if it has not exited within grace;
+// and if it still has not exited within grace, the kernel's connection
+// to mnt is aborted (AbortConnection). A mount still at mnt then (the
+// daemon was killed, now or before) is detached lazily. A daemon that has
+// already been waited for is not signalled.
 func StopDaemon(cmd *exec.Cmd, mnt string, grace time.Duration) {
 	if cmd.ProcessState == nil {
 		cmd.Process.Signal(syscall.SIGTERM)
@@ -37,11 +38,47 @@ func StopDaemon(cmd *exec.Cmd, mnt string, grace time.Duration) {
 		case <-done:
 		case <-time.After(grace):
 			cmd.Process.Kill()
-			<-done
+			select {
+			case <-done:
+			case <-time.After(grace):
+				AbortConnection(mnt)
+				<-done
+			}
 		}
 	}
 	if Mounted(mnt) {
 		exec.Command("fusermount3", "-u", "-z", mnt).Run()
 		syscall.Unmount(mnt, syscall.MNT_DETACH)
+	}
+}
+
+// AbortConnection aborts the kernel's FUSE connection of the mount at
+// mnt, through the fusectl file system (mounted at
+// /sys/fs/fuse/connections for the while if it is not), so that every
+// request waiting on it fails. A daemon killed while one of its own
+// threads waited on its own mount (a request the killed daemon had read
+// and will never answer) cannot exit until then: that thread keeps the
+// connection open. It touches nothing under mnt, which would wait too.
+func AbortConnection(mnt string) {
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(data), "\n") {
+		// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...
+		fields := strings.Fields(line)
+		if len(fields) < 5 || fields[4] != mnt {
+			continue
+		}
+		_, minor, ok := strings.Cut(fields[2], ":")
+		if !ok {
+			return
+		}
+		const fusectl = "/sys/fs/fuse/connections"
+		abort := fusectl + "/" + minor + "/abort"
+		if _, err := os.Stat(abort); err != nil {
+			if syscall.Mount("fusectl", fusectl, "fusectl", 0, "") == nil {
+				defer syscall.Unmount(fusectl, 0)
+			}
+		}
+		os.WriteFile(abort, []byte("1"), 0o200)
+		return
 	}
 }
