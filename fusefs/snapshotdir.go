@@ -313,14 +313,7 @@ func nodeOf(ctx context.Context, m *mountFS, parent *fs.Inode, item mounttree.It
 		return m.child(ctx, parent, folder.Ino(), fuse.S_IFDIR, out, func() treeNode { return &folderNode{m: m, f: folder} })
 	}
 	file := item.(*mounttree.File)
-	if file.Kind() == mounttree.FrameFile {
-		if in := m.live.get(file.Ino()); in != nil {
-			if n, ok := in.Operations().(*frameNode); ok {
-				n.showEveryFrame(file)
-			}
-		}
-	}
-	return m.child(ctx, parent, file.Ino(), fuse.S_IFREG, out, func() treeNode {
+	in, errno := m.child(ctx, parent, file.Ino(), fuse.S_IFREG, out, func() treeNode {
 		switch file.Kind() {
 		case mounttree.FrameFile:
 			return newFrameNode(m, file)
@@ -329,6 +322,14 @@ func nodeOf(ctx context.Context, m *mountFS, parent *fs.Inode, item mounttree.It
 		}
 		return &metadataFileNode{m: m, f: file}
 	})
+	if errno != 0 {
+		return nil, errno
+	}
+	if n, ok := in.Operations().(*frameNode); ok {
+		// The node may have been made from a view's folder.
+		n.showEveryFrame(file)
+	}
+	return in, 0
 }
 
 // treeNode is a node of a snapshot's or view's folder.

@@ -207,9 +207,9 @@ if want views; then
 	# The peer of the subsampled view: those frames' JPEGs alone.
 	mkdir -p "$work/jpegthird"
 	(cd "$work/jpegviews" && find . -name '*.jpg' | while read -r f; do
-		n=$(basename "$f" .jpg)
-		if ((10#$n % 3 == 0)); then
-			mkdir -p "$work/jpegthird/$(dirname "$f")" && cp "$f" "$work/jpegthird/$f"
+		n=${f##*/}
+		if ((10#${n%.jpg} % 3 == 0)); then
+			cp --parents "$f" "$work/jpegthird/"
 		fi
 	done)
 	emit views_dataset_frames "$(find "$work/jpegviews" -name '*.jpg' | wc -l)" frames

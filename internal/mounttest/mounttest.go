@@ -12,15 +12,23 @@ import (
 	"time"
 )
 
-// Mounted reports whether dir is a mount point, from /proc/self/mounts.
+// Mounted reports whether dir is a mount point.
 func Mounted(dir string) bool {
-	data, _ := os.ReadFile("/proc/self/mounts")
+	_, ok := mountDevice(dir)
+	return ok
+}
+
+// mountDevice returns the device ("MAJOR:MINOR") of the mount at dir,
+// from /proc/self/mountinfo; ok is false when dir is no mount point.
+func mountDevice(dir string) (dev string, ok bool) {
+	data, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, line := range strings.Split(string(data), "\n") {
-		if fields := strings.Fields(line); len(fields) >= 2 && fields[1] == dir {
-			return true
+		// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...
+		if fields := strings.Fields(line); len(fields) >= 5 && fields[4] == dir {
+			return fields[2], true
 		}
 	}
-	return false
+	return "", false
 }
 
 // StopDaemon ends the mount daemon cmd serving mnt: SIGTERM, on which a
@@ -60,25 +68,17 @@ func StopDaemon(cmd *exec.Cmd, mnt string, grace time.Duration) {
 // and will never answer) cannot exit until then: that thread keeps the
 // connection open. It touches nothing under mnt, which would wait too.
 func AbortConnection(mnt string) {
-	data, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, line := range strings.Split(string(data), "\n") {
-		// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...
-		fields := strings.Fields(line)
-		if len(fields) < 5 || fields[4] != mnt {
-			continue
-		}
-		_, minor, ok := strings.Cut(fields[2], ":")
-		if !ok {
-			return
-		}
-		const fusectl = "/sys/fs/fuse/connections"
-		abort := fusectl + "/" + minor + "/abort"
-		if _, err := os.Stat(abort); err != nil {
-			if syscall.Mount("fusectl", fusectl, "fusectl", 0, "") == nil {
-				defer syscall.Unmount(fusectl, 0)
-			}
-		}
-		os.WriteFile(abort, []byte("1"), 0o200)
+	dev, ok := mountDevice(mnt)
+	_, minor, hasMinor := strings.Cut(dev, ":")
+	if !ok || !hasMinor {
 		return
 	}
+	const fusectl = "/sys/fs/fuse/connections"
+	abort := fusectl + "/" + minor + "/abort"
+	if _, err := os.Stat(abort); err != nil {
+		if syscall.Mount("fusectl", fusectl, "fusectl", 0, "") == nil {
+			defer syscall.Unmount(fusectl, 0)
+		}
+	}
+	os.WriteFile(abort, []byte("1"), 0o200)
 }

@@ -74,9 +74,6 @@ var pow10s = func() [maxDecimalDigits + 1]i128 {
 	return p
 }()
 
-// inRange reports whether a fits a DECIMAL(38).
-func (a i128) inRange() bool { return a.fits(maxDecimalDigits) }
-
 // fits reports whether a has at most digits decimal digits (≤ 38).
 func (a i128) fits(digits int) bool {
 	limit := pow10s[digits]
@@ -188,7 +185,7 @@ func (a i128) scaleUp(k int) (i128, bool) {
 		return i128{}, a.isZero()
 	}
 	r, ok := a.mul(pow10s[k])
-	return r, ok && r.inRange()
+	return r, ok && r.fits(maxDecimalDigits)
 }
 
 // scaleDown divides by 10^k rounding half away from zero, as DuckDB

@@ -41,16 +41,21 @@ func markNotIn(e expr) {
 	}
 }
 
+// topAnd returns the terms of the filter's top AND as bound, a BETWEEN
+// among them as one chain: root alone when it is no AND, or a BETWEEN.
+func topAnd(root expr) []expr {
+	if l, ok := root.(*logicExpr); ok && l.and && !l.list && !l.between {
+		return l.terms
+	}
+	return []expr{root}
+}
+
 // topTerms returns the terms of the filter's top AND, each comparison of
 // a BETWEEN among them (DuckDB splits a BETWEEN into its two comparisons
-// there): root alone when it is no AND.
+// there).
 func topTerms(root expr) []expr {
-	l, ok := root.(*logicExpr)
-	if !ok || !l.and || l.list {
-		return []expr{root}
-	}
 	var terms []expr
-	for _, t := range l.terms {
+	for _, t := range topAnd(root) {
 		if b, ok := t.(*logicExpr); ok && b.between {
 			terms = append(terms, b.terms...)
 		} else {
@@ -76,16 +81,10 @@ func orderBetweens(root expr) {
 		}
 		return 2
 	}
-	order := func(e expr) {
-		b, ok := e.(*logicExpr)
+	for _, t := range topAnd(root) {
+		b, ok := t.(*logicExpr)
 		if ok && b.between && len(b.terms) == 2 && rank(b.terms[1]) < rank(b.terms[0]) {
 			b.terms[0], b.terms[1] = b.terms[1], b.terms[0]
-		}
-	}
-	order(root)
-	if l, ok := root.(*logicExpr); ok && l.and && !l.list && !l.between {
-		for _, t := range l.terms {
-			order(t)
 		}
 	}
 }
@@ -97,6 +96,25 @@ func constantComparison(e expr) bool {
 	return ok && (isConst(c.l) || isConst(c.r))
 }
 
+// comparedWith splits comparison c of an expression with a constant that
+// is not NULL into the expression, the constant and the operator as seen
+// from the expression (5 < x is x > 5); ok is false for any other
+// comparison, one of an IN list and one already decided.
+func comparedWith(c *cmpExpr) (x expr, k *constExpr, op cmpOp, ok bool) {
+	if c.listed || c.op == decided {
+		return nil, nil, 0, false
+	}
+	x, other, op := c.l, c.r, c.op
+	if isConst(x) {
+		x, other, op = c.r, c.l, op.flip()
+	}
+	k, ok = other.(*constExpr)
+	if !ok || k.v.isNull(0) {
+		return nil, nil, 0, false
+	}
+	return x, k, op, true
+}
+
 // scanned reports whether DuckDB computes comparison e inside its table
 // scan, before its filter: an expression of one column compared with a
 // constant that is not NULL, unless the expression may fail (canThrow).
@@ -105,15 +123,11 @@ func constantComparison(e expr) bool {
 // such a comparison is taken as computed in order.)
 func scanned(e expr) bool {
 	c, ok := e.(*cmpExpr)
-	if !ok || c.listed {
+	if !ok {
 		return false
 	}
-	x, k := c.l, c.r
-	if _, ok := x.(*constExpr); ok {
-		x, k = k, x
-	}
-	kc, constant := k.(*constExpr)
-	return constant && !kc.v.isNull(0) && len(columnsRead(x, map[string]bool{})) == 1 && !canThrow(x)
+	x, _, _, ok := comparedWith(c)
+	return ok && len(columnsRead(x, map[string]bool{})) == 1 && !canThrow(x)
 }
 
 // canThrow reports whether DuckDB takes e for an expression that may fail
@@ -206,15 +220,11 @@ func emptyRange(terms []expr) bool {
 	var ranges []*valueRange
 	for _, t := range terms {
 		c, ok := t.(*cmpExpr)
-		if !ok || c.listed || c.op == opNE || c.op == decided {
+		if !ok || c.op == opNE {
 			continue
 		}
-		x, k, op := c.l, c.r, c.op
-		if isConst(x) {
-			x, k, op = c.r, c.l, op.flip()
-		}
-		kc, ok := k.(*constExpr)
-		if !ok || kc.v.isNull(0) || isConstant(x) || !kc.v.t.equal(x.typ()) {
+		x, kc, op, ok := comparedWith(c)
+		if !ok || isConstant(x) || !kc.v.t.equal(x.typ()) {
 			continue
 		}
 		var r *valueRange
