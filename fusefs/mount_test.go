@@ -128,6 +128,9 @@ func (f *fixture) mount(t *testing.T, wh Warehouse, opts Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The test reads its mount from the process that serves it: see
+	// Server.
+	f.srv.WaitMount()
 	t.Cleanup(func() {
 		if err := f.srv.Unmount(); err != nil {
 			t.Errorf("unmount: %v", err)

@@ -106,6 +106,7 @@ func TestLeRobotFramesThroughMount(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			srv.WaitMount() // read from this process: see fusefs.Server
 			t.Cleanup(func() {
 				if err := srv.Unmount(); err != nil {
 					t.Errorf("unmount: %v", err)

@@ -54,6 +54,12 @@ func StopDaemon(cmd *exec.Cmd, mnt string, grace time.Duration) {
 			}
 		}
 	}
+	Detach(mnt)
+}
+
+// Detach lazily unmounts whatever is mounted at mnt (a dead daemon's
+// mount), with fusermount3 where it is installed.
+func Detach(mnt string) {
 	if Mounted(mnt) {
 		exec.Command("fusermount3", "-u", "-z", mnt).Run()
 		syscall.Unmount(mnt, syscall.MNT_DETACH)
