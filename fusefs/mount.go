@@ -202,7 +202,7 @@ func haveFusermount() bool {
 // connection: stat of the mount point may still be served from cached
 // attributes, so the directory is opened to find out.
 func clearStaleMount(dir string) error {
-	if !isFUSEMount(dir) {
+	if !IsMounted(dir) {
 		return nil
 	}
 	f, err := os.Open(dir)
@@ -224,9 +224,9 @@ func clearStaleMount(dir string) error {
 	return nil
 }
 
-// isFUSEMount reports whether dir is the mount point of a FUSE file
-// system, from /proc/self/mountinfo.
-func isFUSEMount(dir string) bool {
+// IsMounted reports whether dir is the mount point of a FUSE file system,
+// from /proc/self/mountinfo.
+func IsMounted(dir string) bool {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return false

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/fusefs"
 	"github.com/framefs/framefs/internal/mounttest"
 	"github.com/framefs/framefs/internal/procstatus"
 	"github.com/framefs/framefs/internal/testenv"
@@ -45,7 +46,7 @@ func startMount(t *testing.T, src string, args ...string) (mnt string, daemon *e
 		}
 	}
 	t.Cleanup(stop)
-	for deadline := time.Now().Add(30 * time.Second); !isMounted(mnt); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !fusefs.IsMounted(mnt); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) || daemon.ProcessState != nil {
 			t.Fatalf("the mount did not appear within 30 s:\n%s", logs.Bytes())
 		}

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/fusefs"
 	"github.com/framefs/framefs/internal/lerobottest"
+	"github.com/framefs/framefs/internal/mounttest"
 	"github.com/framefs/framefs/internal/testenv"
 	"github.com/framefs/framefs/lerobot"
 )
@@ -78,7 +80,7 @@ func mountCLI(t *testing.T, args ...string) string {
 			t.Errorf("mount: %v", err)
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); !isMounted(mnt); {
+	for deadline := time.Now().Add(30 * time.Second); !fusefs.IsMounted(mnt); {
 		select {
 		case err := <-done:
 			t.Fatalf("mount ended: %v", err)
@@ -87,6 +89,9 @@ func mountCLI(t *testing.T, args ...string) string {
 		if time.Now().After(deadline) {
 			t.Fatal("the mount did not appear within 30 s")
 		}
+	}
+	if err := mounttest.StopPolls(mnt); err != nil {
+		t.Fatal(err)
 	}
 	return mnt
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/framefs/framefs/fusefs"
+	"github.com/framefs/framefs/internal/mounttest"
 	"github.com/framefs/framefs/internal/s3test"
 	"github.com/framefs/framefs/internal/testenv"
 )
@@ -247,7 +249,7 @@ func TestMetricsAddr(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--metrics-addr") || !strings.Contains(err.Error(), addr) {
 			t.Errorf("mount %q: %v, want an error naming --metrics-addr and %s", c.args, err, addr)
 		}
-		if isMounted(mnt) {
+		if fusefs.IsMounted(mnt) {
 			t.Errorf("mount %q mounted", c.args)
 		}
 	}
@@ -267,12 +269,12 @@ func TestMetricsAddr(t *testing.T) {
 		done <- err
 	}()
 	t.Cleanup(func() {
-		if isMounted(mnt) {
+		if fusefs.IsMounted(mnt) {
 			cancel()
 			<-done
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); !isMounted(mnt); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !fusefs.IsMounted(mnt); time.Sleep(20 * time.Millisecond) {
 		select {
 		case err := <-done:
 			t.Fatalf("mount ended: %v", err)
@@ -281,6 +283,9 @@ func TestMetricsAddr(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the mount did not appear within 30 s")
 		}
+	}
+	if err := mounttest.StopPolls(mnt); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := os.ReadFile(filepath.Join(mnt, "robot", "latest", "h264_faststart", "000003.jpg")); err != nil {
 		t.Fatal(err)

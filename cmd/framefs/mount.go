@@ -69,7 +69,7 @@ MNT/.stats shows the mount's counters in the Prometheus text format;
 			if err := applyMountOptions(cmd.Flags(), f.options); err != nil {
 				return err
 			}
-			if f.daemon {
+			if f.daemon && os.Getenv(daemonizedEnv) == "" {
 				return daemonize(cmd, args)
 			}
 			return runMount(cmd, stores, args[0], args[1], f.mountOptions)
@@ -417,15 +417,13 @@ func stagingDirFor(flag string, readOnly bool) (string, error) {
 	return filepath.Abs(dir)
 }
 
+// daemonizedEnv marks the process that daemonize starts, which runs the
+// same command line in the foreground.
+const daemonizedEnv = "FRAMEFS_DAEMONIZED"
+
 // daemonize starts the mount in a new session, with its log in a file,
 // and returns once the mount is up (or failed, with the child's log).
 func daemonize(cmd *cobra.Command, args []string) error {
-	var childArgs []string
-	for _, a := range os.Args[1:] {
-		if a != "--daemon" && a != "--daemon=true" {
-			childArgs = append(childArgs, a)
-		}
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -440,7 +438,8 @@ func daemonize(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer logFile.Close()
-	child := exec.Command(self, childArgs...)
+	child := exec.Command(self, os.Args[1:]...)
+	child.Env = append(os.Environ(), daemonizedEnv+"=1")
 	child.Stdout, child.Stderr = logFile, logFile
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := child.Start(); err != nil {
@@ -450,7 +449,7 @@ func daemonize(cmd *cobra.Command, args []string) error {
 	go func() { exited <- child.Wait() }()
 	deadline := time.After(30 * time.Second)
 	for {
-		if isMounted(mnt) {
+		if fusefs.IsMounted(mnt) {
 			fmt.Fprintf(cmd.OutOrStdout(), "mounted %s (pid %d, log %s)\n", mnt, child.Process.Pid, logPath)
 			return nil
 		}
@@ -459,24 +458,15 @@ func daemonize(cmd *cobra.Command, args []string) error {
 			msg, _ := os.ReadFile(logPath)
 			return fmt.Errorf("mount failed (%v): %s", err, strings.TrimSpace(string(msg)))
 		case <-deadline:
+			// Killed, a child that did mount after all would leave a
+			// dead mount behind.
 			child.Process.Kill()
+			<-exited
+			if fusefs.IsMounted(mnt) {
+				syscall.Unmount(mnt, syscall.MNT_DETACH)
+			}
 			return fmt.Errorf("the mount did not appear within 30 s (log: %s)", logPath)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// isMounted reports whether dir is a FUSE mount point (from /proc/mounts).
-func isMounted(dir string) bool {
-	data, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) >= 3 && fields[1] == dir && strings.HasPrefix(fields[2], "fuse") {
-			return true
-		}
-	}
-	return false
 }

@@ -7,9 +7,12 @@ package mounttest
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mounted reports whether dir is a mount point.
@@ -87,4 +90,21 @@ func AbortConnection(mnt string) {
 		}
 	}
 	os.WriteFile(abort, []byte("1"), 0o200)
+}
+
+// StopPolls makes the kernel stop asking the mount at mnt to poll its
+// files, as go-fuse's Server.WaitMount does, for a test that reads a mount
+// served in its own process without holding the Server (the mount
+// command run in process). Go's runtime polls every file it opens and
+// waits for the answer holding a scheduler slot; with every slot so held,
+// nothing would be left to answer. The file is opened and polled without
+// the runtime, and the mount's answer (not supported) is the kernel's cue.
+func StopPolls(mnt string) error {
+	fd, err := syscall.Open(filepath.Join(mnt, ".go-fuse-epoll-hack"), syscall.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	_, err = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+	return err
 }
