@@ -227,6 +227,17 @@ var filterCorpus = []string{
 	"(1 + 2147483647) < -7", "(1 + 2147483647) > -7", "(1 + 2147483647) = 5", "(2147483647 + 1) < -7",
 	"(1 + 2147483647) < -7 OR count > 5", "NOT ((1 + 2147483647) < -7)", "(1 + 2147483647) < 7", "(2147483647 * 7) > 5",
 	"(7 * 2147483647) > 5", "(7 * 2147483647) = 5", "(-2147483647 - 7) < 0", "(7 - -2147483647) > 0",
+	// compared with NULL by IS [NOT] DISTINCT FROM, an invertible cast is not computed ...
+	"CAST(big AS INTEGER) IS NOT DISTINCT FROM NULL", "CAST(big AS INTEGER) IS DISTINCT FROM (0.1 % 0)",
+	"NULL IS NOT DISTINCT FROM CAST(big AS INTEGER)", "CAST(big AS INTEGER) IS NOT DISTINCT FROM abs(NULL)",
+	"CAST(CAST(big AS INTEGER) AS DECIMAL(4,0)) IS NOT DISTINCT FROM NULL", "CAST(big AS DECIMAL(18,2)) IS DISTINCT FROM NULL",
+	"((1e3 * 0) IS NOT DISTINCT FROM abs(7)) < ((2.5 + NULL) IS DISTINCT FROM CAST(big AS INTEGER))",
+	"NOT (CAST(big AS INTEGER) IS DISTINCT FROM CAST(NULL AS INTEGER)) AND count > 2",
+	// ... but one that may round, or from a string, or under an operator, is
+	"CAST(CAST(big AS DOUBLE) AS INTEGER) IS NOT DISTINCT FROM NULL", "CAST(score AS INTEGER) IS DISTINCT FROM NULL",
+	"CAST(CAST(big AS DECIMAL(20,2)) AS INTEGER) IS NOT DISTINCT FROM NULL", "CAST(label AS INTEGER) IS DISTINCT FROM NULL",
+	"CAST(-big AS INTEGER) IS NOT DISTINCT FROM NULL", "(CAST(big AS INTEGER) + 1) IS NOT DISTINCT FROM NULL",
+	"CAST(big AS INTEGER) IS NULL", "CAST(big AS INTEGER) = NULL", "TRY_CAST(code AS INTEGER) IS DISTINCT FROM NULL",
 }
 
 // corpusSchema has a column of every type, nullable, and a partition.

@@ -47,6 +47,26 @@ func checkCast(from, to sqlType) error {
 	return nil // numbers and booleans cast to one another
 }
 
+// castInvertible reports whether DuckDB takes a cast from type from to
+// type to for one that loses nothing (its CastIsInvertible), which lets
+// its optimizer compare the cast's operand instead of the cast: numbers
+// other than floating point where the scale does not shrink (the width
+// may: DECIMAL(4,0) counts), dates and timestamps among themselves but for
+// a timestamp to a date, and those to strings. Whether such a cast fails
+// for a value (3000000000 to INTEGER) is not asked.
+func castInvertible(from, to sqlType) bool {
+	exact := func(t sqlType) bool { return t.integer() || t.id == tDecimal }
+	switch {
+	case exact(from) && exact(to):
+		return to.scale >= from.scale
+	case from.temporal() && to.temporal():
+		return to.id != tDate || from.id == tDate
+	case from.temporal() && to.id == tString:
+		return true
+	}
+	return false
+}
+
 // castVec casts every value of x to type to. A value that does not
 // convert fails (or, with try, becomes NULL).
 func castVec(x *vec, to sqlType, try bool) *vec {

@@ -444,6 +444,9 @@ func (s *simplifier) moveConstants(c *cmpExpr) bool {
 // where the rewrite is exact: where it decides x = c only for x not NULL
 // (big * 2 = 7), DuckDB computes x, and so does the filter.
 func (s *simplifier) moveDistinct(d *distinctExpr) {
+	if s.unwrapNullCasts(d) {
+		return
+	}
 	c := &cmpExpr{op: opEQ, l: d.l, r: d.r}
 	moved := false
 	for s.moveConstants(c) || s.unwrapCast(c) {
@@ -451,6 +454,29 @@ func (s *simplifier) moveDistinct(d *distinctExpr) {
 	}
 	if moved && c.op == opEQ {
 		d.l, d.r = c.l, c.r
+	}
+}
+
+// unwrapNullCasts drops the casts around x in x IS [NOT] DISTINCT FROM
+// NULL (any constant that is NULL) that DuckDB takes for invertible
+// (castInvertible), as DuckDB does: the cast is not computed, and so not
+// failed (CAST(big AS INTEGER) IS NOT DISTINCT FROM (0.1 % 0) is big IS
+// NULL, even for a big beyond INTEGER). A TRY_CAST stays: it is NULL where
+// it fails, which DuckDB's rewrite forgets, giving rows SQL does not.
+func (s *simplifier) unwrapNullCasts(d *distinctExpr) bool {
+	side := &d.l
+	if v, ok := s.constValue(d.l); ok && v.isNull(0) {
+		side = &d.r
+	} else if v, ok := s.constValue(d.r); !ok || !v.isNull(0) {
+		return false
+	}
+	unwrapped := false
+	for {
+		cast, ok := (*side).(*castExpr)
+		if !ok || cast.try || s.isConstant(cast.x) || !castInvertible(cast.x.typ(), cast.to) {
+			return unwrapped
+		}
+		*side, unwrapped = cast.x, true
 	}
 }
 
