@@ -238,6 +238,29 @@ var filterCorpus = []string{
 	"CAST(CAST(big AS DECIMAL(20,2)) AS INTEGER) IS NOT DISTINCT FROM NULL", "CAST(label AS INTEGER) IS DISTINCT FROM NULL",
 	"CAST(-big AS INTEGER) IS NOT DISTINCT FROM NULL", "(CAST(big AS INTEGER) + 1) IS NOT DISTINCT FROM NULL",
 	"CAST(big AS INTEGER) IS NULL", "CAST(big AS INTEGER) = NULL", "TRY_CAST(code AS INTEGER) IS DISTINCT FROM NULL",
+	// a constant that fails fails only where it is computed
+	"count > 100 AND count = 2147483647 + 1", "count > 0 AND count = 2147483647 + 1", "count = CAST(3000000000 AS INTEGER)",
+	"coalesce(count, 0) < 100 OR big = CAST(3000000000 AS INTEGER)", "length(label) > 100 AND n32 = CAST(3000000000 AS INTEGER)",
+	"strlen(code) BETWEEN abs(-1e3) AND CAST((1e3 / 0) AS BIGINT)", "(count * frame) NOT IN (nums[0], (2147483647 + 7), 2.5)",
+	"count < 0 OR (2147483647 + 7) > count", "NOT (count > 100 AND n32 = abs(-2147483647 - 1))",
+	// ... but an IN of constants alone fails while DuckDB plans the query
+	"NULL NOT IN ((0 + 1e3), CAST(3000000000 AS INTEGER), 7)", "length(label) > 100 AND 5 NOT IN (7, (2147483647 + 1))",
+	"length(label) > 100 AND NULL IN (7, CAST(3000000000 AS INTEGER))", "length(label) > 100 AND count NOT IN (7, (2147483647 + 1))",
+	"length(label) > 100 AND count IN (7, 8, CAST(3000000000 AS INTEGER))", "5 IN (5, 2147483647 + 1)",
+	"5 IN (2147483647 + 1, 5)", "5 NOT IN (5, 2147483647 + 1)", "5 NOT IN (2147483647 + 1, 5)", "NULL IN (5, 2147483647 + 1)",
+	"FALSE AND NULL NOT IN (7, CAST(3000000000 AS INTEGER))", "TRUE OR 5 IN (7, 2147483647 + 1)",
+	"NULL AND 5 IN (7, 2147483647 + 1)", "count > 2 AND NULL IN (5, 2147483647 + 1)", "coalesce(TRUE, 5 IN (7, 2147483647 + 1))",
+	"(2147483647 + 1) IN (1, 2)", "count > 100 AND (2147483647 + 1) IN (1, 2)", "NOT (5 IN (7, 2147483647 + 1))",
+	"CAST((2147483647 * 2147483647) AS VARCHAR) < upper(NULL) || CAST(3000000000 AS VARCHAR)",
+	"upper(NULL) > CAST((2147483647 * 2147483647) AS VARCHAR)", "(2147483647 * 2147483647) < NULL",
+	"(2147483647 * 2147483647) < (count + NULL)", "(count + (2147483647 * 2147483647)) < abs(NULL)",
+	"CAST(2147483647 * 2147483647 AS VARCHAR) <> lower(NULL)", "lower(NULL) <> CAST(2147483647 * 2147483647 AS VARCHAR)",
+	"(2147483647 * 2147483647) < abs(NULL)", "CAST(3000000000 AS INTEGER) = abs(NULL)", "CAST(3000000000 AS INTEGER) = -NULL",
+	"count = -NULL", "(count + abs(NULL)) IS NULL", "(abs(NULL) + 1.5) IS NULL", "count IN (abs(NULL), 7)",
+	// a product with 0 computes its other factor but for constant factors of it
+	"((-3 * big) * abs(0)) NOT BETWEEN CAST(abs(0.1) AS INTEGER) AND TRY_CAST(code AS DECIMAL(4,1))",
+	"((-3 * big) * 0) = 0", "((big * 3) * 0) = 0", "(0 * (3 * (big * 7))) = 0", "((3 + big) * 0) = 0", "((big * count) * 0) = 0",
+	"((-big) * 0) = 0", "(CAST(big AS INTEGER) * 0) = 0", "((3 * big) * 2) > 0", "((3 * big) * 0) IS NULL", "(5 IN (7, 2147483647 + 1)) IS NULL", "(5 IN (7, 2147483647 + 1)) = (count > 2)",
 }
 
 // corpusSchema has a column of every type, nullable, and a partition.

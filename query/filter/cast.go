@@ -14,6 +14,8 @@ type castExpr struct {
 	x   expr
 	to  sqlType
 	try bool
+	// implicit is set on a cast the binder inserted (see binder.coerce).
+	implicit bool
 	// context says what an implicit cast of a constant is for, for the
 	// error of a constant that does not convert (see
 	// binder.coerceCompared).

@@ -305,9 +305,8 @@ func (b *binder) condition(e expr, n node) (expr, error) {
 
 // coerce casts e to type t where DuckDB would implicitly; a constant is
 // cast at once. One that does not convert ('abc' for an INTEGER) stays a
-// cast, as any constant that fails: DuckDB computes it only where it is
-// needed (FALSE AND count = 'abc' is FALSE), and checkConstants reports
-// it otherwise.
+// cast: a term that decides without it drops it (FALSE AND count = 'abc'
+// is FALSE), and checkConstants reports it otherwise.
 func (b *binder) coerce(e expr, t sqlType, n node) (expr, error) {
 	if e.typ().equal(t) {
 		return e, nil
@@ -320,7 +319,7 @@ func (b *binder) coerce(e expr, t sqlType, n node) (expr, error) {
 			return constant(v, false), nil
 		}
 	}
-	return &castExpr{x: e, to: t}, nil
+	return &castExpr{x: e, to: t, implicit: true}, nil
 }
 
 // coerceCompared coerces an operand of a comparison; what the comparison
@@ -435,7 +434,13 @@ func (b *binder) compare(op string, l, r expr, ln, rn, whole node) (expr, error)
 	case "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
 		return &distinctExpr{l: l, r: r, not: op == "IS NOT DISTINCT FROM"}, nil
 	}
-	return cmpTyped(cmpOps[op], l, r), nil
+	if lt.id == tNull || rt.id == tNull {
+		// A NULL literal makes the comparison NULL, as DuckDB binds it;
+		// a NULL computed from constants (lower(NULL)) is folded with
+		// the rest (see simplifier.failsBeforeNull).
+		return constant(nullConst(typBool), false), nil
+	}
+	return &cmpExpr{op: cmpOps[op], l: l, r: r}, nil
 }
 
 // cmpTyped compares two expressions of one type; with a NULL constant the
@@ -471,6 +476,9 @@ func (b *binder) unary(x unaryNode) (expr, error) {
 		return &notExpr{x: v}, nil
 	}
 	t := v.typ()
+	if t.id == tNull && x.op == "-" {
+		return constant(nullConst(typInt64), false), nil // -NULL is a BIGINT NULL, as abs(NULL)
+	}
 	if t.id == tNull {
 		return v, nil
 	}
@@ -618,6 +626,24 @@ func (b *binder) concat(l, r expr, x binaryNode) (expr, error) {
 	return &concatExpr{args: []expr{l, r}}, err
 }
 
+// plannedFailure stands for an IN of constants alone, one of its values
+// a constant that fails, whose comparisons fail: DuckDB computes such an
+// IN while it plans the query, in order (5 IN (5, 2147483647 + 1) is
+// TRUE, 5 IN (2147483647 + 1, 5) fails), so the filter fails whatever the
+// rows, unless folding drops it first (FALSE AND ...); checkConstants
+// reports it. An IN that reads a column, or whose values are all valid
+// ((2147483647 + 1) IN (1, 2)), computes its constants only where rows
+// reach them.
+type plannedFailure struct{ err error }
+
+func (p *plannedFailure) typ() sqlType { return typBool }
+
+func (p *plannedFailure) eval(*batch) *vec {
+	v := newVec(typBool, 1, 0)
+	v.fail(0, p.err)
+	return v
+}
+
 // in binds x [NOT] IN (values) and x [NOT] IN list.
 func (b *binder) in(x inNode) (expr, error) {
 	v, err := b.bind(x.x)
@@ -678,6 +704,11 @@ func (b *binder) in(x inNode) (expr, error) {
 				chain.terms = append(chain.terms, cmpTyped(op, v, item))
 			} else {
 				chain.terms = append(chain.terms, &cmpExpr{op: op, l: v, r: item, listed: true})
+			}
+		}
+		if isConstant(chain) {
+			if r := chain.inOrder(constantBatch()); r.isBad(0) {
+				return &plannedFailure{err: r.errAt(0)}, nil
 			}
 		}
 		return chain, nil
@@ -908,7 +939,10 @@ func (b *binder) call(x callNode) (expr, error) {
 		t := args[0].typ()
 		switch {
 		case t.id == tNull:
-			return args[0], nil
+			// A BIGINT NULL, as DuckDB types it, no longer a NULL
+			// literal: CAST(3000000000 AS INTEGER) = abs(NULL) computes
+			// the cast.
+			return constant(nullConst(typInt64), false), nil
 		case isStringLiteral(args[0]):
 			return nil, invalid("abs takes a number; %s is a string", b.src(x.args[0]))
 		case !t.numeric():

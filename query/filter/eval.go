@@ -669,15 +669,28 @@ var selectTri = [4]uint8{triF, triT, triF, triE}
 
 func (l *logicExpr) typ() sqlType { return typBool }
 
-func (l *logicExpr) eval(b *batch) *vec {
-	table := l.table()
+func (l *logicExpr) eval(b *batch) *vec { return l.combine(b, l.table(), l.selecting) }
+
+// inOrder computes the chain term after term, as DuckDB does where it
+// evaluates one at once: a term decided by those before it computes
+// nothing more (see plannedFailure).
+func (l *logicExpr) inOrder(b *batch) *vec {
+	if l.and {
+		return l.combine(b, &andInOrder, false)
+	}
+	return l.combine(b, &orInOrder, false)
+}
+
+// combine computes the terms and combines their values by table; a
+// selecting chain counts NULL as FALSE.
+func (l *logicExpr) combine(b *batch, table *[16]uint8, selecting bool) *vec {
 	acc := l.terms[0].eval(b)
-	if l.selecting {
+	if selecting {
 		acc = l.forSelection(acc)
 	}
 	for _, term := range l.terms[1:] {
 		y := term.eval(b)
-		if l.selecting {
+		if selecting {
 			y = l.forSelection(y)
 		}
 		n := b.n

@@ -85,7 +85,6 @@ func TestCompileErrors(t *testing.T) {
 		{"CAST(speed AS DECIMAL(40, 2)) = 1", "DECIMAL(40, 2): the width is 1 to 38 digits"},
 		{"speed = 0x10", "hexadecimal and binary numbers are not supported"},
 		{"speed = 1e999", "out of range"},
-		{"2147483647 + 1 IN (0)", "integer overflow: 2147483647 + 1 does not fit in INTEGER"},
 		{"gear = 'abc'", `cannot cast "abc" to INTEGER`},
 		{"speed[1] = 1", "list_extract takes a list; speed is DOUBLE"},
 	} {

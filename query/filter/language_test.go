@@ -124,6 +124,13 @@ func TestValueErrors(t *testing.T) {
 		{"abs(CAST(big AS INTEGER)) = 5", "error: BIGINT 9223372036854775807 does not fit in INTEGER"},
 		{"gear % 0 IS NULL", "0,1,2,3,4,5"},
 		{"gear // 0 IS NULL AND gear / 0 > 0", "0,1,3"},
+		// a constant that fails fails where it is computed, not before
+		{"gear = 2147483647 + 1", "error: integer overflow: 2147483647 + 1 does not fit in INTEGER"},
+		{"2147483647 + 1 IN (0)", "error: integer overflow: 2147483647 + 1 does not fit in INTEGER"},
+		{"gear > 100 AND gear = 2147483647 + 1", ""},
+		{"gear > 5 AND gear <> CAST(3000000000 AS INTEGER)", "error: BIGINT 3000000000 does not fit in INTEGER"},
+		{"gear > 100 AND big < CAST(1e3 / 0 AS BIGINT)", ""},
+		{"coalesce(gear, 0) < 100 OR big = CAST(3000000000 AS INTEGER)", "0,1,2,3,4,5"},
 	} {
 		got, err := matching(t, tc.filter, r)
 		if err != nil {

@@ -588,3 +588,4 @@ func (c *listConcatExpr) bounds(st *statsScope) abstract { return unknownOf(c, s
 func (l *listLitExpr) bounds(st *statsScope) abstract    { return unknownOf(l, st) }
 func (c *containsExpr) bounds(st *statsScope) abstract   { return unknownOf(c, st) }
 func (e *extractExpr) bounds(st *statsScope) abstract    { return unknownOf(e, st) }
+func (p *plannedFailure) bounds(st *statsScope) abstract { return unknownOf(p, st) }

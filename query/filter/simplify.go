@@ -72,6 +72,9 @@ func (s *simplifier) simplify(e expr) expr {
 			return r
 		}
 	}
+	if a, ok := e.(*arithExpr); ok && a.op == opMul && a.t.integer() {
+		dropFactorsOfZero(a)
+	}
 	if a, ok := e.(*arithExpr); ok && a.op == opIntDiv && a.t.integer() && isZero(a.r) {
 		// x // 0 is NULL without computing x, as DuckDB folds it.
 		return constant(nullConst(a.t), false)
@@ -88,7 +91,7 @@ func (s *simplifier) simplify(e expr) expr {
 			return r
 		}
 	}
-	if strictNulls(e) && !isListed(e) {
+	if strictNulls(e) && !isListed(e) && !s.failsBeforeNull(e) {
 		for _, c := range children(e) {
 			if isNullConst(c) {
 				// NULL in, NULL out: the other operands are not needed
@@ -262,7 +265,7 @@ func isConstant(e expr) bool {
 // evalConstant evaluates an expression of constants; ok is false when its
 // value fails.
 func evalConstant(e expr) (*vec, bool) {
-	v := e.eval(&batch{n: 1, columns: func(string) arrow.Array { return nil }, cache: map[string]*vec{}})
+	v := e.eval(constantBatch())
 	if v.isBad(0) {
 		return v, false
 	}
@@ -270,12 +273,27 @@ func evalConstant(e expr) (*vec, bool) {
 	return v, true
 }
 
-// checkConstants reports a constant part of the filter whose value fails
-// ('abc'::INTEGER, 2147483647 + 1 IN (0)): every row would fail on it.
+// constantBatch is the one row expressions of constants are computed on.
+func constantBatch() *batch {
+	return &batch{n: 1, columns: func(string) arrow.Array { return nil }, cache: map[string]*vec{}}
+}
+
+// checkConstants reports a literal that does not convert to the type its
+// place in the filter gives it ('abc' compared with an INTEGER column, a
+// timestamp with a zone name, 'a' looked up in a list of FLOAT) and was
+// not folded away: a mistake in the filter's types, refused before
+// anything is read, whatever the rows; so is an IN of constants that
+// fails (see plannedFailure). Any other constant that fails
+// (2147483647 + 1, CAST(3000000000 AS INTEGER)) fails the filter only
+// where it is computed, as in DuckDB: count > 100 AND count = 2147483647
+// + 1 finds nothing where no count is above 100.
 func (s *simplifier) checkConstants(e expr) error {
-	if _, ok := e.(*constExpr); !ok && s.isConstant(e) {
-		if v, ok := evalConstant(e); !ok {
-			if c, ok := e.(*castExpr); ok && c.context != "" {
+	if p, ok := e.(*plannedFailure); ok {
+		return invalid("%v", p.err)
+	}
+	if c, ok := e.(*castExpr); ok && c.implicit && isConst(c.x) {
+		if v := castVec(c.x.(*constExpr).v, c.to, false); v.isBad(0) {
+			if c.context != "" {
 				return invalid("%s: %v", c.context, v.errAt(0))
 			}
 			return invalid("%v", v.errAt(0))
@@ -288,6 +306,21 @@ func (s *simplifier) checkConstants(e expr) error {
 		}
 	}
 	return nil
+}
+
+// failsBeforeNull reports a comparison whose left operand is a constant
+// that fails and whose right one folded to NULL: DuckDB tries the left
+// operand for the constant first, gives up where it fails, and computes
+// the comparison, which fails (CAST(2147483647 * 2147483647 AS VARCHAR) <
+// upper(NULL)); a NULL on the left decides it (upper(NULL) > CAST(...) is
+// NULL).
+func (s *simplifier) failsBeforeNull(e expr) bool {
+	c, ok := e.(*cmpExpr)
+	if !ok || !isNullConst(c.r) || !s.isConstant(c.l) {
+		return false
+	}
+	_, ok = evalConstant(c.l)
+	return !ok
 }
 
 // constValue returns the value of a constant expression that does not
@@ -584,6 +617,34 @@ func foldCoalesce(c *coalesceExpr) expr {
 	}
 	c.args = args
 	return c
+}
+
+// dropFactorsOfZero rewrites (c * y) * 0 as y * 0, as DuckDB does: a
+// product with 0 is 0 where its other factor is not NULL, and a constant
+// factor of that one does not change whether it is, so it is not
+// computed, nor its overflow: (-3 * big) * 0 is 0 for any big. Other
+// operations stay ((big + 3) * 0 fails where big + 3 does).
+func dropFactorsOfZero(a *arithExpr) {
+	x := &a.l
+	if isZero(a.l) {
+		x = &a.r
+	} else if !isZero(a.r) {
+		return
+	}
+	for {
+		m, ok := (*x).(*arithExpr)
+		if !ok || m.op != opMul || !m.t.equal(a.t) {
+			return
+		}
+		switch {
+		case isConst(m.l):
+			*x = m.r
+		case isConst(m.r):
+			*x = m.l
+		default:
+			return
+		}
+	}
 }
 
 // isZero reports whether e is the constant integer 0.
