@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +15,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/framefs/framefs/internal/mountinfo"
 	"github.com/framefs/framefs/mounttree"
 	"github.com/framefs/framefs/table"
 )
@@ -224,48 +222,10 @@ func clearStaleMount(dir string) error {
 	return nil
 }
 
-// IsMounted reports whether dir is the mount point of a FUSE file system,
-// from /proc/self/mountinfo.
+// IsMounted reports whether dir is the mount point of a FUSE file system.
 func IsMounted(dir string) bool {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return false
-	}
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE ...
-		fields := strings.Fields(line)
-		if len(fields) < 5 || unescapeMountPath(fields[4]) != abs {
-			continue
-		}
-		if i := slices.Index(fields, "-"); i > 0 && i+1 < len(fields) && strings.HasPrefix(fields[i+1], "fuse") {
-			return true
-		}
-	}
-	return false
-}
-
-// unescapeMountPath undoes the octal escapes (\040 for a space) of
-// /proc/self/mountinfo.
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, "\\") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	m, ok := mountinfo.At(dir)
+	return ok && strings.HasPrefix(m.FSType, "fuse")
 }
 
 // Warehouse is what a mount of several tables needs from them.

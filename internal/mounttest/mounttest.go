@@ -13,25 +13,14 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/framefs/framefs/internal/mountinfo"
 )
 
 // Mounted reports whether dir is a mount point.
 func Mounted(dir string) bool {
-	_, ok := mountDevice(dir)
+	_, ok := mountinfo.At(dir)
 	return ok
-}
-
-// mountDevice returns the device ("MAJOR:MINOR") of the mount at dir,
-// from /proc/self/mountinfo; ok is false when dir is no mount point.
-func mountDevice(dir string) (dev string, ok bool) {
-	data, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, line := range strings.Split(string(data), "\n") {
-		// ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ...
-		if fields := strings.Fields(line); len(fields) >= 5 && fields[4] == dir {
-			return fields[2], true
-		}
-	}
-	return "", false
 }
 
 // StopDaemon ends the mount daemon cmd serving mnt: SIGTERM, on which a
@@ -77,8 +66,8 @@ func Detach(mnt string) {
 // and will never answer) cannot exit until then: that thread keeps the
 // connection open. It touches nothing under mnt, which would wait too.
 func AbortConnection(mnt string) {
-	dev, ok := mountDevice(mnt)
-	_, minor, hasMinor := strings.Cut(dev, ":")
+	m, ok := mountinfo.At(mnt)
+	_, minor, hasMinor := strings.Cut(m.Device, ":")
 	if !ok || !hasMinor {
 		return
 	}
