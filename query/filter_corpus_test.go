@@ -256,6 +256,7 @@ var filterCorpus = []string{
 	"(2147483647 * 2147483647) < (count + NULL)", "(count + (2147483647 * 2147483647)) < abs(NULL)",
 	"CAST(2147483647 * 2147483647 AS VARCHAR) <> lower(NULL)", "lower(NULL) <> CAST(2147483647 * 2147483647 AS VARCHAR)",
 	"(2147483647 * 2147483647) < abs(NULL)", "CAST(3000000000 AS INTEGER) = abs(NULL)", "CAST(3000000000 AS INTEGER) = -NULL",
+	"CAST(3000000000 AS INTEGER) = +NULL", "count = +NULL",
 	"count = -NULL", "(count + abs(NULL)) IS NULL", "(abs(NULL) + 1.5) IS NULL", "count IN (abs(NULL), 7)",
 	// a product with 0 computes its other factor but for constant factors of it
 	"((-3 * big) * abs(0)) NOT BETWEEN CAST(abs(0.1) AS INTEGER) AND TRY_CAST(code AS DECIMAL(4,1))",

@@ -476,11 +476,8 @@ func (b *binder) unary(x unaryNode) (expr, error) {
 		return &notExpr{x: v}, nil
 	}
 	t := v.typ()
-	if t.id == tNull && x.op == "-" {
-		return constant(nullConst(typInt64), false), nil // -NULL is a BIGINT NULL, as abs(NULL)
-	}
 	if t.id == tNull {
-		return v, nil
+		return constant(nullConst(typInt64), false), nil // -NULL and +NULL are BIGINT NULLs, as abs(NULL)
 	}
 	if !t.numeric() {
 		return nil, invalid("%s%s: %s is %s; %s takes a number", x.op, b.src(x.x), b.src(x.x), t, x.op)
