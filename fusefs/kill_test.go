@@ -4,11 +4,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/framefs/framefs/decoder"
 	"github.com/framefs/framefs/internal/mounttest"
 	"github.com/framefs/framefs/internal/testenv"
+	"github.com/framefs/framefs/serving"
 )
 
 // A daemon killed with SIGKILL as its mount appears exits, leaving a dead
@@ -64,5 +68,47 @@ func waitMounted(t *testing.T, mnt string, exited <-chan struct{}) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s was not mounted within 30 s", mnt)
 		}
+	}
+}
+
+// A mount over one whose daemon is stopped (SIGSTOP) fails after
+// mountAnswerTimeout with an error that says so, where it waited for the
+// daemon forever, deaf to SIGTERM; the stopped daemon, continued, serves
+// its mount as before.
+func TestMountOverStoppedDaemonFails(t *testing.T) {
+	testenv.RequireFUSE(t)
+	wh, staging := t.TempDir(), t.TempDir()
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	robotTable(t, wh)
+	d := startDaemon(t, wh, mnt, staging)
+	d.cmd.Process.Signal(syscall.SIGSTOP)
+	// Cleanups run last registered first: this one before d.stop.
+	t.Cleanup(func() { d.cmd.Process.Signal(syscall.SIGCONT) })
+	defer func(old time.Duration) { mountAnswerTimeout = old }(mountAnswerTimeout)
+	mountAnswerTimeout = 300 * time.Millisecond
+
+	frames := serving.New(decoder.Codec{}, serving.Options{CacheBytes: 1 << 20})
+	defer frames.Close()
+	mounted := make(chan error, 1)
+	go func() {
+		srv, err := MountWarehouse(mnt, wh, dirWarehouse(t, wh), frames, Options{ReadOnly: true})
+		if err == nil {
+			srv.Unmount()
+			srv.Wait()
+		}
+		mounted <- err
+	}()
+	select {
+	case err := <-mounted:
+		if err == nil || !strings.Contains(err.Error(), "has not answered") || !strings.Contains(err.Error(), mnt) {
+			t.Fatalf("mount over a stopped daemon's mount: %v, want an error naming %s and saying its daemon does not answer", err, mnt)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a mount over a stopped daemon's mount waited 20 s")
+	}
+
+	d.cmd.Process.Signal(syscall.SIGCONT)
+	if _, err := os.ReadFile(filepath.Join(mnt, "robot", "ingest", ".status")); err != nil {
+		t.Fatalf("the continued daemon does not serve its mount: %v", err)
 	}
 }

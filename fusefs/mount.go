@@ -14,6 +14,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
 	"github.com/framefs/framefs/internal/mountinfo"
 	"github.com/framefs/framefs/mounttree"
@@ -194,18 +195,39 @@ func haveFusermount() bool {
 	return err == nil
 }
 
+// mountAnswerTimeout bounds how long clearStaleMount waits for the
+// daemon of a mount already at the mount point to answer.
+var mountAnswerTimeout = 5 * time.Second
+
 // clearStaleMount detaches a dead FUSE mount left at dir by a daemon that
 // crashed, so that a new mount can take its place. A dead mount answers
 // ENOTCONN, but only to requests that reach the kernel's FUSE
 // connection: stat of the mount point may still be served from cached
-// attributes, so the directory is opened to find out.
+// attributes, so the directory is opened to find out. A daemon that is
+// alive but does not answer (stopped, or stuck) would hold the open
+// forever, and SIGTERM would not end the wait: after mountAnswerTimeout
+// that is the error. (The open is left waiting; a process that exits
+// takes it with it.)
 func clearStaleMount(dir string) error {
 	if !IsMounted(dir) {
 		return nil
 	}
-	f, err := os.Open(dir)
+	opened := make(chan error, 1)
+	go func() {
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		opened <- err
+	}()
+	var err error
+	select {
+	case err = <-opened:
+	case <-time.After(mountAnswerTimeout):
+		return fmt.Errorf("%s is mounted, and its daemon has not answered for %v (stopped or stuck?): "+
+			"end it, or detach its mount with fusermount3 -u -z %s, then mount again", dir, mountAnswerTimeout, dir)
+	}
 	if err == nil {
-		f.Close()
 		return fmt.Errorf("%s is already mounted (by a running framefs?); unmount it first", dir)
 	}
 	if !errors.Is(err, syscall.ENOTCONN) && !errors.Is(err, syscall.ECONNABORTED) {
