@@ -704,7 +704,7 @@ func (b *binder) in(x inNode) (expr, error) {
 			}
 		}
 		if isConstant(chain) {
-			if r := chain.inOrder(constantBatch()); r.isBad(0) {
+			if r := chain.evalInOrder(constantBatch()); r.isBad(0) {
 				return &plannedFailure{err: r.errAt(0)}, nil
 			}
 		}

@@ -671,10 +671,10 @@ func (l *logicExpr) typ() sqlType { return typBool }
 
 func (l *logicExpr) eval(b *batch) *vec { return l.combine(b, l.table(), l.selecting) }
 
-// inOrder computes the chain term after term, as DuckDB does where it
+// evalInOrder computes the chain term after term, as DuckDB does where it
 // evaluates one at once: a term decided by those before it computes
 // nothing more (see plannedFailure).
-func (l *logicExpr) inOrder(b *batch) *vec {
+func (l *logicExpr) evalInOrder(b *batch) *vec {
 	if l.and {
 		return l.combine(b, &andInOrder, false)
 	}
