@@ -64,26 +64,44 @@ func TestCreateDeclaredEpisodeColumn(t *testing.T) {
 	}
 }
 
-// mountCLI runs `framefs mount` in process until the test ends.
+// mountCLI runs `framefs mount SRC MNT -o ro ARGS...` (args[0] is SRC) in
+// process until the test ends, and returns its mount point.
 func mountCLI(t *testing.T, args ...string) string {
 	t.Helper()
 	mnt := t.TempDir()
+	mountInProcess(t, mnt, append([]string{args[0], mnt, "-o", "ro"}, args[1:]...)...)
+	return mnt
+}
+
+// mountInProcess runs `framefs mount ARGS...`, mounting at mnt, in this
+// process until the test ends or the mount is unmounted, and returns once
+// mnt is mounted and no longer polled (mounttest.StopPolls: this process
+// reads the mount it serves). The command's result arrives on the
+// channel; one the test did not read is checked when it ends.
+func mountInProcess(t *testing.T, mnt string, args ...string) <-chan error {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	result, finished := make(chan error, 1), make(chan struct{})
 	go func() {
-		_, err := runCLI(ctx, append([]string{"mount", args[0], mnt, "-o", "ro"}, args[1:]...)...)
-		done <- err
+		_, err := runCLI(ctx, append([]string{"mount"}, args...)...)
+		result <- err
+		close(finished)
 	}()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("mount: %v", err)
+		<-finished
+		select {
+		case err := <-result:
+			if err != nil {
+				t.Errorf("mount: %v", err)
+			}
+		default:
 		}
 	})
 	for deadline := time.Now().Add(30 * time.Second); !fusefs.IsMounted(mnt); {
 		select {
-		case err := <-done:
-			t.Fatalf("mount ended: %v", err)
+		case <-finished:
+			t.Fatalf("mount ended: %v", <-result)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -93,7 +111,7 @@ func mountCLI(t *testing.T, args ...string) string {
 	if err := mounttest.StopPolls(mnt); err != nil {
 		t.Fatal(err)
 	}
-	return mnt
+	return result
 }
 
 // TestFrameMatchesMount: `framefs frame` with options not given uses the

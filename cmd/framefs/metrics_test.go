@@ -22,7 +22,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/framefs/framefs/fusefs"
-	"github.com/framefs/framefs/internal/mounttest"
 	"github.com/framefs/framefs/internal/s3test"
 	"github.com/framefs/framefs/internal/testenv"
 )
@@ -261,32 +260,7 @@ func TestMetricsAddr(t *testing.T) {
 	addr := free.Addr().String()
 	free.Close()
 	mnt := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := runCLI(ctx, "mount", wh, mnt, "-o", "ro,metrics_addr="+addr)
-		done <- err
-	}()
-	t.Cleanup(func() {
-		if fusefs.IsMounted(mnt) {
-			cancel()
-			<-done
-		}
-	})
-	for deadline := time.Now().Add(30 * time.Second); !fusefs.IsMounted(mnt); time.Sleep(20 * time.Millisecond) {
-		select {
-		case err := <-done:
-			t.Fatalf("mount ended: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the mount did not appear within 30 s")
-		}
-	}
-	if err := mounttest.StopPolls(mnt); err != nil {
-		t.Fatal(err)
-	}
+	done := mountInProcess(t, mnt, wh, mnt, "-o", "ro,metrics_addr="+addr)
 	if _, err := os.ReadFile(filepath.Join(mnt, "robot", "latest", "h264_faststart", "000003.jpg")); err != nil {
 		t.Fatal(err)
 	}

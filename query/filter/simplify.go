@@ -316,12 +316,12 @@ func (s *simplifier) checkConstants(e expr) error {
 // NULL).
 func (s *simplifier) failsBeforeNull(e expr) bool {
 	c, ok := e.(*cmpExpr)
-	if !ok || !isNullConst(c.r) || !s.isConstant(c.l) {
-		return false
-	}
-	_, ok = evalConstant(c.l)
-	return !ok
+	return ok && isNullConst(c.r) && s.failing(c.l)
 }
+
+// failing reports whether e, simplified, is a constant that fails:
+// simplify folds every other constant into a constExpr.
+func (s *simplifier) failing(e expr) bool { return s.isConstant(e) && !isConst(e) }
 
 // constValue returns the value of a constant expression that does not
 // fail.
@@ -525,7 +525,7 @@ func (s *simplifier) unwrapCast(c *cmpExpr) bool {
 	if c.op == decided {
 		return false
 	}
-	if s.isConstant(c.l) && !isConst(c.l) {
+	if s.failing(c.l) {
 		// DuckDB takes a constant left operand for the constant, and
 		// gives up where it fails: CAST(3000000000 AS INTEGER) = 5 fails.
 		return false
@@ -540,7 +540,7 @@ func (s *simplifier) unwrapCast(c *cmpExpr) bool {
 	// AS INTEGER) is TRUE), not where it casts a computation that fails
 	// ((2147483647 + 7) IS NOT DISTINCT FROM CAST(7 AS DECIMAL(18,0))
 	// computes the sum).
-	if !ok || cast.try || s.isConstant(cast.x) && !isConst(cast.x) {
+	if !ok || cast.try || s.failing(cast.x) {
 		return false
 	}
 	from, to := cast.x.typ(), cast.to
