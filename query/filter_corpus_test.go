@@ -257,6 +257,10 @@ var filterCorpus = []string{
 	"CAST(2147483647 * 2147483647 AS VARCHAR) <> lower(NULL)", "lower(NULL) <> CAST(2147483647 * 2147483647 AS VARCHAR)",
 	"(2147483647 * 2147483647) < abs(NULL)", "CAST(3000000000 AS INTEGER) = abs(NULL)", "CAST(3000000000 AS INTEGER) = -NULL",
 	"CAST(3000000000 AS INTEGER) = +NULL", "count = +NULL",
+	// a BETWEEN with a NULL bound computes its input all the same
+	"CAST(3000000000 AS INTEGER) BETWEEN abs(NULL) AND 5", "CAST(3000000000 AS INTEGER) BETWEEN NULL AND 5",
+	"CAST(2147483647 * 2147483647 AS VARCHAR) BETWEEN lower(NULL) AND 'b'", "count BETWEEN 2 AND abs(NULL)",
+	"CAST(2147483647 * 2147483647 AS VARCHAR) BETWEEN NULL AND 'b'", "(count BETWEEN NULL AND 5) IS NULL",
 	"count = -NULL", "(count + abs(NULL)) IS NULL", "(abs(NULL) + 1.5) IS NULL", "count IN (abs(NULL), 7)",
 	// a product with 0 computes its other factor but for constant factors of it
 	"((-3 * big) * abs(0)) NOT BETWEEN CAST(abs(0.1) AS INTEGER) AND TRY_CAST(code AS DECIMAL(4,1))",

@@ -443,15 +443,6 @@ func (b *binder) compare(op string, l, r expr, ln, rn, whole node) (expr, error)
 	return &cmpExpr{op: cmpOps[op], l: l, r: r}, nil
 }
 
-// cmpTyped compares two expressions of one type; with a NULL constant the
-// comparison is NULL.
-func cmpTyped(op cmpOp, l, r expr) expr {
-	if l.typ().id == tNull || isNullConst(l) || isNullConst(r) {
-		return constant(nullConst(typBool), false)
-	}
-	return &cmpExpr{op: op, l: l, r: r}
-}
-
 func isNullConst(e expr) bool {
 	c, ok := e.(*constExpr)
 	return ok && c.isNull()
@@ -698,7 +689,7 @@ func (b *binder) in(x inNode) (expr, error) {
 		for _, item := range items {
 			if t.id == tNull {
 				// NULL against NULL: nothing to compute.
-				chain.terms = append(chain.terms, cmpTyped(op, v, item))
+				chain.terms = append(chain.terms, constant(nullConst(typBool), false))
 			} else {
 				chain.terms = append(chain.terms, &cmpExpr{op: op, l: v, r: item, listed: true})
 			}
@@ -780,7 +771,12 @@ func (b *binder) between(x betweenNode) (expr, error) {
 			return nil, err
 		}
 	}
-	var e expr = &logicExpr{and: true, between: true, terms: []expr{cmpTyped(opGE, es[0], es[1]), cmpTyped(opLE, es[0], es[2])}}
+	// A NULL bound is folded with the rest, not here: DuckDB computes the
+	// input all the same (CAST(3000000000 AS INTEGER) BETWEEN NULL AND 5
+	// fails), where a NULL literal compared with = makes it NULL at once.
+	var e expr = &logicExpr{and: true, between: true, terms: []expr{
+		&cmpExpr{op: opGE, l: es[0], r: es[1]}, &cmpExpr{op: opLE, l: es[0], r: es[2]},
+	}}
 	if x.not {
 		e = &notExpr{x: e}
 	}
