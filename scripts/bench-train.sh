@@ -19,7 +19,9 @@
 #            npy views and latest/ vs the JPEG folder; a 224x224 bmp view of
 #            every third frame vs a JPEG folder of those frames; frames decoded per served,
 #            daemon CPU per served and the daemon's peak anonymous memory
-#            beside each
+#            beside each; for the bmp 224x224 lines, full-size bmp and
+#            latest/, the same files copied to a local folder (..._local_copy):
+#            the most a mount can give on this machine
 #   pyav     the mount's first epoch vs a PyAV Dataset seeking per item
 #   random   300 random frames, one reader: mount (JPEG from latest/ and BMP
 #            from a view decoded by PIL, NPY from a view loaded by numpy)
@@ -129,7 +131,10 @@ anon_peak_stop() {
 # options of the JPEG folder's loader), MOUNT_LOADER_ARGS (of the mount's),
 # TABLE (default gopGOP), MOUNT_DIR (under the mount's table, default
 # latest) and PEER_DIR (default the JPEG folder of gopGOP) change what is
-# compared.
+# compared. With LOCAL_COPY=1 each run also reads the mount's files copied
+# to a local folder, with the mount's loader and a cold page cache, as the
+# JPEG folder is: the most the mount could give on this machine if serving
+# cost nothing (NAME_local_copy lines).
 epochs() {
 	local name=$1 gop=$2
 	shift 2
@@ -137,10 +142,23 @@ epochs() {
 	read -ra peer_args <<<"${PEER_ARGS:-}"
 	read -ra loader_args <<<"${MOUNT_LOADER_ARGS:-}"
 	local tbl=${TABLE:-gop$gop} peer=${PEER_DIR:-$work/jpeg$gop}
-	local p1=() p2=() m1=() m2=() dps=() cpus=() dps2=() cpus2=()
+	local p1=() p2=() m1=() m2=() dps=() cpus=() dps2=() cpus2=() c1=() c2=()
+	local copy=""
+	if [ -n "${LOCAL_COPY:-}" ]; then
+		copy="$work/copy_$name"
+		rm -rf "$copy"
+		mount_wh "$@"
+		cp -rL "$mnt/$tbl/$dir/." "$copy"
+		find "$copy" -name 'frames.*' -delete
+		unmount_wh
+	fi
 	for _ in $(seq "$RUNS"); do
 		read -r e1 e2 < <("$py" "$pyd/shuffled_epochs.py" "$peer" --evict "${peer_args[@]}" | awk '{print $5}' | paste -sd' ')
 		p1+=("$e1") p2+=("$e2")
+		if [ -n "$copy" ]; then
+			read -r e1 e2 < <("$py" "$pyd/shuffled_epochs.py" "$copy" --evict "${loader_args[@]}" | awk '{print $5}' | paste -sd' ')
+			c1+=("$e1") c2+=("$e2")
+		fi
 		mount_wh "$@"
 		anon_peak_start "$daemon_pid"
 		out=$("$py" "$pyd/shuffled_epochs.py" "$mnt/$tbl/$dir" "${loader_args[@]}" --daemon-pid "$daemon_pid" --stats "$mnt/.stats")
@@ -166,6 +184,14 @@ epochs() {
 	emit "${name}_epoch2_decoded_per_served" "$(median "${dps2[@]}")" frames
 	emit "${name}_epoch2_daemon_cpu_per_served" "$(median "${cpus2[@]}")" ms
 	emit "${name}_daemon_peak_anon" "$(median "${anons[@]}")" MB
+	if [ -n "$copy" ]; then
+		local cm1 cm2
+		cm1=$(median "${c1[@]}") cm2=$(median "${c2[@]}")
+		emit "${name}_local_copy_epoch1" "$cm1" images/s
+		emit "ratio:${name}_local_copy_epoch1_vs_local_jpeg" "$(ratio "$cm1" "$pm1")" x
+		emit "ratio:${name}_local_copy_epoch2_vs_local_jpeg" "$(ratio "$cm2" "$pm2")" x
+		rm -rf "$copy"
+	fi
 }
 
 # The image cache sized to the dataset's frames, as docs/CACHES.md says.
@@ -215,13 +241,16 @@ if want views; then
 	emit views_dataset_frames "$(find "$work/jpegviews" -name '*.jpg' | wc -l)" frames
 	emit views_default_caches "$(((256 << 20) * 2 / 1000000))" MB
 	export TABLE=views PEER_DIR="$work/jpegviews"
-	MOUNT_DIR=views/bmp224 PEER_ARGS="--resize 224" epochs view_bmp224 30
-	MOUNT_DIR=views/bmp224 PEER_ARGS="--resize 224 --batch-size 32" MOUNT_LOADER_ARGS="--batch-size 32" epochs view_bmp224_batch32 30
+	# The lines of the README's training table also read the mount's own
+	# files from a local folder (LOCAL_COPY): what serving them costs is
+	# the gap between the two.
+	LOCAL_COPY=1 MOUNT_DIR=views/bmp224 PEER_ARGS="--resize 224" epochs view_bmp224 30
+	LOCAL_COPY=1 MOUNT_DIR=views/bmp224 PEER_ARGS="--resize 224 --batch-size 32" MOUNT_LOADER_ARGS="--batch-size 32" epochs view_bmp224_batch32 30
 	MOUNT_DIR=views/npy224 PEER_ARGS="--resize 224 --batch-size 32" MOUNT_LOADER_ARGS="--npy --batch-size 32" epochs view_npy224_batch32 30
 	MOUNT_DIR=views/jpg224 PEER_ARGS="--resize 224" epochs view_jpg224 30
-	MOUNT_DIR=views/bmpfull epochs view_bmp_full 30
+	LOCAL_COPY=1 MOUNT_DIR=views/bmpfull epochs view_bmp_full 30
 	MOUNT_DIR=views/npyfull MOUNT_LOADER_ARGS="--npy" epochs view_npy_full 30
-	MOUNT_DIR=latest epochs view_latest_jpg 30
+	LOCAL_COPY=1 MOUNT_DIR=latest epochs view_latest_jpg 30
 	PEER_DIR="$work/jpegthird" MOUNT_DIR=views/bmp224third PEER_ARGS="--resize 224" epochs view_bmp224_every3rd 30
 	unset TABLE PEER_DIR
 fi
