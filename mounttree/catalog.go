@@ -127,8 +127,8 @@ type CatalogOptions struct {
 func NewCatalog(life context.Context, tbl *table.Table, frames FrameServer, setting media.ImageSetting, opts CatalogOptions) *Catalog {
 	// Payloads stay open: the decoder's read-ahead reads them after the
 	// request that opened them returned. Evicted ones are closed; a
-	// read-ahead still reading one fails quietly and the frame is decoded
-	// on demand instead.
+	// decoder still reading one (handed it just before, or reading ahead)
+	// reads on through a handle of its own for each read (table.Video).
 	b := opts.Budgets.withDefaults()
 	videos := newSizedLRU(b.Videos, maxOpenVideos, videoBytes, func(_ string, v *table.Video) { v.Close() })
 	videos.owned = true

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -373,5 +374,33 @@ func TestMetadataCachesBounded(t *testing.T) {
 	}
 	if c.rows.Len() != 0 || c.files.Len() != 0 || counters.RowsFilesMade.Load() != made {
 		t.Errorf("sizes made rows files again: %d rows, %d files cached, %d made", c.rows.Len(), c.files.Len(), counters.RowsFilesMade.Load()-made)
+	}
+}
+
+// TestEvictedVideoReadsOn: the catalog closes the videos its cache evicts,
+// while a decoder it handed one to may still read it. With a video budget
+// that holds one video, opening ep2's evicts ep1's; ep1's reader still reads
+// the bytes ingested.
+func TestEvictedVideoReadsOn(t *testing.T) {
+	ctx := context.Background()
+	tbl := treetest.RobotTable(t)
+	c := newTestCatalog(t, tbl, &treetest.Frames{}, CatalogOptions{Budgets: Budgets{Videos: 1}})
+	first, err := c.openVideo(ctx, headEpisode(t, tbl, "ep1").Videos["video"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.openVideo(ctx, headEpisode(t, tbl, "ep2").Videos["video"]); err != nil {
+		t.Fatal(err)
+	}
+	if c.videos.Len() != 1 {
+		t.Fatalf("the video cache holds %d videos, want 1 (ep1's evicted)", c.videos.Len())
+	}
+	want, err := os.ReadFile(treetest.Video("h264_bframes_gop30.mp4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, first.Size)
+	if _, err := first.R.ReadAt(got, 0); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("ep1's video after its eviction: %v; bytes equal to those ingested: %v", err, bytes.Equal(got, want))
 	}
 }
