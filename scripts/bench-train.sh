@@ -151,6 +151,9 @@ epochs() {
 		cp -rL "$mnt/$tbl/$dir/." "$copy"
 		find "$copy" -name 'frames.*' -delete
 		unmount_wh
+		# Written back before anything is timed: 1,800 full-size BMPs are
+		# 1.6 GB, whose writeback would slow the runs that come first.
+		sync
 	fi
 	for _ in $(seq "$RUNS"); do
 		read -r e1 e2 < <("$py" "$pyd/shuffled_epochs.py" "$peer" --evict "${peer_args[@]}" | awk '{print $5}' | paste -sd' ')
@@ -238,12 +241,14 @@ if want views; then
 			cp --parents "$f" "$work/jpegthird/"
 		fi
 	done)
+	sync # the peers' files written back before anything is timed
 	emit views_dataset_frames "$(find "$work/jpegviews" -name '*.jpg' | wc -l)" frames
 	emit views_default_caches "$(((256 << 20) * 2 / 1000000))" MB
 	export TABLE=views PEER_DIR="$work/jpegviews"
 	# The lines of the README's training table also read the mount's own
 	# files from a local folder (LOCAL_COPY): what serving them costs is
-	# the gap between the two.
+	# the gap between the two. latest/'s copy holds the very files of the
+	# JPEG folder, so its ratio to it is the comparison's own error.
 	LOCAL_COPY=1 MOUNT_DIR=views/bmp224 PEER_ARGS="--resize 224" epochs view_bmp224 30
 	LOCAL_COPY=1 MOUNT_DIR=views/bmp224 PEER_ARGS="--resize 224 --batch-size 32" MOUNT_LOADER_ARGS="--batch-size 32" epochs view_bmp224_batch32 30
 	MOUNT_DIR=views/npy224 PEER_ARGS="--resize 224 --batch-size 32" MOUNT_LOADER_ARGS="--npy --batch-size 32" epochs view_npy224_batch32 30
