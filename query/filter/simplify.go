@@ -72,12 +72,14 @@ func (s *simplifier) simplify(e expr) expr {
 			return r
 		}
 	}
-	if a, ok := e.(*arithExpr); ok && a.op == opMul && a.t.integer() {
-		dropFactorsOfZero(a)
-	}
-	if a, ok := e.(*arithExpr); ok && a.op == opIntDiv && a.t.integer() && isZero(a.r) {
-		// x // 0 is NULL without computing x, as DuckDB folds it.
-		return constant(nullConst(a.t), false)
+	if a, ok := e.(*arithExpr); ok && a.t.integer() {
+		switch {
+		case a.op == opMul:
+			dropFactorsOfZero(a)
+		case a.op == opIntDiv && isZero(a.r):
+			// x // 0 is NULL without computing x, as DuckDB folds it.
+			return constant(nullConst(a.t), false)
+		}
 	}
 	if n, ok := e.(*isNullExpr); ok && neverNull(n.x) {
 		// x IS NULL is FALSE, without computing x, as DuckDB's
