@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,28 +20,36 @@ import (
 // caches, for each episode of the head that a reader of latest lists and
 // reads a frame of: the catalog's record of the episode (mounttree's
 // BytesPerHeadEpisode), and the nodes of the entries the kernel then holds
-// with go-fuse's bookkeeping of them: the episode's folder in the head and
-// the frame, one inode from head to head (the former head's folder goes
-// once the frame was reached through the new head, see formerhead.go).
-// Measured: 1.6-2.7 KB, median 1.95, over 23 runs with 600 episodes
-// added at each step: what the heap holds apart from the episodes moves by
-// a few hundred KB from run to run (steps of 1,200 read 1.5-2.0 KB, median
-// 1.70, but took 50 s). make test runs it without the race detector
-// (`make memory`), which made it take 185 s. 2.1-2.5 KB while
-// go-fuse kept a map of the frame's other parents; 3.1-4.1 KB while the
-// former head's folder stayed for its linger, which this bound catches.
-const bytesPerFollowedEpisode = 11 << 8 // 2.75 KB
+// (nodesPerFollowedEpisode) with go-fuse's bookkeeping of them.
+// Measured over 1,200 episodes added in two steps of 600: 1.93-2.04 KB
+// in 6 runs (1.70-1.84 KB over the first step, 2.1-2.3 KB over the
+// second in every run; the span of both evens that out).
+// Before the test reserved the runtime's goroutine records
+// (reserveGoroutineRecords), one step of 600 read anything from 1.5 to
+// 3.1 KB. Earlier figures: 2.1-2.5 KB (one step) while go-fuse kept a map
+// of the frame's other parents; 3.0 KB while the former head's folders
+// stayed for their linger, which nodesPerFollowedEpisode catches too.
+// make test runs it without the race detector (`make memory`): with it,
+// the test took minutes.
+const bytesPerFollowedEpisode = 5 << 9 // 2.5 KB
+
+// nodesPerFollowedEpisode is what the mount holds for each such episode:
+// the episode's folder in the head and the frame, one inode from head to
+// head. The former head's folder goes once the frame was reached through
+// the new head (see formerhead.go); while it lingered, the mount held 3.
+const nodesPerFollowedEpisode = 2
 
 // TestBytesPerFollowedEpisode: a reader that lists every episode folder of
 // latest and reads one frame of each, walking the head again after each
 // commit, as a job following a growing table does, has the mount keep at
-// most bytesPerFollowedEpisode more for each episode added to the head,
-// less what its image and metadata caches hold (bounded apart). Measured
-// as the difference between two heads of different sizes, walked the
-// same way, so that what does not grow with the episodes (the code's first
-// allocations, the runtime's goroutine records) cancels out.
+// most bytesPerFollowedEpisode (less what its image and metadata caches
+// hold, bounded apart) and nodesPerFollowedEpisode more for each episode
+// added to the head. Measured as the difference between two heads of
+// different sizes, walked the same way, so that what does not grow with
+// the episodes (the code's first allocations) cancels out.
 func TestBytesPerFollowedEpisode(t *testing.T) {
 	f := newFixture(t, Options{ReadOnly: true})
+	reserveGoroutineRecords(4096)
 	ctx := context.Background()
 	const added, rows = 600, 10
 	latest := f.path("robot", "latest")
@@ -70,9 +79,9 @@ func TestBytesPerFollowedEpisode(t *testing.T) {
 	}
 	// grow adds episodes to the head, and has the reader walk it, and
 	// walk it again after a commit that moved the head; it returns what
-	// the mount then holds.
+	// the mount then holds: its bytes less the caches, and its nodes.
 	episodes := 0
-	grow := func() int64 {
+	grow := func() (int64, int64) {
 		t.Helper()
 		inputs := make([]table.EpisodeInput, added)
 		for i := range inputs {
@@ -99,18 +108,45 @@ func TestBytesPerFollowedEpisode(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return f.heapLessCaches(t)
+		return f.heapLessCaches(t), nodesHeld(t, f)
 	}
-	small := grow()
-	large := grow()
-	per := (large - small) / added
-	t.Logf("%d bytes per followed episode; %d nodes for %d episodes", per, nodesHeld(t, f), episodes)
+	small, smallNodes := grow()
+	grow()
+	large, largeNodes := grow()
+	span := int64(2 * added)
+	per, nodes := (large-small)/span, float64(largeNodes-smallNodes)/float64(span)
+	t.Logf("%d bytes and %.2f nodes per followed episode; %d nodes for %d episodes", per, nodes, largeNodes, episodes)
 	if per <= 0 {
-		t.Fatalf("%d bytes less the caches with %d episodes, %d with %d: the measure is wrong", large, episodes, small, episodes-added)
+		t.Fatalf("%d bytes less the caches with %d episodes, %d with %d: the measure is wrong", large, episodes, small, episodes-int(span))
+	}
+	if largeNodes-smallNodes > nodesPerFollowedEpisode*span {
+		t.Errorf("the mount holds %.2f nodes per followed episode of the head, more than %d", nodes, nodesPerFollowedEpisode)
 	}
 	if per > bytesPerFollowedEpisode {
 		t.Errorf("the mount keeps %d bytes per followed episode of the head, more than %d", per, bytesPerFollowedEpisode)
 	}
+}
+
+// reserveGoroutineRecords has the runtime make records for n goroutines
+// at once. It keeps the record of every goroutine that ever ran, for the
+// next one to take, and never frees it: a heap reading holds as many as
+// goroutines ever ran at the same time, and how many of the mount's
+// ran at once (one per request, one per entry left under a former head)
+// is up to the scheduler. A few hundred KB between two runs, the whole of
+// the noise this test's readings had; with enough records made first,
+// the mount makes none.
+func reserveGoroutineRecords(n int) {
+	var started, release sync.WaitGroup
+	release.Add(1)
+	for range n {
+		started.Add(1)
+		go func() {
+			started.Done()
+			release.Wait()
+		}()
+	}
+	started.Wait()
+	release.Done()
 }
 
 // heapLessCaches is the live bytes of the Go heap less what the image
