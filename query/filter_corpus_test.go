@@ -223,6 +223,15 @@ var filterCorpus = []string{
 	"5 BETWEEN abs(big) AND length(label)", "count BETWEEN -big AND -100 AND flag",
 	// ... and one that compares with no constant comes before one that does
 	"TRY_CAST(code AS DOUBLE) BETWEEN 3000000000 AND abs(big)", "abs(n32) BETWEEN 15 AND abs(big)", "abs(n32) BETWEEN 15 AND -big",
+	// the top AND keeps its written order where a term may fail, after a
+	// term of one column, which DuckDB computes inside its scan
+	"CAST(score AS DECIMAL(18,0)) > nums[0] AND label >= task", "label >= task AND CAST(score AS DECIMAL(18,0)) > nums[0]",
+	"CAST(score AS DECIMAL(18,0)) > 1 AND label >= task", "CAST(score AS DECIMAL(18,0)) > 1 AND count = 3",
+	"CAST(score AS DECIMAL(18,0)) > count AND count BETWEEN 2 AND 4", "(big - count) > 0 AND label >= task",
+	"label < task AND (big - count) > 0", "(big - count) > 0 AND (label >= task OR count > 5)",
+	"(CAST(1 AS INTEGER) IN (-big, 7, 2.5)) AND (coalesce(code, task) = lower('É'))",
+	"(coalesce(code, task) = lower('É')) AND (CAST(1 AS INTEGER) IN (-big, 7, 2.5))",
+	"(coalesce(40.0, 0.1) NOT BETWEEN nums[0] AND CAST(score AS DECIMAL(18,0))) AND ((label >= task) < (episode_id = 'É'))",
 	// a sum of constants that fails is compared by moving its left one
 	"(1 + 2147483647) < -7", "(1 + 2147483647) > -7", "(1 + 2147483647) = 5", "(2147483647 + 1) < -7",
 	"(1 + 2147483647) < -7 OR count > 5", "NOT ((1 + 2147483647) < -7)", "(1 + 2147483647) < 7", "(2147483647 * 7) > 5",

@@ -57,6 +57,7 @@ func (e *Expr) Compile(schema *arrow.Schema) (*Filter, error) {
 	}
 	root = topDecided(root)
 	orderBetweens(root)
+	orderTopAnd(root)
 	if err := simp.checkConstants(root); err != nil {
 		return nil, err
 	}

@@ -18,9 +18,9 @@ import (
 // rows the terms before it left undecided (FALSE AND x needs no x, but x
 // AND FALSE fails where x does), except that it splits the filter's top
 // AND into filters it orders itself (so there a term that rejects a row
-// rejects it whichever term fails); and it computes every term of a chain
-// under NOT, IS or a comparison on every row (NOT (FALSE AND x) fails
-// where x does).
+// rejects it whichever term fails, unless they keep their order: see
+// orderTopAnd); and it computes every term of a chain under NOT, IS or a
+// comparison on every row (NOT (FALSE AND x) fails where x does).
 const (
 	triF uint8 = 0
 	triT uint8 = 1
@@ -643,6 +643,9 @@ type logicExpr struct {
 	// nums[0] BETWEEN -big AND len(tags) fails where -big overflows,
 	// though nums[0] <= len(tags) is NULL on every row.
 	between bool
+	// ordered marks the filter's top AND that DuckDB computes in written
+	// order (see orderTopAnd).
+	ordered bool
 }
 
 // table returns how the chain combines its terms' values (see the
@@ -651,6 +654,8 @@ func (l *logicExpr) table() *[16]uint8 {
 	switch {
 	case l.whole:
 		return &andStrict
+	case l.split && l.ordered:
+		return &andInOrder
 	case l.split:
 		return &andTable
 	case !l.selecting && l.and:

@@ -1,5 +1,7 @@
 package filter
 
+import "slices"
+
 // The filter's top AND, as DuckDB's optimizer plans it before anything is
 // computed: which of its terms it computes inside the table scan, and
 // what decides the whole filter at once. Both change only whether a value
@@ -88,6 +90,44 @@ func orderBetweens(root expr) {
 		}
 	}
 }
+
+// orderTopAnd orders the filter's top AND as DuckDB computes it where
+// one of its terms may fail (canThrow), and marks it computed in that
+// order: DuckDB's optimizer orders the filters it splits the AND into
+// by cost only where none may fail. Its table scan computes a term of
+// one column first, so that term comes first ((big - count) > 0 AND
+// (count < -100 OR count IS NULL) matches nothing where big - count
+// overflows), then the others as written: CAST(score AS DECIMAL(18,0)) >
+// nums[0] AND label >= task fails where a score is 1e20, whatever
+// label >= task is on its row. Where several terms are of one column
+// and one of them may fail, the scan computes them in an order of its
+// own, and the AND stays one whose filters run in any order.
+func orderTopAnd(root expr) {
+	l, ok := root.(*logicExpr)
+	if !ok || !l.and || l.list || l.between || !slices.ContainsFunc(l.terms, canThrow) {
+		return
+	}
+	var first, rest []expr
+	for _, t := range l.terms {
+		cols := len(columnsRead(t, map[string]bool{}))
+		if b, ok := t.(*logicExpr); ok && b.between && cols > 1 && slices.ContainsFunc(b.terms, readsOneColumn) {
+			return // the scan computes one of its comparisons, the filter the other
+		}
+		if cols == 1 {
+			first = append(first, t)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	if len(first) > 1 && slices.ContainsFunc(first, canThrow) {
+		return
+	}
+	l.terms = append(first, rest...)
+	l.ordered = true
+}
+
+// readsOneColumn reports whether e reads exactly one column.
+func readsOneColumn(e expr) bool { return len(columnsRead(e, map[string]bool{})) == 1 }
 
 // constantComparison reports whether e compares an expression with a
 // constant.
