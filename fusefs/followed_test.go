@@ -108,7 +108,7 @@ func TestBytesPerFollowedEpisode(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return f.heapLessCaches(t), nodesHeld(t, f)
+		return f.settledMemory(t)
 	}
 	small, smallNodes := grow()
 	grow()
@@ -149,18 +149,19 @@ func reserveGoroutineRecords(n int) {
 	release.Done()
 }
 
-// heapLessCaches is the live bytes of the Go heap less what the image
+// settledMemory returns the live bytes of the Go heap less what the image
 // cache and the metadata caches hold (the picture cache holds FFmpeg's
-// memory, not the Go heap's), once the mount is idle: the work a walk
-// leaves behind (read-ahead jobs that wait a moment for more frames, the
-// rows files' sizes worked out in the background for each folder listed,
-// nodes the kernel forgets) changes the caches, the nodes held and the
-// heap. Readings go on until two in a row agree on the caches and the
-// nodes; the heap is the least of a few readings then. Each reads the
-// heap the last collection found live, not HeapAlloc: the mount's refresh
-// reads the table's snapshot list every 100 ms, and its garbage since the
-// collection moved HeapAlloc by up to a megabyte.
-func (f *fixture) heapLessCaches(t *testing.T) int64 {
+// memory, not the Go heap's), and the nodes the mount holds, once the
+// mount is idle: the work a walk leaves behind (read-ahead jobs that wait
+// a moment for more frames, the rows files' sizes worked out in the
+// background for each folder listed, nodes the kernel forgets) changes
+// the caches, the nodes held and the heap. Readings go on until two in a
+// row agree on the caches and the nodes; the heap is the least of a few
+// readings then. Each reads the heap the last collection found live, not
+// HeapAlloc: the mount's refresh reads the table's snapshot list every
+// 100 ms, and its garbage since the collection moved HeapAlloc by up to a
+// megabyte.
+func (f *fixture) settledMemory(t *testing.T) (heapLessCaches, nodes int64) {
 	t.Helper()
 	type reading struct{ heap, image, meta, nodes int64 }
 	read := func() reading {
@@ -188,10 +189,10 @@ func (f *fixture) heapLessCaches(t *testing.T) int64 {
 			for range 3 {
 				least = min(least, read().heap)
 			}
-			return least - r.image - r.meta
+			return least - r.image - r.meta, r.nodes
 		}
 		last = r
 	}
 	t.Fatalf("the mount did not settle: %+v at the last reading", last)
-	return 0
+	return 0, 0
 }

@@ -482,7 +482,12 @@ func (s *soak) check() {
 		s.fail("the daemon exited: %v", s.daemon.ProcessState)
 	}
 	logData, _ := os.ReadFile(s.daemonLog)
-	errorLines := strings.Count(string(logData), "level=ERROR") + strings.Count(string(logData), " ERROR ")
+	var errorLines []string
+	for line := range strings.Lines(string(logData)) {
+		if strings.Contains(line, "level=ERROR") || strings.Contains(line, " ERROR ") {
+			errorLines = append(errorLines, strings.TrimSpace(line))
+		}
+	}
 	for name, text := range s.problems {
 		s.fail("%s appeared for a file written completely: %s", name, text)
 	}
@@ -493,13 +498,9 @@ func (s *soak) check() {
 	t.Logf("soak: %d readers read %d frames right, 0 wrong; %d ENOENT (deleted or expired since listed)", soakReaders, s.reads.Load(), s.readENOENT.Load())
 	t.Logf("soak: %d episodes in the head, %d snapshots; framefs verify: %s (%s)", len(eps), head.ID, out, strings.TrimSpace(stderr.String()))
 	t.Logf("soak: daemon RSS peak %.1f MiB (anonymous %.1f MiB, mapped from files %.1f MiB; VmHWM %.1f MiB); %d ERROR log lines",
-		float64(s.rssPeak.Load())/(1<<20), float64(s.rssPeakAnon)/(1<<20), float64(s.rssPeakFile)/(1<<20), float64(hwm)/(1<<20), errorLines)
-	shown := 0
-	for line := range strings.Lines(string(logData)) {
-		if shown < 10 && (strings.Contains(line, "level=ERROR") || strings.Contains(line, " ERROR ")) {
-			t.Logf("soak: daemon log: %s", strings.TrimSpace(line))
-			shown++
-		}
+		float64(s.rssPeak.Load())/(1<<20), float64(s.rssPeakAnon)/(1<<20), float64(s.rssPeakFile)/(1<<20), float64(hwm)/(1<<20), len(errorLines))
+	for _, line := range errorLines[:min(len(errorLines), 10)] {
+		t.Logf("soak: daemon log: %s", line)
 	}
 	s.memory.check(s.duration, true, false)
 	if s.reads.Load() == 0 || commits == 0 {

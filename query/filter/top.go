@@ -16,7 +16,7 @@ import "slices"
 // (count NOT IN (count, 1 + big) does not).
 func markWhole(root expr) {
 	for _, t := range topTerms(root) {
-		if cols := columnsRead(t, map[string]bool{}); len(cols) == 1 {
+		if readsOneColumn(t) {
 			markNotIn(t)
 		}
 	}
@@ -32,6 +32,9 @@ func columnsRead(e expr, cols map[string]bool) map[string]bool {
 	}
 	return cols
 }
+
+// readsOneColumn reports whether e reads exactly one column.
+func readsOneColumn(e expr) bool { return len(columnsRead(e, map[string]bool{})) == 1 }
 
 // markNotIn marks every NOT IN chain in e whole.
 func markNotIn(e expr) {
@@ -109,15 +112,14 @@ func orderTopAnd(root expr) {
 	}
 	var first, rest []expr
 	for _, t := range l.terms {
-		cols := len(columnsRead(t, map[string]bool{}))
-		if b, ok := t.(*logicExpr); ok && b.between && cols > 1 && slices.ContainsFunc(b.terms, readsOneColumn) {
+		if readsOneColumn(t) {
+			first = append(first, t)
+			continue
+		}
+		if b, ok := t.(*logicExpr); ok && b.between && slices.ContainsFunc(b.terms, readsOneColumn) {
 			return // the scan computes one of its comparisons, the filter the other
 		}
-		if cols == 1 {
-			first = append(first, t)
-		} else {
-			rest = append(rest, t)
-		}
+		rest = append(rest, t)
 	}
 	if len(first) > 1 && slices.ContainsFunc(first, canThrow) {
 		return
@@ -125,9 +127,6 @@ func orderTopAnd(root expr) {
 	l.terms = append(first, rest...)
 	l.ordered = true
 }
-
-// readsOneColumn reports whether e reads exactly one column.
-func readsOneColumn(e expr) bool { return len(columnsRead(e, map[string]bool{})) == 1 }
 
 // constantComparison reports whether e compares an expression with a
 // constant.
@@ -167,7 +166,7 @@ func scanned(e expr) bool {
 		return false
 	}
 	x, _, _, ok := comparedWith(c)
-	return ok && len(columnsRead(x, map[string]bool{})) == 1 && !canThrow(x)
+	return ok && readsOneColumn(x) && !canThrow(x)
 }
 
 // canThrow reports whether DuckDB takes e for an expression that may fail
