@@ -134,10 +134,12 @@ soak:
 
 # The write directories of a real `framefs mount` under a mix of drag-ins,
 # multi-process writers, deletes, expire, gc and 8 readers, for
-# SOAK_WRITE_TIME (10 minutes); prints its figures.
+# SOAK_WRITE_TIME (10 minutes); prints its figures. SOAK_STORE=s3 puts the
+# table on a local S3 server, with a second, read-only mount as another node.
 SOAK_WRITE_TIME ?= 10m
-soak-write: build
-	@FRAMEFS_SOAK_WRITE=$(SOAK_WRITE_TIME) FRAMEFS_BIN=$(abspath $(BIN)) \
+SOAK_STORE ?= local
+soak-write: build test-server
+	@FRAMEFS_SOAK_WRITE=$(SOAK_WRITE_TIME) FRAMEFS_SOAK_STORE=$(SOAK_STORE) FRAMEFS_BIN=$(abspath $(BIN)) \
 	scripts/with-test-tmp.sh $(GO) test -count=1 -timeout 60m -run 'TestSoakWriteDirectories' -v ./fusefs
 
 # A read-only `framefs mount` following a table that takes a commit every

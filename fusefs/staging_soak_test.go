@@ -20,10 +20,12 @@ import (
 
 	"github.com/framefs/framefs/internal/mounttest"
 	"github.com/framefs/framefs/internal/procstatus"
+	"github.com/framefs/framefs/internal/s3test"
 	"github.com/framefs/framefs/internal/tabletest"
 	"github.com/framefs/framefs/internal/treetest"
 	"github.com/framefs/framefs/media"
 	"github.com/framefs/framefs/mounttree"
+	"github.com/framefs/framefs/table"
 )
 
 // TestSoakWriteDirectories puts a real `framefs mount` (FRAMEFS_BIN) under
@@ -37,6 +39,14 @@ import (
 // was written completely, no wrong byte read, and the daemon's anonymous
 // memory within its bound and not growing with time (soak_memory_test.go;
 // printed every minute). Skipped unless FRAMEFS_SOAK_WRITE is set.
+//
+// With FRAMEFS_SOAK_STORE=s3 (make soak-write SOAK_STORE=s3) the table is
+// in an S3 warehouse on a local versitygw, and a second, read-only mount
+// of it (another node) serves half of the readers: frames read there
+// while the first node commits, deletes, expires and collects. The second
+// node reaches S3 through a proxy that fails, drops and truncates a few
+// percent of its requests (soakFaults): its reads must still all be
+// right, since the store retries.
 func TestSoakWriteDirectories(t *testing.T) {
 	duration, bin := soakSetup(t, "FRAMEFS_SOAK_WRITE", "soak-write")
 	s := newSoak(t, bin)
@@ -52,6 +62,10 @@ const (
 	soakReaders      = 8
 )
 
+// soakFaults are what the second node's S3 requests meet on S3: about 8%
+// of them fail one way or another, each retried up to 8 times.
+var soakFaults = s3test.Faults{Error: 0.03, DropBefore: 0.01, DropAfter: 0.01, Truncate: 0.03, MaxDelay: 10 * time.Millisecond}
+
 // soakVideos are what gets dropped; an episode's name ends in its index.
 var soakVideos = []string{"h264_faststart.mp4", "h264_vfr.mp4", "h264_gop250.mp4", "h264_bframes_gop30.mp4", "mpeg4_part2.mp4", "hevc.mp4", "h264_negative_cts.mp4"}
 
@@ -60,11 +74,20 @@ func soakRows(frames int) int { return min(frames, 60) }
 
 type soak struct {
 	t                    *testing.T
-	bin, wh, mnt, tblDir string
+	bin, wh, mnt, tblDir string // wh and tblDir: directories, or s3:// URIs
 	in                   string
 	daemon               *exec.Cmd
 	daemonLog            string
-	refs                 [][][]byte // video index -> frame -> image
+	// env reaches the S3 server for every framefs process (nil locally);
+	// openTable opens the table afresh, as another process would.
+	env       []string
+	openTable func() *table.Table
+	// other is the second node's read-only mount, which reaches S3
+	// through proxy (S3 only).
+	other      *node
+	proxy      *s3test.FaultProxy
+	otherReads atomic.Int64
+	refs       [][][]byte // video index -> frame -> image
 	// duration is how long run was asked to run.
 	duration time.Duration
 	src      string // sidecars to drag in
@@ -83,12 +106,42 @@ type soak struct {
 	memory                                                   *memoryWatch
 }
 
+// node is a read-only `framefs mount` of the soak's warehouse.
+type node struct {
+	mnt    string
+	daemon *exec.Cmd
+	log    string
+}
+
 func newSoak(t *testing.T, bin string) *soak {
-	s := &soak{t: t, bin: bin, wh: t.TempDir(), mnt: filepath.Join(t.TempDir(), "mnt"), src: t.TempDir(),
+	s := &soak{t: t, bin: bin, mnt: filepath.Join(t.TempDir(), "mnt"), src: t.TempDir(),
 		expected: map[string]int{}, deleted: map[string]bool{}, abandoned: map[string]bool{}, problems: map[string]string{}}
-	s.tblDir = filepath.Join(s.wh, "robot")
 	s.in = filepath.Join(s.mnt, "robot", "ingest")
-	tbl := robotTable(t, s.wh)
+	var tbl *table.Table
+	switch store := os.Getenv("FRAMEFS_SOAK_STORE"); store {
+	case "", "local":
+		s.wh = t.TempDir()
+		s.tblDir = filepath.Join(s.wh, "robot")
+		tbl = robotTable(t, s.wh)
+		s.openTable = func() *table.Table { return tabletest.Open(t, s.tblDir, tabletest.Options()) }
+	case "s3":
+		gw := s3test.Start(t)
+		s.wh, s.tblDir = gw.URI("warehouse"), gw.URI("warehouse/robot")
+		// The command line's default block cache goes under the test's
+		// own directory.
+		s.env = append(gw.Env(), "XDG_CACHE_HOME="+t.TempDir())
+		tbl = s3RobotTable(t, gw.Open(t, "warehouse", nil))
+		s.proxy = s3test.StartFaultProxy(t, gw.Endpoint, soakFaults, 1)
+		s.openTable = func() *table.Table {
+			tbl, err := table.Open(context.Background(), gw.Open(t, "warehouse/robot", nil), tabletest.Options())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tbl
+		}
+	default:
+		t.Fatalf("FRAMEFS_SOAK_STORE=%q: want local or s3", store)
+	}
 	schema, err := tbl.LatestSchema(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -112,17 +165,40 @@ func newSoak(t *testing.T, bin string) *soak {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.daemon = exec.Command(bin, "mount", s.wh, s.mnt, "--staging-dir", filepath.Join(t.TempDir(), "staging"), "--spill-dir", filepath.Join(t.TempDir(), "spill"),
-		"--settle", soakSettle.String(), "--refresh", "1s",
-		"--cache-bytes", strconv.Itoa(soakCacheBytes), "--picture-cache-bytes", strconv.Itoa(soakPictureBytes))
-	s.daemon.Stdout, s.daemon.Stderr = logf, logf
-	if err := s.daemon.Start(); err != nil {
+	s.daemon = s.mount(logf, s.mnt, "--staging-dir", filepath.Join(t.TempDir(), "staging"), "--settle", soakSettle.String())
+	waitFor(t, func() bool { _, err := os.ReadFile(filepath.Join(s.in, ".status")); return err == nil }, "the mount")
+	s.memory = newMemoryWatch(t, "soak-write", s.daemon.Process.Pid, s.mnt, soakCacheBytes+soakPictureBytes, s.openTable())
+	if s.env != nil {
+		s.other = &node{mnt: filepath.Join(t.TempDir(), "mnt"), log: filepath.Join(t.TempDir(), "other.log")}
+		os.MkdirAll(s.other.mnt, 0o755)
+		otherLog, err := os.Create(s.other.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.other.daemon = s.mount(otherLog, s.other.mnt, "-o", "ro", "--s3-endpoint", s.proxy.Endpoint)
+		waitFor(t, func() bool { _, err := os.Stat(filepath.Join(s.other.mnt, "robot", "latest")); return err == nil }, "the second mount")
+	}
+	return s
+}
+
+// mount starts `framefs mount` of the warehouse at mnt with the soak's
+// caches (and, on S3, a block cache of its own, as another machine has),
+// logging to logf; it is stopped when the test ends.
+func (s *soak) mount(logf *os.File, mnt string, args ...string) *exec.Cmd {
+	t := s.t
+	args = append([]string{"mount", s.wh, mnt, "--spill-dir", filepath.Join(t.TempDir(), "spill"), "--refresh", "1s",
+		"--cache-bytes", strconv.Itoa(soakCacheBytes), "--picture-cache-bytes", strconv.Itoa(soakPictureBytes)}, args...)
+	if s.env != nil {
+		args = append(args, "--s3-cache-dir", filepath.Join(t.TempDir(), "blocks"))
+	}
+	daemon := exec.Command(s.bin, args...)
+	daemon.Env = append(os.Environ(), s.env...)
+	daemon.Stdout, daemon.Stderr = logf, logf
+	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { mounttest.StopDaemon(s.daemon, s.mnt, 20*time.Second); logf.Close() })
-	waitFor(t, func() bool { _, err := os.ReadFile(filepath.Join(s.in, ".status")); return err == nil }, "the mount")
-	s.memory = newMemoryWatch(t, "soak-write", s.daemon.Process.Pid, s.mnt, soakCacheBytes+soakPictureBytes, tabletest.Open(t, s.tblDir, tabletest.Options()))
-	return s
+	t.Cleanup(func() { mounttest.StopDaemon(daemon, mnt, 20*time.Second); logf.Close() })
+	return daemon
 }
 
 // waitExists waits (a while) until path exists.
@@ -159,7 +235,9 @@ func (s *soak) fail(format string, args ...any) {
 
 // framefs runs the command line against the table.
 func (s *soak) framefs(args ...string) (string, error) {
-	out, err := exec.Command(s.bin, args...).CombinedOutput()
+	cmd := exec.Command(s.bin, args...)
+	cmd.Env = append(os.Environ(), s.env...)
+	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
@@ -329,8 +407,12 @@ func (s *soak) run(duration time.Duration) {
 		go func(r int) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(r), 11))
+			mnt := s.mnt
+			if s.other != nil && r%2 == 1 {
+				mnt = s.other.mnt
+			}
 			for time.Now().Before(deadline) {
-				s.readOne(rng, r < 2)
+				s.readOne(rng, mnt, r < 2)
 			}
 		}(r)
 	}
@@ -356,16 +438,17 @@ func (s *soak) run(duration time.Duration) {
 	<-memoryWatched
 }
 
-// readOne reads a random frame of a random episode, from latest or (old)
-// from any live snapshot, and checks it against the decoder's.
-func (s *soak) readOne(rng *rand.Rand, old bool) {
-	base := filepath.Join(s.mnt, "robot", "latest")
+// readOne reads a random frame of a random episode through the mount at
+// mnt, from latest or (old) from any live snapshot, and checks it against
+// the decoder's.
+func (s *soak) readOne(rng *rand.Rand, mnt string, old bool) {
+	base := filepath.Join(mnt, "robot", "latest")
 	if old {
-		snaps, err := os.ReadDir(filepath.Join(s.mnt, "robot", "snapshots"))
+		snaps, err := os.ReadDir(filepath.Join(mnt, "robot", "snapshots"))
 		if err != nil || len(snaps) == 0 {
 			return
 		}
-		base = filepath.Join(s.mnt, "robot", "snapshots", snaps[rng.IntN(len(snaps))].Name())
+		base = filepath.Join(mnt, "robot", "snapshots", snaps[rng.IntN(len(snaps))].Name())
 	}
 	eps, err := os.ReadDir(filepath.Join(base, "task=pick"))
 	if err != nil || len(eps) == 0 {
@@ -390,6 +473,9 @@ func (s *soak) readOne(rng *rand.Rand, old bool) {
 	switch {
 	case err == nil && bytes.Equal(got, frames[i]):
 		s.reads.Add(1)
+		if mnt != s.mnt {
+			s.otherReads.Add(1)
+		}
 	case err == nil:
 		s.fail("%s frame %d of %s: wrong bytes (%d, want %d)", name, i, base, len(got), len(frames[i]))
 	case errors.Is(err, syscall.ENOENT):
@@ -428,6 +514,19 @@ func (s *soak) watch(stop chan struct{}) {
 	}
 }
 
+// logErrors returns the ERROR lines of the daemon log at path, each
+// after prefix.
+func logErrors(path, prefix string) []string {
+	data, _ := os.ReadFile(path)
+	var lines []string
+	for line := range strings.Lines(string(data)) {
+		if strings.Contains(line, "level=ERROR") || strings.Contains(line, " ERROR ") {
+			lines = append(lines, prefix+strings.TrimSpace(line))
+		}
+	}
+	return lines
+}
+
 // procStatusBytes reads a memory field of /proc/PID/status: 0 once the
 // daemon is gone.
 func procStatusBytes(pid int, field string) int64 {
@@ -443,7 +542,7 @@ func (s *soak) check() {
 	failures := stagingStat(t, s.mnt, "ingest_failures_total", "ingest")
 
 	// Every dropped episode not deleted is in the head, as written.
-	head, eps := treetest.HeadEpisodes(t, tabletest.Open(t, s.tblDir, tabletest.Options()))
+	head, eps := treetest.HeadEpisodes(t, s.openTable())
 	inHead := map[string]bool{}
 	for _, e := range eps {
 		inHead[e.Episode] = true
@@ -472,6 +571,7 @@ func (s *soak) check() {
 	// on stderr.
 	var stderr strings.Builder
 	verify := exec.Command(s.bin, "verify", s.tblDir)
+	verify.Env = append(os.Environ(), s.env...)
 	verify.Stderr = &stderr
 	stdout, err := verify.Output()
 	out := strings.TrimSpace(string(stdout))
@@ -481,12 +581,12 @@ func (s *soak) check() {
 	if s.daemon.ProcessState != nil {
 		s.fail("the daemon exited: %v", s.daemon.ProcessState)
 	}
-	logData, _ := os.ReadFile(s.daemonLog)
-	var errorLines []string
-	for line := range strings.Lines(string(logData)) {
-		if strings.Contains(line, "level=ERROR") || strings.Contains(line, " ERROR ") {
-			errorLines = append(errorLines, strings.TrimSpace(line))
+	errorLines := logErrors(s.daemonLog, "")
+	if s.other != nil {
+		if s.other.daemon.ProcessState != nil {
+			s.fail("the second mount's daemon exited: %v", s.other.daemon.ProcessState)
 		}
+		errorLines = append(errorLines, logErrors(s.other.log, "second mount: ")...)
 	}
 	for name, text := range s.problems {
 		s.fail("%s appeared for a file written completely: %s", name, text)
@@ -496,6 +596,10 @@ func (s *soak) check() {
 		s.drops.Load(), s.multi.Load(), s.abandons.Load(), s.deletes.Load(), s.expires.Load(), s.gcs.Load(), s.gcRemoved.Load())
 	t.Logf("soak: the mount committed %d snapshots with %d episodes; %d ingest failures; %d error files seen", commits, episodes, failures, len(s.problems))
 	t.Logf("soak: %d readers read %d frames right, 0 wrong; %d ENOENT (deleted or expired since listed)", soakReaders, s.reads.Load(), s.readENOENT.Load())
+	if s.other != nil {
+		t.Logf("soak: on S3; %d of those frames were read through the second, read-only mount; its %d S3 requests met %d errors, %d dropped connections, %d truncated bodies",
+			s.otherReads.Load(), s.proxy.Requests.Load(), s.proxy.Errors.Load(), s.proxy.Drops.Load(), s.proxy.Truncations.Load())
+	}
 	t.Logf("soak: %d episodes in the head, %d snapshots; framefs verify: %s (%s)", len(eps), head.ID, out, strings.TrimSpace(stderr.String()))
 	t.Logf("soak: daemon RSS peak %.1f MiB (anonymous %.1f MiB, mapped from files %.1f MiB; VmHWM %.1f MiB); %d ERROR log lines",
 		float64(s.rssPeak.Load())/(1<<20), float64(s.rssPeakAnon)/(1<<20), float64(s.rssPeakFile)/(1<<20), float64(hwm)/(1<<20), len(errorLines))
