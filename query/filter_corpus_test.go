@@ -275,6 +275,9 @@ var filterCorpus = []string{
 	"((-3 * big) * abs(0)) NOT BETWEEN CAST(abs(0.1) AS INTEGER) AND TRY_CAST(code AS DECIMAL(4,1))",
 	"((-3 * big) * 0) = 0", "((big * 3) * 0) = 0", "(0 * (3 * (big * 7))) = 0", "((3 + big) * 0) = 0", "((big * count) * 0) = 0",
 	"((-big) * 0) = 0", "(CAST(big AS INTEGER) * 0) = 0", "((3 * big) * 2) > 0", "((3 * big) * 0) IS NULL", "(5 IN (7, 2147483647 + 1)) IS NULL", "(5 IN (7, 2147483647 + 1)) = (count > 2)",
+	// ... but a product of constants alone is computed whole
+	"big <> ((2147483647 * 7) * 0)", "big <> (0 * (7 * 2147483647))", "big <> ((2147483647 * 7) * big * 0)",
+	"(2147483647 * 7) * 0 = 0 OR big > 0", "big <> ((2147483647 * big) * 0)",
 }
 
 // corpusSchema has a column of every type, nullable, and a partition.

@@ -625,12 +625,17 @@ func foldCoalesce(c *coalesceExpr) expr {
 // product with 0 is 0 where its other factor is not NULL, and a constant
 // factor of that one does not change whether it is, so it is not
 // computed, nor its overflow: (-3 * big) * 0 is 0 for any big. Other
-// operations stay ((big + 3) * 0 fails where big + 3 does).
+// operations stay ((big + 3) * 0 fails where big + 3 does), and so does
+// a product that reads no column: DuckDB computes all of it, so
+// (2147483647 * 7) * 0 fails.
 func dropFactorsOfZero(a *arithExpr) {
 	x := &a.l
 	if isZero(a.l) {
 		x = &a.r
 	} else if !isZero(a.r) {
+		return
+	}
+	if isConstant(*x) {
 		return
 	}
 	for {
