@@ -625,7 +625,7 @@ func (s *soak) check() {
 	s.memory.check(s.duration, true, false)
 	if s.other != nil {
 		// The second mount is held to the bound alone. It grows with
-		// the head (130 episodes a minute) and never comes near the
+		// the head (130 episodes a minute) and stays well under the
 		// bound: its picture and metadata caches fill all run long, and
 		// it keeps a node for each of the ever more distinct frames its
 		// readers open until the kernel forgets it (docs/CACHES.md).
