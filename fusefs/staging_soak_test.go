@@ -62,8 +62,9 @@ const (
 	soakReaders      = 8
 )
 
-// soakFaults are what the second node's S3 requests meet on S3: about 8%
-// of them fail one way or another, each retried up to 8 times.
+// soakFaults are what the second node's S3 requests meet: about 8% of
+// them fail one way or another, and the store tries each up to 8 times
+// (storage.S3Options.MaxAttempts).
 var soakFaults = s3test.Faults{Error: 0.03, DropBefore: 0.01, DropAfter: 0.01, Truncate: 0.03, MaxDelay: 10 * time.Millisecond}
 
 // soakVideos are what gets dropped; an episode's name ends in its index.
@@ -283,14 +284,12 @@ func (s *soak) run(duration time.Duration) {
 	s.duration = duration
 	deadline := time.Now().Add(duration)
 	var wg, writers sync.WaitGroup
-	stopWatch, watched, memoryWatched := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() { s.watch(stopWatch); close(watched) }()
-	go func() { s.memory.run(stopWatch); close(memoryWatched) }()
-	otherWatched := make(chan struct{})
+	stopWatch := make(chan struct{})
+	var watches sync.WaitGroup
+	watches.Go(func() { s.watch(stopWatch) })
+	watches.Go(func() { s.memory.run(stopWatch) })
 	if s.other != nil {
-		go func() { s.other.memory.run(stopWatch); close(otherWatched) }()
-	} else {
-		close(otherWatched)
+		watches.Go(func() { s.other.memory.run(stopWatch) })
 	}
 
 	// Drag-ins: a pair copied with one cp, as a file manager does.
@@ -449,9 +448,7 @@ func (s *soak) run(duration time.Duration) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	close(stopWatch)
-	<-watched
-	<-memoryWatched
-	<-otherWatched
+	watches.Wait()
 }
 
 // readOne reads a random frame of a random episode through the mount at
