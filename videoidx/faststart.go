@@ -2,6 +2,7 @@ package videoidx
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -15,9 +16,10 @@ import (
 // offsets in its stco and co64 boxes shifted by the size of moov: what
 // `ffmpeg -movflags +faststart` does, so that a reader finds the index in
 // the first bytes. Nothing is written and rewritten is false when the file
-// is not in that order (already fast-start, fragmented, no moov or mdat)
-// or when a 32-bit chunk offset would overflow. Malformed box structure is
-// an error.
+// is not in that order (already fast-start, fragmented, no moov or mdat),
+// when a sample lies outside the bytes between ftyp and moov, or when a
+// 32-bit chunk offset would overflow. Malformed box structure or sample
+// tables are an error.
 func FastStart(r io.ReaderAt, size int64, w io.Writer) (rewritten bool, err error) {
 	top, err := fileBoxes(r, size)
 	if err != nil {
@@ -39,6 +41,15 @@ func FastStart(r io.ReaderAt, size int64, w io.Writer) (rewritten bool, err erro
 	}
 	if moovAt < 0 || mdatAt < 0 || moovAt < mdatAt || top[0].Type != mp4.BoxTypeFtyp() {
 		return false, nil
+	}
+	// The rewrite moves the bytes between ftyp and moov by moov's size,
+	// and shifts every chunk offset by as much: a sample elsewhere (after
+	// moov, or running into it) would not be where its offset then says.
+	if ok, err := samplesBetween(r, size, top[0].Size, top[moovAt].Offset); err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("videoidx: fast start: %w", err)
+		}
+		return false, err
 	}
 	if top[moovAt].Size > maxMoovBytes {
 		return false, fmt.Errorf("videoidx: fast start: moov box of %d bytes is larger than %d", top[moovAt].Size, maxMoovBytes)
@@ -68,6 +79,27 @@ func FastStart(r io.ReaderAt, size int64, w io.Writer) (rewritten bool, err erro
 		if i+1 != moovAt {
 			if err := copyBox(b); err != nil {
 				return true, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// samplesBetween reports whether every sample of every track of the MP4
+// read from r (size bytes) lies within the bytes [from, to).
+func samplesBetween(r io.ReaderAt, size int64, from, to uint64) (bool, error) {
+	p := &parser{ctx: context.Background(), r: r, size: uint64(size)}
+	if _, err := mp4.ReadBoxStructure(io.NewSectionReader(r, 0, size), p.handle); err != nil {
+		return false, err
+	}
+	for _, t := range p.tracks {
+		samples, err := t.tableSamples(uint64(size))
+		if err != nil {
+			return false, fmt.Errorf("track %d: %w", t.id, err)
+		}
+		for _, s := range samples {
+			if s.Offset < 0 || uint64(s.Offset) < from || uint64(s.Offset)+uint64(s.Size) > to {
+				return false, nil
 			}
 		}
 	}
