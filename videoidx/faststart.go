@@ -42,6 +42,9 @@ func FastStart(r io.ReaderAt, size int64, w io.Writer) (rewritten bool, err erro
 	if moovAt < 0 || mdatAt < 0 || moovAt < mdatAt || top[0].Type != mp4.BoxTypeFtyp() {
 		return false, nil
 	}
+	if top[moovAt].Size > maxMoovBytes {
+		return false, fmt.Errorf("videoidx: fast start: moov box of %d bytes is larger than %d", top[moovAt].Size, maxMoovBytes)
+	}
 	// The rewrite moves the bytes between ftyp and moov by moov's size,
 	// and shifts every chunk offset by as much: a sample elsewhere (after
 	// moov, or running into it) would not be where its offset then says.
@@ -50,9 +53,6 @@ func FastStart(r io.ReaderAt, size int64, w io.Writer) (rewritten bool, err erro
 			err = fmt.Errorf("videoidx: fast start: %w", err)
 		}
 		return false, err
-	}
-	if top[moovAt].Size > maxMoovBytes {
-		return false, fmt.Errorf("videoidx: fast start: moov box of %d bytes is larger than %d", top[moovAt].Size, maxMoovBytes)
 	}
 	moov := make([]byte, top[moovAt].Size)
 	if _, err := r.ReadAt(moov, int64(top[moovAt].Offset)); err != nil {
