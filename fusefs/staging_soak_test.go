@@ -74,11 +74,12 @@ var soakVideos = []string{"h264_faststart.mp4", "h264_vfr.mp4", "h264_gop250.mp4
 func soakRows(frames int) int { return min(frames, 60) }
 
 type soak struct {
-	t                    *testing.T
-	bin, wh, mnt, tblDir string // wh and tblDir: directories, or s3:// URIs
-	in                   string
-	daemon               *exec.Cmd
-	daemonLog            string
+	t               *testing.T
+	bin, wh, tblDir string // wh and tblDir: directories, or s3:// URIs
+	// node is the mount whose write directories the soak drives; in is
+	// its ingest/.
+	node
+	in string
 	// env reaches the S3 server for every framefs process (nil locally);
 	// openTable opens the table afresh, as another process would.
 	env       []string
@@ -104,21 +105,19 @@ type soak struct {
 	reads, readENOENT                                        atomic.Int64
 	rssPeak                                                  atomic.Int64
 	rssPeakAnon, rssPeakFile                                 int64 // the parts of the peak sample; watch alone writes them
-	memory                                                   *memoryWatch
 }
 
-// node is a read-only `framefs mount` of the soak's warehouse.
+// node is a `framefs mount` of the soak's warehouse and what watches it.
 type node struct {
 	mnt    string
 	daemon *exec.Cmd
-	log    string
+	log    string // the daemon's log
 	memory *memoryWatch
 }
 
 func newSoak(t *testing.T, bin string) *soak {
-	s := &soak{t: t, bin: bin, mnt: filepath.Join(t.TempDir(), "mnt"), src: t.TempDir(),
+	s := &soak{t: t, bin: bin, src: t.TempDir(),
 		expected: map[string]int{}, deleted: map[string]bool{}, abandoned: map[string]bool{}, problems: map[string]string{}}
-	s.in = filepath.Join(s.mnt, "robot", "ingest")
 	var tbl *table.Table
 	switch store := os.Getenv("FRAMEFS_SOAK_STORE"); store {
 	case "", "local":
@@ -156,59 +155,55 @@ func newSoak(t *testing.T, bin string) *soak {
 		n := countFrames(t, video(v))
 		s.refs = append(s.refs, decodeAll(t, video(v), n, setting))
 	}
-	os.MkdirAll(s.mnt, 0o755)
 	// FRAMEFS_SOAK_LOG keeps the daemon's log (with GODEBUG=gctrace=1,
 	// say) for a look afterwards.
-	s.daemonLog = os.Getenv("FRAMEFS_SOAK_LOG")
-	if s.daemonLog == "" {
-		s.daemonLog = filepath.Join(t.TempDir(), "daemon.log")
-	}
-	logf, err := os.Create(s.daemonLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.daemon = s.mount(logf, s.mnt, nil, "--staging-dir", filepath.Join(t.TempDir(), "staging"), "--settle", soakSettle.String())
-	waitFor(t, func() bool { _, err := os.ReadFile(filepath.Join(s.in, ".status")); return err == nil }, "the mount")
-	s.memory = newMemoryWatch(t, "soak-write", s.daemon.Process.Pid, s.mnt, soakCacheBytes+soakPictureBytes, s.openTable())
+	s.node = *s.mount("soak-write", os.Getenv("FRAMEFS_SOAK_LOG"), nil,
+		"--staging-dir", filepath.Join(t.TempDir(), "staging"), "--settle", soakSettle.String())
+	s.in = filepath.Join(s.mnt, "robot", "ingest")
+	waitFor(t, func() bool { _, err := os.ReadFile(filepath.Join(s.in, ".status")); return err == nil }, "the write directories")
 	if s.env != nil {
-		s.other = &node{mnt: filepath.Join(t.TempDir(), "mnt"), log: filepath.Join(t.TempDir(), "other.log")}
-		os.MkdirAll(s.other.mnt, 0o755)
-		otherLog, err := os.Create(s.other.log)
-		if err != nil {
-			t.Fatal(err)
-		}
 		// Heap profiles (FRAMEFS_HEAPPROFILE) of the second mount go
 		// beside the first's.
 		var env []string
 		if p := os.Getenv("FRAMEFS_HEAPPROFILE"); p != "" {
 			env = []string{"FRAMEFS_HEAPPROFILE=" + p + ".second"}
 		}
-		s.other.daemon = s.mount(otherLog, s.other.mnt, env, "-o", "ro", "--s3-endpoint", s.proxy.Endpoint)
-		waitFor(t, func() bool { _, err := os.Stat(filepath.Join(s.other.mnt, "robot", "latest")); return err == nil }, "the second mount")
-		s.other.memory = newMemoryWatch(t, "soak-write's second mount", s.other.daemon.Process.Pid, s.other.mnt, soakCacheBytes+soakPictureBytes, s.openTable())
+		s.other = s.mount("soak-write's second mount", "", env, "-o", "ro", "--s3-endpoint", s.proxy.Endpoint)
 	}
 	return s
 }
 
-// mount starts `framefs mount` of the warehouse at mnt with the soak's
-// caches (and, on S3, a block cache of its own, as another machine has),
-// logging to logf, with env added to its environment; it is stopped when
-// the test ends.
-func (s *soak) mount(logf *os.File, mnt string, env []string, args ...string) *exec.Cmd {
+// mount starts `framefs mount` of the warehouse with the soak's caches
+// (and, on S3, a block cache of its own, as another machine has), with
+// env added to its environment, logging to log (a new file if ""), and
+// returns it once its table's folder is there, watched under name. It is
+// stopped when the test ends.
+func (s *soak) mount(name, log string, env []string, args ...string) *node {
 	t := s.t
-	args = append([]string{"mount", s.wh, mnt, "--spill-dir", filepath.Join(t.TempDir(), "spill"), "--refresh", "1s",
+	n := &node{mnt: filepath.Join(t.TempDir(), "mnt"), log: log}
+	if n.log == "" {
+		n.log = filepath.Join(t.TempDir(), "daemon.log")
+	}
+	os.MkdirAll(n.mnt, 0o755)
+	logf, err := os.Create(n.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = append([]string{"mount", s.wh, n.mnt, "--spill-dir", filepath.Join(t.TempDir(), "spill"), "--refresh", "1s",
 		"--cache-bytes", strconv.Itoa(soakCacheBytes), "--picture-cache-bytes", strconv.Itoa(soakPictureBytes)}, args...)
 	if s.env != nil {
 		args = append(args, "--s3-cache-dir", filepath.Join(t.TempDir(), "blocks"))
 	}
-	daemon := exec.Command(s.bin, args...)
-	daemon.Env = append(append(os.Environ(), s.env...), env...)
-	daemon.Stdout, daemon.Stderr = logf, logf
-	if err := daemon.Start(); err != nil {
+	n.daemon = exec.Command(s.bin, args...)
+	n.daemon.Env = append(append(os.Environ(), s.env...), env...)
+	n.daemon.Stdout, n.daemon.Stderr = logf, logf
+	if err := n.daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { mounttest.StopDaemon(daemon, mnt, 20*time.Second); logf.Close() })
-	return daemon
+	t.Cleanup(func() { mounttest.StopDaemon(n.daemon, n.mnt, 20*time.Second); logf.Close() })
+	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(n.mnt, "robot", "latest")); return err == nil }, name)
+	n.memory = newMemoryWatch(t, name, n.daemon.Process.Pid, n.mnt, soakCacheBytes+soakPictureBytes, s.openTable())
+	return n
 }
 
 // waitExists waits (a while) until path exists.
@@ -594,7 +589,7 @@ func (s *soak) check() {
 	if s.daemon.ProcessState != nil {
 		s.fail("the daemon exited: %v", s.daemon.ProcessState)
 	}
-	errorLines := logErrors(s.daemonLog, "")
+	errorLines := logErrors(s.log, "")
 	if s.other != nil {
 		if s.other.daemon.ProcessState != nil {
 			s.fail("the second mount's daemon exited: %v", s.other.daemon.ProcessState)

@@ -88,8 +88,8 @@ func FastStart(r io.ReaderAt, size int64, w io.Writer) (rewritten bool, err erro
 // samplesBetween reports whether every sample of every track of the MP4
 // read from r (size bytes) lies within the bytes [from, to).
 func samplesBetween(r io.ReaderAt, size int64, from, to uint64) (bool, error) {
-	p := &parser{ctx: context.Background(), r: r, size: uint64(size)}
-	if _, err := mp4.ReadBoxStructure(io.NewSectionReader(r, 0, size), p.handle); err != nil {
+	p, err := parseMP4(context.Background(), r, size)
+	if err != nil {
 		return false, err
 	}
 	for _, t := range p.tracks {

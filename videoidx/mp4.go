@@ -41,6 +41,20 @@ func ReadMP4(ctx context.Context, r io.ReaderAt, size int64, stream int) (*Index
 	if !topLevelBoxes[string(head[4:8])] {
 		return nil, ErrNotMP4
 	}
+	p, err := parseMP4(ctx, r, size)
+	if err != nil {
+		return nil, err
+	}
+	t, err := p.chooseTrack(stream)
+	if err != nil {
+		return nil, err
+	}
+	return p.buildIndex(t)
+}
+
+// parseMP4 reads the boxes of the MP4 read from r (size bytes) into the
+// tracks they describe.
+func parseMP4(ctx context.Context, r io.ReaderAt, size int64) (*parser, error) {
 	p := &parser{ctx: ctx, r: r, size: uint64(size)}
 	_, err := mp4.ReadBoxStructure(io.NewSectionReader(r, 0, size), p.handle)
 	if err != nil {
@@ -56,11 +70,7 @@ func ReadMP4(ctx context.Context, r io.ReaderAt, size int64, stream int) (*Index
 		}
 		return nil, fmt.Errorf("%w: no moov box", ErrCorrupt)
 	}
-	t, err := p.chooseTrack(stream)
-	if err != nil {
-		return nil, err
-	}
-	return p.buildIndex(t)
+	return p, nil
 }
 
 // track collects what the boxes of one trak (and its fragments) say.

@@ -654,7 +654,7 @@ func (l *logicExpr) table() *[16]uint8 {
 	switch {
 	case l.whole:
 		return &andStrict
-	case l.split && l.ordered:
+	case l.ordered: // the top AND, which is split
 		return &andInOrder
 	case l.split:
 		return &andTable
